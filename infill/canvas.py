@@ -1,0 +1,112 @@
+"""The canvas: one window's token ids, with the spans' slots in place of their text.
+
+    [left context] [span 0 slots] [gap 0] [span 1 slots] ... [span n slots] [right context]
+
+Context segments are the window's text between span edges, each encoded on its own, and
+are never decoded: the engine rebuilds the result from the original text, so text outside
+the spans comes back byte for byte whatever the tokenizer does at the edges. Only slots
+change. A slot holds the mask id (not yet decided), the null id (no token here) or a
+committed token id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from infill.denoiser import SpecialIds
+
+MASK_GLYPH = "░"  # a masked slot, in traces
+NULL_GLYPH = "∅"  # a null slot, in traces
+
+
+@dataclass
+class SpanSlots:
+    """The slots of one span on a canvas."""
+
+    index: int  # the span's index in the request (spans sorted by position)
+    ids: list[int]  # one per slot: mask id, null id or a committed token id
+    cap: int  # the most slots this span may grow to
+    exact: bool  # exactly len(ids) tokens: null forbidden, never grown
+    can_grow: bool = True  # False once the canvas had no room left to grow it
+
+
+@dataclass
+class Canvas:
+    """One forward pass's worth of ids. `left` is trimmed from its start and `right` from
+    its end when a growing span needs room: context far from the spans goes first."""
+
+    left: list[int]
+    spans: list[SpanSlots]
+    gaps: list[list[int]]  # context between span k and span k+1
+    right: list[int]
+    budget: int  # the most ids the canvas may hold
+    trimmed: int = field(default=0)  # context tokens dropped to make room for growth
+
+    def __post_init__(self) -> None:
+        if len(self.gaps) != len(self.spans) - 1:
+            raise ValueError("a canvas needs one gap between each pair of spans")
+
+    def __len__(self) -> int:
+        return (
+            len(self.left)
+            + len(self.right)
+            + sum(len(g) for g in self.gaps)
+            + sum(len(s.ids) for s in self.spans)
+        )
+
+    def ids(self) -> list[int]:
+        out = list(self.left)
+        for k, span in enumerate(self.spans):
+            out += span.ids
+            if k < len(self.gaps):
+                out += self.gaps[k]
+        out += self.right
+        return out
+
+    def offsets(self) -> list[int]:
+        """Canvas position of each span's first slot."""
+        pos = len(self.left)
+        out = []
+        for k, span in enumerate(self.spans):
+            out.append(pos)
+            pos += len(span.ids) + (len(self.gaps[k]) if k < len(self.gaps) else 0)
+        return out
+
+    def make_room(self, n: int) -> int:
+        """Free up to `n` positions, trimming outer context if needed; return how many
+        positions may be added (possibly fewer than n, possibly 0)."""
+        short = n - (self.budget - len(self))
+        while short > 0 and (self.left or self.right):
+            if len(self.left) >= len(self.right):
+                take = min(short, len(self.left))
+                del self.left[:take]
+            else:
+                take = min(short, len(self.right))
+                del self.right[len(self.right) - take :]
+            short -= take
+            self.trimmed += take
+        return max(0, min(n, self.budget - len(self)))
+
+
+def fill_ids(ids: Sequence[int], special: SpecialIds) -> list[int]:
+    """The tokens of a span's fill: slots without nulls (and masks, if any are left)."""
+    return [t for t in ids if t != special.null and t != special.mask]
+
+
+def render(ids: Sequence[int], special: SpecialIds, decode: Callable[[list[int]], str]) -> str:
+    """A span's slots as text: runs of tokens decoded together (so multi-byte characters
+    split over tokens read right), `░` per masked slot, `∅` per null slot."""
+    out: list[str] = []
+    run: list[int] = []
+    for t in ids:
+        if t == special.mask or t == special.null:
+            if run:
+                out.append(decode(run))
+                run = []
+            out.append(MASK_GLYPH if t == special.mask else NULL_GLYPH)
+        else:
+            run.append(t)
+    if run:
+        out.append(decode(run))
+    return "".join(out)

@@ -1,0 +1,97 @@
+"""The Denoiser interface: the only way the engine reaches a network.
+
+The engine works on token ids and text. A denoiser owns a tokenizer and a network and
+answers one question: given canvases of token ids (some of them the mask id), what are the
+logits at these positions? Everything else (which positions to commit, when to stop, how
+long a span is) is decided in `infill/`, so the engine is testable with a small fake.
+
+Contract with the model (see docs/ARCHITECTURE.md, "Length contract"):
+- `special.mask` marks a position to be denoised.
+- `special.null` is "no token here". A span allocation that the model fills only partly
+  ends in null tokens; the engine drops them. The model was trained so that nulls fill the
+  *tail* of an allocation. A span whose allocation is entirely filled with code tokens may
+  be too short: the engine grows it by appending mask positions at its end.
+- `encode` / `decode` round-trip exactly, and text that happens to spell a special token
+  (`<mask>` inside a string literal, say) is encoded as ordinary text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from infill.errors import InfillError
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    mask: int  # position to be denoised
+    null: int  # "no token": dropped from a fill; marks the unused tail of an allocation
+    pad: int  # batch padding, never attended to
+
+
+@runtime_checkable
+class Denoiser(Protocol):
+    """A masked-diffusion network behind a tokenizer. Implementations: model.hf.HFDenoiser
+    (the shipped model or any AutoModelForMaskedLM) and the tests' fakes."""
+
+    name: str  # shown in stats and `info`
+    special: SpecialIds
+    vocab_size: int
+    max_length: int  # the longest canvas, in tokens, one forward pass accepts
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`; decode(encode(text)) == text for every str."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of `ids` (special ids must not be passed)."""
+        ...
+
+    def logits(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> list[np.ndarray]:
+        """One forward pass over a batch of canvases (of any lengths <= max_length).
+
+        Returns, for canvas i, a float32 array (len(positions[i]), vocab_size) of logits at
+        those positions only. One call is one forward pass (NFE) per canvas.
+        """
+        ...
+
+
+class ModelLoadError(InfillError):
+    """The model directory is missing, incomplete or corrupt (or torch is not installed).
+
+    An `InfillError`, so every boundary that shows engine errors shows this one too."""
+
+
+def default_model_dir() -> Path:
+    """The checkpoint shipped in the repository (model/weights)."""
+    return Path(__file__).resolve().parent.parent / "model" / "weights"
+
+
+def load_denoiser(
+    model_dir: str | Path | None = None,
+    *,
+    device: str | None = None,
+    trust_remote_code: bool = False,
+) -> Denoiser:
+    """Load a denoiser from a Hugging Face model directory (default: the shipped model).
+
+    The import of `model.hf` (torch, transformers) happens here, lazily, so that code which
+    never runs a network never pays for torch.
+    """
+    path = Path(model_dir) if model_dir is not None else default_model_dir()
+    # Checked before the import so that a typo in --model is reported without paying
+    # seconds for importing torch.
+    if not path.is_dir():
+        raise ModelLoadError(f"model directory not found: {path}")
+    try:
+        from model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
+    except ImportError as exc:
+        raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}") from exc
+    return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code)

@@ -1,0 +1,136 @@
+"""Options of a fill, typed and validated up front (an invalid SamplerOptions cannot exist)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from infill.errors import OptionError
+from infill.strategies import STRATEGIES
+
+DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no budget is given
+
+
+@dataclass(frozen=True)
+class SamplerOptions:
+    """How to denoise. See docs/ARCHITECTURE.md ("Sampler") for the semantics."""
+
+    order: str = "confidence"  # commit order: a name in infill.strategies.STRATEGIES
+    threshold: float | None = None  # commit rule of the order; None: the order's default
+    tokens_per_step: int | None = None  # commit exactly k per step by score (no threshold)
+    max_steps: int | None = None  # cap on passes per canvas; the last one commits the rest
+    temperature: float = 0.0  # 0: argmax (deterministic); > 0: sample softmax(logits / T)
+    seed: int | None = None  # seed of the numpy Generator used at temperature > 0
+    remask_threshold: float | None = None  # remask committed tokens whose p fell below this
+    remask_budget: int | None = None  # remasks per request; None: 32 when remasking is on
+    default_span_tokens: int = 16  # tokens allocated to a hole without a length hint
+    max_span_tokens: int = 256  # the most tokens one span may take (hint or growth)
+    grow: int = 16  # masks appended to a span whose allocation filled up (0: never grow)
+    exact_length: bool = False  # every span is exactly its allocation: no null, no growth
+    window_tokens: int | None = None  # canvas budget; None: the denoiser's max_length
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    @classmethod
+    def build(cls, options: SamplerOptions | None = None, **overrides: Any) -> SamplerOptions:
+        """`options` (or the defaults) with keyword overrides; unknown names are errors."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - names)
+        if unknown:
+            raise OptionError(
+                f"unknown option {unknown[0]!r}; options are: {', '.join(sorted(names))}"
+            )
+        base = options if options is not None else cls()
+        return replace(base, **overrides) if overrides else base
+
+    @property
+    def effective_threshold(self) -> float | None:
+        """The threshold in force: None with tokens_per_step or a positional order."""
+        if self.tokens_per_step is not None:
+            return None
+        if self.threshold is not None:
+            return self.threshold
+        return STRATEGIES[self.order].default_threshold
+
+    @property
+    def remasking(self) -> bool:
+        return self.remask_threshold is not None
+
+    @property
+    def effective_remask_budget(self) -> int:
+        if not self.remasking:
+            return 0
+        return self.remask_budget if self.remask_budget is not None else DEFAULT_REMASK_BUDGET
+
+
+def _int(name: str, value: object, lo: int, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise OptionError(f"{name} must be an integer, got {value!r}")
+    if value < lo:
+        raise OptionError(f"{name} must be >= {lo}, got {value}")
+
+
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise OptionError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _validate(o: SamplerOptions) -> None:
+    if o.order not in STRATEGIES:
+        raise OptionError(
+            f"unknown order {o.order!r}; choose one of: {', '.join(sorted(STRATEGIES))}"
+        )
+    strategy = STRATEGIES[o.order]
+    _int("tokens_per_step", o.tokens_per_step, 1, optional=True)
+    _int("max_steps", o.max_steps, 1, optional=True)
+    _int("seed", o.seed, 0, optional=True)
+    _int("remask_budget", o.remask_budget, 1, optional=True)
+    _int("default_span_tokens", o.default_span_tokens, 1)
+    _int("max_span_tokens", o.max_span_tokens, 1)
+    _int("grow", o.grow, 0)
+    _int("window_tokens", o.window_tokens, 8, optional=True)
+    if not isinstance(o.exact_length, bool):
+        raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
+    if _real("temperature", o.temperature) < 0:
+        raise OptionError(f"temperature must be >= 0, got {o.temperature}")
+    if o.default_span_tokens > o.max_span_tokens:
+        raise OptionError(
+            f"default_span_tokens ({o.default_span_tokens}) exceeds max_span_tokens "
+            f"({o.max_span_tokens})"
+        )
+
+    if strategy.sequential:
+        if o.threshold is not None:
+            raise OptionError(f"order {o.order!r} commits one token per step; it takes no threshold")
+        if o.tokens_per_step is not None:
+            raise OptionError(
+                f"order {o.order!r} commits one token per step; tokens_per_step does not apply"
+            )
+        if o.remasking:
+            raise OptionError(f"order {o.order!r} decodes each token once; remasking does not apply")
+    if o.threshold is not None:
+        t = _real("threshold", o.threshold)
+        lo, hi = strategy.threshold_range
+        if not lo <= t <= hi:
+            raise OptionError(f"threshold for order {o.order!r} must be in [{lo}, {hi}], got {t}")
+        if o.tokens_per_step is not None:
+            raise OptionError("give either threshold or tokens_per_step, not both")
+
+    if o.remask_budget is not None and not o.remasking:
+        raise OptionError("remask_budget needs remask_threshold (remasking is off)")
+    if o.remasking:
+        r = _real("remask_threshold", o.remask_threshold)
+        if not 0 < r < 1:
+            raise OptionError(f"remask_threshold must be in (0, 1), got {r}")
+        t = o.effective_threshold
+        if o.order == "confidence" and t is not None and r >= t:
+            # A token committed at p >= t would be remasked at once, and again, until the
+            # budget runs out.
+            raise OptionError(
+                f"remask_threshold ({r}) must be below the commit threshold ({t})"
+            )

@@ -1,0 +1,279 @@
+"""The denoising sampler: a state machine over canvases, driven by logits.
+
+    job = DenoiseJob(canvases, options, special=..., vocab_size=...)
+    while not job.done:
+        batch = job.requests()                  # [(canvas ids, positions to score)]
+        job.advance(denoiser.logits(...batch))  # one forward pass per canvas
+
+`run(job, denoiser)` is that loop. The job never calls the network itself, so a worker can
+put the steps of many jobs into one batched forward pass (concatenate their requests, split
+the logits back). The job knows nothing about text either: it works on ids.
+
+One step of one canvas:
+1. Remask (only with `remask_threshold`): committed, non-null span tokens whose probability
+   under this pass fell below the threshold are masked again, lowest first, while the
+   request's `remask_budget` lasts (ReMDM-style self-correction).
+2. Commit: the order's strategy picks masked positions (infill/strategies.py); each gets
+   its argmax token, or a draw at temperature > 0. A committed null ends its span: every
+   later slot of that span that is still masked becomes null too (nulls fill the tail).
+   The step that reaches `max_steps` commits every masked position.
+3. Grow: a span (not exact) whose slots are all committed with no null may be too short; it
+   gets `grow` more masked slots at its end, up to `max_span_tokens`. If the canvas is full,
+   context at its outer ends is dropped to make room; if there is none left, it stays.
+4. Stop: a canvas is done when no slot is masked, and, with remasking, one more pass found
+   nothing to remask (the fill is stable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from infill.canvas import Canvas
+from infill.denoiser import Denoiser, SpecialIds
+from infill.errors import DenoiserError
+from infill.options import SamplerOptions
+from infill.strategies import STRATEGIES, choose, pick_tokens, softmax
+
+Slot = tuple[int, int]  # (span index in the request, slot index in the span)
+
+
+class Request(NamedTuple):
+    canvas: list[int]  # the canvas ids
+    positions: list[int]  # the canvas positions whose logits the step needs
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one step did to one canvas (trace)."""
+
+    step: int  # 1-based, counted per job
+    group: int  # canvas index in the job
+    scored: int  # positions whose logits were requested
+    committed: tuple[Slot, ...]  # slots committed, in slot order (null tails included)
+    remasked: tuple[Slot, ...]  # slots masked again
+    grown: tuple[tuple[int, int], ...]  # (span index, slots appended)
+    spans: tuple[tuple[int, tuple[int, ...]], ...]  # (span index, slot ids) after the step
+
+
+@dataclass
+class _Pending:
+    canvas: int
+    masked: list[Slot]  # rows 0..len(masked)-1
+    committed: list[Slot]  # the rows after them: committed slots scored for remasking
+
+
+class DenoiseJob:
+    """Denoise the masked slots of some canvases, one forward pass per canvas per step.
+
+    Args:
+        canvases: the request's canvases (one per window); their slots are edited in place.
+        options: validated sampler options (order, threshold, steps cap, remasking...).
+        special: the denoiser's special ids (mask, null, pad).
+        vocab_size: width of the logits rows.
+
+    Attributes: `steps` (calls to advance), `nfe` (forward passes: canvases scored),
+    `scored` (logit rows requested), `remasks`, `trace` (one StepRecord per canvas step).
+    """
+
+    def __init__(
+        self,
+        canvases: Sequence[Canvas],
+        options: SamplerOptions,
+        *,
+        special: SpecialIds,
+        vocab_size: int,
+    ) -> None:
+        self.canvases = list(canvases)
+        self.options = options
+        self.special = special
+        self.vocab_size = vocab_size
+        self.strategy = STRATEGIES[options.order]
+        self._cut = (
+            self.strategy.cut(options.effective_threshold)
+            if options.effective_threshold is not None
+            else None
+        )
+        self._rng = np.random.default_rng(options.seed) if options.temperature > 0 else None
+        self._remask_left = options.effective_remask_budget
+        self._canvas_steps = [0] * len(self.canvases)
+        self._done = [False] * len(self.canvases)
+        self._pending: list[_Pending] | None = None
+        self.steps = 0
+        self.nfe = 0
+        self.scored = 0
+        self.remasks = 0
+        self.trace: list[StepRecord] = []
+
+    @property
+    def done(self) -> bool:
+        return all(self._done)
+
+    # -- requests ---------------------------------------------------------------------
+
+    def requests(self) -> list[Request]:
+        """The canvases that still need a pass, with the positions to score in each."""
+        if self.done:
+            raise RuntimeError("the job is done")
+        mask, null = self.special.mask, self.special.null
+        pending: list[_Pending] = []
+        out: list[Request] = []
+        for ci, canvas in enumerate(self.canvases):
+            if self._done[ci]:
+                continue
+            # The step that reaches max_steps commits everything and remasks nothing.
+            last = self.options.max_steps is not None and (
+                self._canvas_steps[ci] + 1 >= self.options.max_steps
+            )
+            check = self._remask_left > 0 and not last
+            masked: list[Slot] = []
+            committed: list[Slot] = []
+            positions: list[int] = []
+            committed_pos: list[int] = []
+            for span, offset in zip(canvas.spans, canvas.offsets(), strict=True):
+                for j, t in enumerate(span.ids):
+                    if t == mask:
+                        masked.append((span.index, j))
+                        positions.append(offset + j)
+                    elif t != null and check:
+                        committed.append((span.index, j))
+                        committed_pos.append(offset + j)
+            if self.strategy.sequential and not last:  # only the leftmost slot is decided
+                masked, positions = masked[:1], positions[:1]
+            pending.append(_Pending(ci, masked, committed))
+            out.append(Request(canvas.ids(), positions + committed_pos))
+        self._pending = pending
+        return out
+
+    # -- advance ----------------------------------------------------------------------
+
+    def advance(self, logits: Sequence[np.ndarray]) -> None:
+        """Apply one pass's logits, in the order of the last `requests()`."""
+        if self._pending is None:
+            raise RuntimeError("advance() without requests()")
+        pending, self._pending = self._pending, None
+        if len(logits) != len(pending):
+            raise DenoiserError(
+                f"the denoiser returned {len(logits)} logit arrays for {len(pending)} canvases"
+            )
+        self.steps += 1
+        for p, arr in zip(pending, logits, strict=True):
+            rows = len(p.masked) + len(p.committed)
+            arr = np.asarray(arr)
+            if arr.shape != (rows, self.vocab_size):
+                raise DenoiserError(
+                    f"the denoiser returned logits of shape {arr.shape}, expected "
+                    f"{(rows, self.vocab_size)}"
+                )
+            self.nfe += 1
+            self.scored += rows
+            self._step(p, arr)
+
+    def _step(self, p: _Pending, arr: np.ndarray) -> None:
+        o, sp = self.options, self.special
+        canvas = self.canvases[p.canvas]
+        by_index = {s.index: s for s in canvas.spans}
+        self._canvas_steps[p.canvas] += 1
+        last = o.max_steps is not None and self._canvas_steps[p.canvas] >= o.max_steps
+
+        x = arr.astype(np.float32, copy=True)
+        x[:, [sp.mask, sp.pad]] = -np.inf
+        slots = p.masked + p.committed
+        exact_rows = [r for r, (k, _) in enumerate(slots) if by_index[k].exact]
+        if exact_rows:
+            x[exact_rows, sp.null] = -np.inf
+        probs = softmax(x)
+
+        remasked: list[Slot] = []
+        if p.committed and not last:
+            rows = np.arange(len(p.masked), len(slots))
+            current = np.array([by_index[k].ids[j] for k, j in p.committed])
+            prob = probs[rows, current]
+            low = [int(i) for i in np.argsort(prob, kind="stable") if prob[i] < o.remask_threshold]
+            for i in low[: self._remask_left]:
+                k, j = p.committed[i]
+                by_index[k].ids[j] = sp.mask
+                remasked.append((k, j))
+            self._remask_left -= len(remasked)
+            self.remasks += len(remasked)
+
+        committed: list[Slot] = []
+        if p.masked:
+            n = len(p.masked)
+            tokens = pick_tokens(x[:n], o.temperature, self._rng)
+            if last or self.strategy.sequential:
+                chosen = np.arange(n)
+            else:
+                scores = self.strategy.score(probs[:n], tokens)
+                chosen = choose(scores, cut=self._cut, k=o.tokens_per_step)
+            for r in chosen:  # ascending rows = slot order, so a null ends its span first
+                k, j = p.masked[int(r)]
+                span = by_index[k]
+                if span.ids[j] != sp.mask:  # nulled by an earlier commit of this step
+                    continue
+                tok = int(tokens[int(r)])
+                span.ids[j] = tok
+                committed.append((k, j))
+                if tok == sp.null:
+                    for j2 in range(j + 1, len(span.ids)):
+                        if span.ids[j2] == sp.mask:
+                            span.ids[j2] = sp.null
+                            committed.append((k, j2))
+
+        grown: list[tuple[int, int]] = []
+        if not last:
+            for span in canvas.spans:
+                if (
+                    span.exact
+                    or o.grow == 0
+                    or not span.can_grow
+                    or len(span.ids) >= span.cap
+                    or sp.mask in span.ids
+                    or sp.null in span.ids
+                ):
+                    continue
+                n_new = canvas.make_room(min(o.grow, span.cap - len(span.ids)))
+                if n_new == 0:
+                    span.can_grow = False
+                    continue
+                span.ids.extend([sp.mask] * n_new)
+                grown.append((span.index, n_new))
+
+        masked_left = any(sp.mask in s.ids for s in canvas.spans)
+        if last:
+            self._done[p.canvas] = True
+        elif not masked_left:
+            has_tokens = any(t != sp.null for s in canvas.spans for t in s.ids)
+            changed = bool(committed or remasked)
+            # With remasking, one more pass checks that the finished fill is stable.
+            self._done[p.canvas] = not (self._remask_left > 0 and has_tokens and changed)
+
+        self.trace.append(
+            StepRecord(
+                step=self.steps,
+                group=p.canvas,
+                scored=len(slots),
+                committed=tuple(sorted(committed)),
+                remasked=tuple(remasked),
+                grown=tuple(grown),
+                spans=tuple((s.index, tuple(s.ids)) for s in canvas.spans),
+            )
+        )
+
+
+def run(job: DenoiseJob, denoiser: Denoiser) -> DenoiseJob:
+    """Drive `job` to the end with `denoiser`, one batched forward pass per step.
+
+    Args:
+        job: a fresh DenoiseJob.
+        denoiser: anything with `logits(canvases, positions)` (the Denoiser protocol).
+
+    Returns the job, done: read its canvases, counters and trace.
+    """
+    while not job.done:
+        batch = job.requests()
+        job.advance(denoiser.logits([r.canvas for r in batch], [r.positions for r in batch]))
+    return job

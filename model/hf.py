@@ -1,0 +1,164 @@
+"""HFDenoiser: a Hugging Face masked LM directory behind the engine's Denoiser interface.
+
+Loads the shipped checkpoint (model/weights) or a user's local directory holding any
+`AutoModelForMaskedLM` (ModernBERT, BERT-likes), and LLaDA / Dream-family models whose
+code lives in the directory, only when the user opts in to `trust_remote_code`. Weights
+are read from safetensors only: a directory with nothing but pickled `.bin` / `.pt`
+weights is refused, because unpickling runs arbitrary code. Nothing is downloaded: every
+load is `local_files_only`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+from infill.denoiser import ModelLoadError, SpecialIds
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
+
+
+def _pick_device(device: str | None) -> torch.device:
+    if device:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _check_dir(path: Path) -> None:
+    if not path.exists():
+        raise ModelLoadError(f"model directory not found: {path}")
+    if not path.is_dir():
+        raise ModelLoadError(f"model path is not a directory: {path}")
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"no config.json in model directory {path}")
+    if not any(path.glob("*.safetensors")):
+        pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt")]
+        hint = (f" (found {', '.join(pickles)}: pickled weights are refused; convert them "
+                "to safetensors)") if pickles else ""
+        raise ModelLoadError(f"no .safetensors weights in {path}{hint}")
+    if not (path / "tokenizer.json").is_file():
+        raise ModelLoadError(f"no tokenizer.json in model directory {path}")
+    try:
+        json.loads((path / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"corrupt config.json in {path}: {exc}") from exc
+
+
+class HFDenoiser:
+    """A masked diffusion LM on one device, answering logits at requested positions."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, special: SpecialIds,
+                 max_length: int, name: str, device: torch.device) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.special = special
+        self.max_length = max_length
+        self.name = name
+        self.device = device
+        self.vocab_size = int(model.config.vocab_size)
+        # ModernBERT exposes body, head and decoder: the head then runs only where asked.
+        self._sparse_head = all(hasattr(model, a) for a in ("model", "head", "decoder"))
+        # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA.
+        self._autocast = torch.autocast(device.type, dtype=torch.bfloat16)
+
+    @classmethod
+    def load(cls, path: Path, *, device: str | None = None,
+             trust_remote_code: bool = False) -> HFDenoiser:
+        from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+        path = Path(path)
+        _check_dir(path)
+        dev = _pick_device(device)
+        try:
+            tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        except Exception as exc:  # tokenizers raises plain Exception on bad JSON
+            raise ModelLoadError(f"corrupt tokenizer.json in {path}: {exc}") from exc
+        tokenizer.encode_special_tokens = True  # "<mask>" in user code is text
+        kwargs = dict(local_files_only=True, use_safetensors=True,
+                      trust_remote_code=trust_remote_code)
+        try:
+            config = AutoConfig.from_pretrained(path, **{k: v for k, v in kwargs.items()
+                                                         if k != "use_safetensors"})
+            try:
+                model = AutoModelForMaskedLM.from_pretrained(path, dtype=torch.float32,
+                                                             **kwargs)
+            except ValueError:
+                if not trust_remote_code:
+                    raise
+                # LLaDA / Dream register AutoModel (with an LM head) in their remote code.
+                model = AutoModel.from_pretrained(path, dtype=torch.float32, **kwargs)
+        except ModelLoadError:
+            raise
+        except ValueError as exc:
+            msg = str(exc)
+            if "trust_remote_code" in msg:
+                msg = ("this model needs its own code; pass trust_remote_code=True "
+                       "(--trust-remote-code) only if you trust the directory")
+            raise ModelLoadError(f"cannot load model from {path}: {msg}") from exc
+        except Exception as exc:  # corrupt safetensors, shape mismatch, ...
+            raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
+        model.to(dev).eval()
+
+        def token_id(*names: str) -> int | None:
+            for n in names:
+                if n and (found := tokenizer.token_to_id(n)) is not None:
+                    return found
+            return None
+
+        mask = token_id("<mask>", "[MASK]", "<|mdm_mask|>", "<|mask|>")
+        if mask is None and getattr(config, "mask_token_id", None) is not None:
+            mask = int(config.mask_token_id)
+        if mask is None:
+            raise ModelLoadError(f"the tokenizer in {path} has no mask token")
+        # External models have no <null>; they pad a short answer with EOS / pad instead.
+        null = token_id("<null>", "<|endoftext|>", "<|eot_id|>", "</s>", "[PAD]", "<pad>")
+        pad = token_id("<pad>", "[PAD]") if token_id("<pad>", "[PAD]") is not None else null
+        if null is None or pad is None:
+            raise ModelLoadError(f"the tokenizer in {path} has no null/eos/pad token")
+        max_length = int(getattr(config, "max_position_embeddings", 0) or 2048)
+        return cls(model, tokenizer, SpecialIds(mask=mask, null=null, pad=pad), max_length,
+                   name=path.name if path.name != "weights" else "shipped", device=dev)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    @torch.inference_mode()
+    def logits(self, canvases: Sequence[Sequence[int]],
+               positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        if not canvases:
+            return []
+        width = max(len(c) for c in canvases)
+        ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
+        attn = torch.zeros((len(canvases), width), dtype=torch.long)
+        for i, c in enumerate(canvases):
+            ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
+            attn[i, :len(c)] = 1
+        ids, attn = ids.to(self.device), attn.to(self.device)
+        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long)
+        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long)
+        with self._autocast:
+            if self._sparse_head:
+                hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
+                picked = hidden[rows.to(self.device), cols.to(self.device)]  # (N, H)
+                out = self.model.decoder(self.model.head(picked))  # (N, V)
+            else:
+                full = self.model(input_ids=ids, attention_mask=attn).logits  # (B, T, V)
+                out = full[rows.to(self.device), cols.to(self.device)]
+        flat = out.float().cpu().numpy()
+        result, start = [], 0
+        for p in positions:
+            result.append(flat[start:start + len(p)])
+            start += len(p)
+        return result

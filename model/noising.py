@@ -1,0 +1,246 @@
+"""Training examples for the masked-diffusion objective, built from source text.
+
+Three kinds of corruption, mixed per sequence (shares in `NoiseConfig`):
+
+- token masks: t ~ U(eps, 1), every token masked with probability t, loss weight 1/t
+  (the MDLM / LLaDA objective);
+- a block mask: one contiguous run of round(t * T) tokens, weight 1/t (editors mask spans);
+- variable-length holes, built exactly as the engine builds its canvas: one to three
+  character spans (part of a line, a line's content after its indentation, or 2-8 whole
+  lines) are cut out, the text around them is tokenized segment by segment, and each span
+  gets an allocation of mask positions. The target is the span's own tokens followed by
+  `<null>` up to the allocation ("length contract", docs/ARCHITECTURE.md); a share of
+  allocations is *shorter* than the content, with the content's first tokens as target and
+  no null, which is what the engine sees while it grows an allocation.
+
+On top of any of these, a share of the clean positions is replaced by tokens drawn from
+the batch (random-token substitution) with the original as target, and a few clean
+positions are trained to predict themselves, so that one pass over a clean buffer scores
+every token (bug finding).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from tokenizers import Tokenizer
+
+
+@dataclass(frozen=True)
+class NoiseConfig:
+    eps: float = 1e-3  # lower bound of the mask rate t, avoids the 1/t blow-up at 0
+    p_tokens: float = 0.3  # share of sequences with independent token masks
+    p_block: float = 0.15  # share with one contiguous masked block
+    # the remaining share gets variable-length holes
+    max_extra: int = 24  # most <null> slots appended after a span's content
+    p_short: float = 0.15  # share of allocations shorter than their content
+    max_background: float = 0.2  # most extra token masking around variable holes
+    p_substitute: float = 0.5  # share of sequences with random-token substitution
+    max_substitute: float = 0.15  # most of a sequence's clean tokens substituted
+    p_identity: float = 0.05  # clean positions trained to predict themselves
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # (B, T) long
+    targets: torch.Tensor  # (B, T) long; meaningful where weights > 0
+    weights: torch.Tensor  # (B, T) float; 0 = no loss
+    masked: torch.Tensor  # (B, T) bool; positions that were masked (for the metrics)
+
+
+@dataclass(frozen=True)
+class Vocab:
+    pad: int
+    mask: int
+    null: int
+    eos: int
+    size: int
+
+    @classmethod
+    def of(cls, tok: Tokenizer) -> Vocab:
+        def need(name: str) -> int:
+            found = tok.token_to_id(name)
+            if found is None:
+                raise ValueError(f"tokenizer has no {name} token")
+            return found
+
+        return cls(pad=need("<pad>"), mask=need("<mask>"), null=need("<null>"),
+                   eos=need("<eos>"), size=tok.get_vocab_size())
+
+
+class TextSampler:
+    """Random windows of source text that start at a line start."""
+
+    def __init__(self, texts: Sequence[str], window_chars: int, seed: int) -> None:
+        self.texts = [t for t in texts if len(t) > 0]
+        self.window_chars = window_chars
+        self.rng = random.Random(seed)
+        weights = [len(t) for t in self.texts]
+        total = float(sum(weights))
+        self.cum: list[float] = []
+        acc = 0.0
+        for w in weights:
+            acc += w / total
+            self.cum.append(acc)
+
+    def window(self) -> str:
+        import bisect
+
+        text = self.texts[min(bisect.bisect(self.cum, self.rng.random()), len(self.texts) - 1)]
+        if len(text) <= self.window_chars:
+            return text
+        start = self.rng.randrange(0, len(text) - self.window_chars // 2)
+        nl = text.rfind("\n", 0, start)
+        start = nl + 1 if nl >= 0 else 0
+        return text[start:start + self.window_chars]
+
+
+def _line_spans(text: str, limit: int, rng: random.Random) -> list[tuple[int, int]]:
+    """One to three non-overlapping character spans inside text[:limit]."""
+    lines: list[tuple[int, int]] = []  # (start, end) of each line's content, no newline
+    pos = 0
+    while pos < limit:
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        if end > limit:
+            break
+        lines.append((pos, end))
+        pos = end + 1
+    candidates = [i for i, (s, e) in enumerate(lines) if text[s:e].strip()]
+    if not candidates:
+        return []
+    count = rng.choices([1, 2, 3], weights=[0.6, 0.25, 0.15])[0]
+    spans: list[tuple[int, int]] = []
+    for _ in range(count):
+        i = rng.choice(candidates)
+        s, e = lines[i]
+        indent = len(text[s:e]) - len(text[s:e].lstrip())
+        kind = rng.random()
+        if kind < 0.45:  # a line's content after its indentation
+            span = (s + indent, e)
+        elif kind < 0.75:  # part of a line (a completion at the cursor, a rewritten call)
+            a = rng.randint(s + indent, e - 1)
+            b = rng.randint(a + 1, e) if rng.random() < 0.5 else e
+            span = (a, b)
+        else:  # 2-8 whole lines from the first one's indentation
+            j = min(len(lines) - 1, i + rng.randint(1, 7))
+            span = (s + indent, lines[j][1])
+        if all(span[1] <= a or span[0] >= b for a, b in spans) and span[0] < span[1]:
+            spans.append(span)
+    return sorted(spans)
+
+
+def _variable_example(
+    text: str, tok: Tokenizer, vocab: Vocab, seq_len: int, cfg: NoiseConfig,
+    rng: random.Random,
+) -> tuple[list[int], list[int], list[float]] | None:
+    """Canvas ids, targets and weights for one text with variable-length holes."""
+    enc = tok.encode(text)
+    if len(enc.ids) < 8:
+        return None
+    # Place holes in the first 3/4 of what fits, so that suffix context stays visible.
+    limit_tok = min(len(enc.ids), seq_len) * 3 // 4
+    limit = enc.offsets[max(0, limit_tok - 1)][1]
+    spans = _line_spans(text, limit, rng)
+    if not spans:
+        return None
+    ids: list[int] = []
+    targets: list[int] = []
+    weights: list[float] = []
+    cursor = 0
+    for a, b in spans:
+        outside = tok.encode(text[cursor:a]).ids if a > cursor else []
+        ids += outside
+        targets += outside
+        weights += [0.0] * len(outside)
+        content = tok.encode(text[a:b]).ids
+        if rng.random() < cfg.p_short and len(content) > 1:
+            alloc = rng.randint(1, len(content) - 1)
+            span_targets = content[:alloc]
+        else:
+            extra = min(int(rng.expovariate(1 / 6)), cfg.max_extra)
+            span_targets = content + [vocab.null] * extra
+        ids += [vocab.mask] * len(span_targets)
+        targets += span_targets
+        weights += [1.0] * len(span_targets)
+        cursor = b
+    rest = tok.encode(text[cursor:]).ids
+    ids += rest
+    targets += rest
+    weights += [0.0] * len(rest)
+    ids, targets, weights = ids[:seq_len], targets[:seq_len], weights[:seq_len]
+    # Some extra masking around the holes, so that holes are also learnt among noise.
+    rate = rng.uniform(0, cfg.max_background)
+    for i in range(len(ids)):
+        if weights[i] == 0.0 and rng.random() < rate:
+            ids[i] = vocab.mask
+            weights[i] = 1.0
+    return ids, targets, weights
+
+
+def _masked_example(
+    text: str, tok: Tokenizer, vocab: Vocab, seq_len: int, cfg: NoiseConfig,
+    rng: random.Random, block: bool,
+) -> tuple[list[int], list[int], list[float]]:
+    targets = tok.encode(text).ids[:seq_len]
+    ids = list(targets)
+    weights = [0.0] * len(ids)
+    t = cfg.eps + (1 - cfg.eps) * rng.random()
+    if block:
+        n = max(1, round(t * len(ids)))
+        start = rng.randint(0, len(ids) - n)
+        chosen = range(start, start + n)
+    else:
+        chosen = [i for i in range(len(ids)) if rng.random() < t]
+    for i in chosen:
+        ids[i] = vocab.mask
+        weights[i] = 1.0 / t
+    return ids, targets, weights
+
+
+def make_batch(
+    sampler: TextSampler, tok: Tokenizer, vocab: Vocab, batch_size: int, seq_len: int,
+    cfg: NoiseConfig, rng: random.Random,
+) -> Batch:
+    rows: list[tuple[list[int], list[int], list[float]]] = []
+    while len(rows) < batch_size:
+        text = sampler.window()
+        kind = rng.random()
+        if kind < cfg.p_tokens:
+            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=False)
+        elif kind < cfg.p_tokens + cfg.p_block:
+            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=True)
+        else:
+            row = _variable_example(text, tok, vocab, seq_len, cfg, rng)
+        if row is not None and len(row[0]) >= 8:
+            rows.append(row)
+
+    B, T = batch_size, max(len(r[0]) for r in rows)
+    input_ids = torch.full((B, T), vocab.pad, dtype=torch.long)
+    targets = torch.full((B, T), vocab.pad, dtype=torch.long)
+    weights = torch.zeros((B, T), dtype=torch.float32)
+    for b, (ids, tgt, w) in enumerate(rows):
+        input_ids[b, :len(ids)] = torch.tensor(ids)
+        targets[b, :len(tgt)] = torch.tensor(tgt)
+        weights[b, :len(w)] = torch.tensor(w)
+    masked = input_ids == vocab.mask
+
+    # Random-token substitution: clean tokens replaced by tokens drawn from the batch.
+    real = (input_ids != vocab.pad) & ~masked
+    pool = targets[real & (targets != vocab.null)]
+    for b in range(B):
+        if rng.random() >= cfg.p_substitute or pool.numel() == 0:
+            continue
+        share = rng.uniform(0, cfg.max_substitute)
+        pick = real[b] & (torch.rand(T) < share)
+        n = int(pick.sum())
+        if n:
+            input_ids[b, pick] = pool[torch.randint(pool.numel(), (n,))]
+            weights[b, pick] = 1.0
+    # A few clean positions learn to keep their token (calibrates the bug-finding score).
+    keep = real & (weights == 0) & (torch.rand(B, T) < cfg.p_identity)
+    weights[keep] = 1.0
+    return Batch(input_ids=input_ids, targets=targets, weights=weights, masked=masked)

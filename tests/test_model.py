@@ -1,0 +1,158 @@
+"""The model side: tokenizer round trip, the training script end to end on a tiny corpus,
+the noise's length contract, and the loader's refusals."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from tokenizers import Tokenizer
+
+from infill.denoiser import ModelLoadError, load_denoiser
+from model import noising, tokenizer, train
+
+SOURCES = [
+    "def add(a, b):\n    return a + b\n",
+    "class Point:\n\tdef __init__(self, x):\n\t\tself.x = x  \n",
+    "import os\n\n\nPATH = os.path.join('a', 'b')\nprint('héllo wörld 😀 中文')\n",
+    "for i in range(10):\n    if i % 2 == 0:\n        continue\n    total += i\r\n",
+] * 20
+
+ROUND_TRIP = [
+    "\tx = 1  \r\n",
+    "    return a\n\n\n   ",
+    "s = '😀 中文 é'\n",
+    "a = '<mask>'  # <null> <pad>\n",
+    "",
+    "\x00\x01 weird bytes \u2028 line sep",
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    for split in ("train", "valid", "test"):
+        with (root / f"{split}.jsonl").open("w") as fh:
+            for i, text in enumerate(SOURCES):
+                fh.write(json.dumps({"unit": f"u{i % 3}", "path": f"f{i}.py", "text": text})
+                         + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tok_dir(corpus: Path, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tok")
+    tokenizer.save_for_transformers(tokenizer.train(corpus, vocab_size=400), out)
+    return out
+
+
+@pytest.mark.parametrize("text", ROUND_TRIP)
+def test_tokenizer_round_trips_whitespace_and_unicode(tok_dir: Path, text: str) -> None:
+    tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
+    tok.encode_special_tokens = True
+    assert tok.decode(tok.encode(text).ids, skip_special_tokens=False) == text
+
+
+def test_tokenizer_splits_newlines_into_their_own_tokens(tok_dir: Path) -> None:
+    tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
+    enc = tok.encode("x = 1\n    y = 2\n")
+    newline_tokens = [t for t in enc.tokens if "Ċ" in t]
+    assert newline_tokens == ["Ċ", "Ċ"]
+
+
+def test_variable_length_examples_end_allocations_in_null(tok_dir: Path) -> None:
+    tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
+    vocab = noising.Vocab.of(tok)
+    cfg = noising.NoiseConfig(p_tokens=0.0, p_block=0.0, p_short=0.0, max_background=0.0,
+                              p_substitute=0.0, p_identity=0.0)
+    sampler = noising.TextSampler(SOURCES, window_chars=400, seed=0)
+    batch = noising.make_batch(sampler, tok, vocab, 16, 64, cfg, random.Random(0))
+    for ids, tgt, w in zip(batch.input_ids, batch.targets, batch.weights, strict=True):
+        masked = (ids == vocab.mask).nonzero().flatten().tolist()
+        assert masked, "every variable example has a hole"
+        assert all(w[i] > 0 for i in masked)
+        # Inside each run of masks, nulls only ever follow content, never precede it.
+        runs: list[list[int]] = [[masked[0]]]
+        for i in masked[1:]:
+            (runs[-1].append(i) if i == runs[-1][-1] + 1 else runs.append([i]))
+        for run in runs:
+            labels = [int(tgt[i]) for i in run]
+            first_null = labels.index(vocab.null) if vocab.null in labels else len(labels)
+            assert all(t == vocab.null for t in labels[first_null:])
+
+
+def test_train_script_runs_resumes_and_exports_a_loadable_model(
+    corpus: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    argv = ["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
+            str(tok_dir / "tokenizer.json"), "--out", str(out), "--batch-size", "4",
+            "--seq-len", "64", "--max-steps", "6", "--eval-every", "3", "--save-every", "3",
+            "--quiet", "--no-bf16"]
+    train.main(argv)
+    state = torch.load(out / "ckpt.pt", weights_only=False)
+    assert state["step"] == 6
+    train.main([*argv[:-4], "--max-steps", "8", "--quiet", "--no-bf16"])  # resumes
+    assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 8
+    assert (out / "loss.png").stat().st_size > 0
+
+    from transformers import AutoModelForMaskedLM
+
+    model = AutoModelForMaskedLM.from_pretrained(out / "export")
+    assert model.config.max_position_embeddings == 64
+    den = load_denoiser(out / "export")
+    ids = den.encode("def add(a, b):\n")
+    canvas = ids[:3] + [den.special.mask] * 2 + ids[5:]
+    (logits,) = den.logits([canvas], [[3, 4]])
+    assert logits.shape == (2, den.vocab_size)
+
+
+def test_loader_refuses_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not found"):
+        load_denoiser(tmp_path / "nope")
+
+
+def test_loader_refuses_pickled_weights(tmp_path: Path, tok_dir: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04pickle")
+    with pytest.raises(ModelLoadError, match="pickled weights are refused"):
+        load_denoiser(tmp_path)
+
+
+def test_loader_refuses_corrupt_weights(tmp_path: Path, tok_dir: Path) -> None:
+    from transformers import BertConfig
+
+    BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+               intermediate_size=32).save_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
+    (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
+    with pytest.raises(ModelLoadError, match="cannot load model"):
+        load_denoiser(tmp_path)
+
+
+def test_loader_takes_any_local_masked_lm(tmp_path: Path, tok_dir: Path) -> None:
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=32,
+                               max_position_embeddings=96)).save_pretrained(tmp_path)
+    (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
+    den = load_denoiser(tmp_path)
+    assert den.max_length == 96
+    (logits,) = den.logits([den.encode("x = 1\n") + [den.special.mask]], [[0, 1]])
+    assert logits.shape == (2, 400)
+
+
+def test_loader_keeps_remote_code_off_unless_asked(tmp_path: Path, tok_dir: Path) -> None:
+    config = {"model_type": "llada_like", "auto_map": {"AutoConfig": "cfg.LConfig",
+              "AutoModel": "modeling.LModel"}, "vocab_size": 400}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "cfg.py").write_text("raise SystemExit('remote code must not run')\n")
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):
+        load_denoiser(tmp_path)
