@@ -109,6 +109,11 @@ STDLIB_SKIP = frozenset(
      "turtledemo", "__pycache__", "ensurepip", "lib2to3", "tkinter"}
 )
 
+# Folders inside wheels: tests, and vendored copies of other projects (which would also
+# leak a held-out package into training through the package that vendors it).
+SKIP_DIRS = frozenset({"tests", "test", "_vendor", "vendor", "_vendored", "vendored", "extern",
+                       "_extern"})
+
 PERMISSIVE = re.compile(
     r"\b(MIT|BSD|Apache|PSF|Python Software Foundation|ISC|Unlicense|Zlib|Public Domain|"
     r"HPND|Historical Permission)\b",
@@ -170,7 +175,8 @@ def wheel_files(wheel: Path) -> tuple[str, str, Iterator[tuple[str, str]]]:
 
     def files() -> Iterator[tuple[str, str]]:
         for name in zf.namelist():
-            if name.endswith(".py") and "/tests/" not in name and not name.startswith("tests/"):
+            parts = name.split("/")
+            if name.endswith(".py") and not SKIP_DIRS.intersection(parts[:-1]):
                 try:
                     yield name, zf.read(name).decode("utf-8")
                 except UnicodeDecodeError:
@@ -290,14 +296,68 @@ def build(out: Path, cache: Path) -> dict[str, dict[str, int]]:
     return summary
 
 
+def write_card(out: Path, card: Path, summary: dict[str, dict[str, int]]) -> None:
+    """The data card: sources, licences, filters, split, sizes."""
+    licences = json.loads((out / "licences.json").read_text())
+    split = json.loads((out / "split.json").read_text())
+    rows = "\n".join(
+        f"| {unit} | {info['version']} | {info['licence']} | {info['kept']} | "
+        f"{split_of(unit) if unit != 'stdlib' else 'by module'} |"
+        for unit, info in sorted(licences.items())
+    )
+    sizes = "\n".join(f"| {k} | {v['files']} | {v['chars'] / 1e6:.1f} M | {len(split[k])} |"
+                      for k, v in sorted(summary.items()))
+    card.write_text(f"""# Data card: the training corpus
+
+Built by `python -m model.corpus` (reproducible: pinned wheels from PyPI, fetched with
+`pip download` at build time only; the Python {sys.version.split()[0]} standard library of
+the building interpreter). The corpus itself is not committed; this card is.
+
+## Sources and licences
+
+Only permissive licences are kept (MIT, BSD, Apache-2.0, PSF, ISC and the like); a
+distribution whose metadata names a copyleft licence (GPL, LGPL, AGPL, ...) or none that
+is recognised is dropped (column "kept").
+
+| unit | version | licence (from the wheel's metadata) | kept | split |
+|---|---|---|---|---|
+{rows}
+
+Standard-library modules are split one top-level module per unit; held out:
+{", ".join(sorted(u for u in TEST_UNITS | VALID_UNITS if u.startswith("stdlib/")))}.
+Skipped standard-library folders: {", ".join(sorted(STDLIB_SKIP))}.
+
+## Filters
+
+- `.py` files only, UTF-8 only; line endings normalised to `\\n`; `tests/` folders of
+  wheels skipped.
+- Size {MIN_CHARS} to {MAX_CHARS:,} characters; no line longer than {MAX_LINE} characters;
+  no "generated" / "do not edit" marker in the first ten lines.
+- Exact duplicates (SHA-256) removed, then near duplicates: MinHash LSH over the set of
+  stripped lines, Jaccard >= {NEAR_DUP_JACCARD}.
+
+## Split (by unit: no evaluated file shares a package with a trained one)
+
+| split | files | characters | units |
+|---|---|---|---|
+{sizes}
+
+Test units: {", ".join(sorted(TEST_UNITS))}.
+Validation units: {", ".join(sorted(VALID_UNITS))}.
+""")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("data/corpus"),
                         help="output folder for the jsonl splits")
     parser.add_argument("--cache", type=Path, default=Path("data/wheels"),
                         help="where downloaded wheels are kept between builds")
+    parser.add_argument("--card", type=Path, default=Path("docs/DATA_CARD.md"),
+                        help="where to write the data card")
     args = parser.parse_args(argv)
     summary = build(args.out, args.cache)
+    write_card(args.out, args.card, summary)
     for split, s in sorted(summary.items()):
         print(f"{split:6s} {s['files']:6d} files {s['chars'] / 1e6:8.1f} M chars")
 
