@@ -329,8 +329,8 @@ Skipped standard-library folders: {", ".join(sorted(STDLIB_SKIP))}.
 
 ## Filters
 
-- `.py` files only, UTF-8 only; line endings normalised to `\\n`; `tests/` folders of
-  wheels skipped.
+- `.py` files only, UTF-8 only; line endings normalised to `\\n`; test folders and
+  vendored copies of other projects (`_vendor/`, `vendor/`, `extern/`) inside wheels skipped.
 - Size {MIN_CHARS} to {MAX_CHARS:,} characters; no line longer than {MAX_LINE} characters;
   no "generated" / "do not edit" marker in the first ten lines.
 - Exact duplicates (SHA-256) removed, then near duplicates: MinHash LSH over the set of
