@@ -17,7 +17,7 @@ Contract with the model (see docs/ARCHITECTURE.md, "Length contract"):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -32,6 +32,21 @@ class SpecialIds:
     mask: int  # position to be denoised
     null: int  # "no token": dropped from a fill; marks the unused tail of an allocation
     pad: int  # batch padding, never attended to
+
+
+@dataclass(frozen=True)
+class CacheHint:
+    """Lets a denoiser reuse the context's keys/values between the steps of one canvas.
+
+    A denoiser may ignore hints (the fakes do); one that honours them recomputes only the
+    `active` positions unless `refresh` is set or it holds nothing for `key` yet. The
+    result is then an approximation (the context's cached entries were computed against
+    older span tokens), so the sampler refreshes every few steps.
+    """
+
+    key: Hashable  # the same object for one canvas across the steps of one request
+    active: tuple[int, ...]  # canvas positions that may differ from the cached canvas
+    refresh: bool  # recompute the whole canvas and replace the cached entries
 
 
 @runtime_checkable
@@ -53,12 +68,17 @@ class Denoiser(Protocol):
         ...
 
     def logits(
-        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
     ) -> list[np.ndarray]:
         """One forward pass over a batch of canvases (of any lengths <= max_length).
 
         Returns, for canvas i, a float32 array (len(positions[i]), vocab_size) of logits at
-        those positions only. One call is one forward pass (NFE) per canvas.
+        those positions only. One call is one forward pass (NFE) per canvas. `hints`
+        (optional, one per canvas) allow reuse of cached context keys/values; positions
+        must then lie among the hint's active positions.
         """
         ...
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from infill.denoiser import ModelLoadError, SpecialIds
+from infill.denoiser import CacheHint, ModelLoadError, SpecialIds
+from model.cache import CachedModernBert, ContextCache
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
 
@@ -66,6 +68,11 @@ class HFDenoiser:
         self._sparse_head = all(hasattr(model, a) for a in ("model", "head", "decoder"))
         # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA.
         self._autocast = torch.autocast(device.type, dtype=torch.bfloat16)
+        # Context key/value reuse (model/cache.py) for ModernBERT; others ignore hints.
+        self._cached = (CachedModernBert(model)
+                        if getattr(model.config, "model_type", "") == "modernbert" else None)
+        self._caches: OrderedDict[Hashable, ContextCache] = OrderedDict()
+        self.cache_size = 64  # canvases whose context entries are kept (LRU)
 
     @classmethod
     def load(cls, path: Path, *, device: str | None = None,
@@ -134,9 +141,50 @@ class HFDenoiser:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
+    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
+               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+        if self._cached is None or hints is None or all(h is None for h in hints):
+            return self._batched(canvases, positions)
+        out: list[np.ndarray] = []
+        for canvas, pos, hint in zip(canvases, positions, hints, strict=True):
+            if hint is None:
+                out += self._batched([canvas], [pos])
+            else:
+                out.append(self._with_cache(canvas, pos, hint))
+        return out
+
+    def _project(self, hidden: torch.Tensor) -> np.ndarray:
+        """Logits (N, V) from final hidden states (N, H)."""
+        return self.model.decoder(self.model.head(hidden)).float().cpu().numpy()
+
     @torch.inference_mode()
-    def logits(self, canvases: Sequence[Sequence[int]],
-               positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    def _with_cache(self, canvas: Sequence[int], pos: Sequence[int], hint: CacheHint
+                    ) -> np.ndarray:
+        assert self._cached is not None
+        ids = torch.tensor(canvas, dtype=torch.long, device=self.device)
+        where = torch.tensor(pos, dtype=torch.long, device=self.device)
+        entry = self._caches.get(hint.key)
+        with self._autocast:
+            if hint.refresh or entry is None or entry.ids.shape[0] != ids.shape[0]:
+                hidden, entry = self._cached.full(ids)
+                self._caches[hint.key] = entry
+                while len(self._caches) > self.cache_size:
+                    self._caches.popitem(last=False)
+                return self._project(hidden[where])
+            self._caches.move_to_end(hint.key)
+            active = torch.tensor(sorted(set(hint.active) | set(pos)), dtype=torch.long,
+                                  device=self.device)
+            hidden = self._cached.partial(ids, active, entry)  # (n, H)
+            row = {p: i for i, p in enumerate(active.tolist())}
+            return self._project(hidden[[row[p] for p in pos]])
+
+    def forget(self, key: Hashable) -> None:
+        """Drop the cached context of a finished canvas."""
+        self._caches.pop(key, None)
+
+    @torch.inference_mode()
+    def _batched(self, canvases: Sequence[Sequence[int]],
+                 positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
         if not canvases:
             return []
         width = max(len(c) for c in canvases)
@@ -146,17 +194,17 @@ class HFDenoiser:
             ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
             attn[i, :len(c)] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
-        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long)
-        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long)
+        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long,
+                            device=self.device)
+        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long,
+                            device=self.device)
         with self._autocast:
             if self._sparse_head:
                 hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
-                picked = hidden[rows.to(self.device), cols.to(self.device)]  # (N, H)
-                out = self.model.decoder(self.model.head(picked))  # (N, V)
+                flat = self._project(hidden[rows, cols])  # (N, V)
             else:
                 full = self.model(input_ids=ids, attention_mask=attn).logits  # (B, T, V)
-                out = full[rows.to(self.device), cols.to(self.device)]
-        flat = out.float().cpu().numpy()
+                flat = full[rows, cols].float().cpu().numpy()
         result, start = [], 0
         for p in positions:
             result.append(flat[start:start + len(p)])

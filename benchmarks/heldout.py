@@ -1,0 +1,167 @@
+"""Held-out evaluation examples cut from the test split (packages never trained on).
+
+Every example is a window of a test file (whole lines, about `window_chars` long) with a
+character span to fill, and the span's true text. Deterministic for a given seed.
+
+- single-line: one line's content after its indentation (what a developer deletes and
+  asks the model to rewrite), 4 to 80 characters;
+- multi-line: 2 to 8 consecutive lines, from the first line's indentation to the end of
+  the last line (the line break after it stays);
+- bugs: one injected bug in a line (operator swap, flipped comparison, wrong variable,
+  off-by-one literal) with the clean text to restore.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str  # the window, with the original content in place
+    start: int  # span start (character offset in text)
+    end: int  # span end
+    kind: str  # single-line | multi-line | bug:<kind>
+
+    @property
+    def truth(self) -> str:
+        return self.text[self.start:self.end]
+
+
+@dataclass(frozen=True)
+class BugExample:
+    clean: str  # the window as written
+    buggy: str  # the window with one injected bug
+    start: int  # the bug's character range in `buggy`
+    end: int
+    kind: str  # operator | comparison | variable | off-by-one
+
+
+def load_test_files(corpus: Path, split: str = "test") -> list[str]:
+    with (corpus / f"{split}.jsonl").open() as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+def _window(text: str, line_start: int, line_end: int, rng: random.Random,
+            window_chars: int) -> tuple[str, int]:
+    """A window of whole lines around [line_start, line_end); returns (window, offset)."""
+    budget = max(0, window_chars - (line_end - line_start))
+    before = rng.randint(budget // 3, 2 * budget // 3)
+    a = text.rfind("\n", 0, max(0, line_start - before))
+    a = 0 if a < 0 else a + 1
+    b = text.find("\n", min(len(text), line_end + (budget - before)))
+    b = len(text) if b < 0 else b + 1
+    return text[a:b], a
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    for line in text.splitlines(keepends=True):
+        out.append((pos, pos + len(line.rstrip("\n"))))
+        pos += len(line)
+    return out
+
+
+def _good_line(text: str, s: int, e: int) -> bool:
+    content = text[s:e].strip()
+    return 4 <= len(content) <= 80 and not content.startswith(("#", '"""', "'''"))
+
+
+def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
+                    window_chars: int = 700) -> list[Example]:
+    rng = random.Random(seed)
+    out: list[Example] = []
+    tries = 0
+    while len(out) < n and tries < n * 50:
+        tries += 1
+        text = rng.choice(files)
+        lines = _lines(text)
+        if len(lines) < 12:
+            continue
+        i = rng.randrange(3, len(lines) - 3)
+        s, e = lines[i]
+        if not _good_line(text, s, e):
+            continue
+        indent = len(text[s:e]) - len(text[s:e].lstrip())
+        if kind == "single-line":
+            span = (s + indent, e)
+        else:
+            j = i + rng.randint(1, 7)
+            if j >= len(lines) - 1 or len(text[s:lines[j][1]]) > 400:
+                continue
+            if not text[lines[j][0]:lines[j][1]].strip():
+                continue
+            span = (s + indent, lines[j][1])
+        window, offset = _window(text, span[0], span[1], rng, window_chars)
+        out.append(Example(window, span[0] - offset, span[1] - offset, kind))
+    return out
+
+
+_OPERATOR_SWAPS = {" + ": " - ", " - ": " + ", " * ": " / ", " / ": " * ", " and ": " or ",
+                   " or ": " and "}
+_COMPARISON_FLIPS = {" < ": " >= ", " > ": " <= ", " <= ": " > ", " >= ": " < ",
+                     " == ": " != ", " != ": " == ", " is not ": " is ", " in ": " not in "}
+_NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+
+
+def _inject(line: str, kind: str, names: list[str], rng: random.Random
+            ) -> tuple[int, int, str] | None:
+    """(start, end, replacement) in `line`, or None where this kind does not apply."""
+    if kind in ("operator", "comparison"):
+        table = _OPERATOR_SWAPS if kind == "operator" else _COMPARISON_FLIPS
+        hits = [(m.start(), old) for old in table for m in re.finditer(re.escape(old), line)]
+        if not hits:
+            return None
+        pos, old = rng.choice(hits)
+        return pos, pos + len(old), table[old]
+    if kind == "off-by-one":
+        hits = list(_INT.finditer(line))
+        if not hits:
+            return None
+        m = rng.choice(hits)
+        value = int(m.group())
+        new = value + 1 if value == 0 or rng.random() < 0.5 else value - 1
+        return m.start(), m.end(), str(new)
+    hits = [m for m in _NAME.finditer(line) if not keyword.iskeyword(m.group())]
+    if not hits:
+        return None
+    m = rng.choice(hits)
+    others = [n for n in names if n != m.group() and not keyword.iskeyword(n)]
+    if not others:
+        return None
+    return m.start(), m.end(), rng.choice(others)
+
+
+def bug_examples(files: list[str], n: int, seed: int = 0,
+                 window_chars: int = 700) -> list[BugExample]:
+    rng = random.Random(seed)
+    kinds = ["operator", "comparison", "variable", "off-by-one"]
+    out: list[BugExample] = []
+    tries = 0
+    while len(out) < n and tries < n * 100:
+        tries += 1
+        kind = kinds[len(out) % len(kinds)]
+        text = rng.choice(files)
+        lines = _lines(text)
+        if len(lines) < 12:
+            continue
+        i = rng.randrange(3, len(lines) - 3)
+        s, e = lines[i]
+        if not _good_line(text, s, e):
+            continue
+        window, offset = _window(text, s, e, rng, window_chars)
+        names = sorted(set(_NAME.findall(window)))
+        hit = _inject(text[s:e], kind, names, rng)
+        if hit is None:
+            continue
+        a, b, new = hit
+        start = s - offset + a
+        buggy = window[:start] + new + window[s - offset + b:]
+        out.append(BugExample(window, buggy, start, start + len(new), kind))
+    return out

@@ -1,0 +1,30 @@
+"""The README's set-up commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Set-up: two commands", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.+?)\n```", section)
+
+
+def test_readme_has_exactly_two_setup_commands() -> None:
+    main_job, tests = _commands()
+    assert "infill fill examples/holes.py" in main_job
+    assert tests.endswith("python -m pytest -q")
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    _, tests = _commands()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert tests in ci
+
+
+def test_bundled_example_has_holes() -> None:
+    assert "<mask>" in (ROOT / "examples" / "holes.py").read_text()
