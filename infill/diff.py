@@ -39,10 +39,7 @@ def _lines(text: str) -> list[str]:
 def _char_edits(old: str, new: str, base: int) -> list[Edit]:
     if len(old) * len(new) > _MAX_CHAR_WORK:
         return [Edit(base, base + len(old), new)]
-    ops = [
-        op
-        for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-    ]
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()]
     edits: list[Edit] = []
     group: list[tuple[str, int, int, int, int]] = []
 
@@ -89,9 +86,7 @@ def region_edits(original: str, start: int, end: int, new: str, *, minimise: boo
     return edits
 
 
-def minimal_edits(
-    original: str, replacements: Iterable[tuple[int, int, str, bool]]
-) -> list[Edit]:
+def minimal_edits(original: str, replacements: Iterable[tuple[int, int, str, bool]]) -> list[Edit]:
     """Edits for (start, end, new text, minimise) replacements of `original`, sorted."""
     edits: list[Edit] = []
     for start, end, new, minimise in replacements:

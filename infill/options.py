@@ -29,6 +29,7 @@ class SamplerOptions:
     grow: int = 16  # masks appended to a span whose allocation filled up (0: never grow)
     exact_length: bool = False  # every span is exactly its allocation: no null, no growth
     window_tokens: int | None = None  # canvas budget; None: the denoiser's max_length
+    cache_refresh: int = 0  # 0: exact passes; k: reuse context K/V, full pass every k steps
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -94,6 +95,7 @@ def _validate(o: SamplerOptions) -> None:
     _int("max_span_tokens", o.max_span_tokens, 1)
     _int("grow", o.grow, 0)
     _int("window_tokens", o.window_tokens, 8, optional=True)
+    _int("cache_refresh", o.cache_refresh, 0)
     if not isinstance(o.exact_length, bool):
         raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
     if _real("temperature", o.temperature) < 0:
@@ -106,13 +108,17 @@ def _validate(o: SamplerOptions) -> None:
 
     if strategy.sequential:
         if o.threshold is not None:
-            raise OptionError(f"order {o.order!r} commits one token per step; it takes no threshold")
+            raise OptionError(
+                f"order {o.order!r} commits one token per step; it takes no threshold"
+            )
         if o.tokens_per_step is not None:
             raise OptionError(
                 f"order {o.order!r} commits one token per step; tokens_per_step does not apply"
             )
         if o.remasking:
-            raise OptionError(f"order {o.order!r} decodes each token once; remasking does not apply")
+            raise OptionError(
+                f"order {o.order!r} decodes each token once; remasking does not apply"
+            )
     if o.threshold is not None:
         t = _real("threshold", o.threshold)
         lo, hi = strategy.threshold_range
@@ -131,6 +137,4 @@ def _validate(o: SamplerOptions) -> None:
         if o.order == "confidence" and t is not None and r >= t:
             # A token committed at p >= t would be remasked at once, and again, until the
             # budget runs out.
-            raise OptionError(
-                f"remask_threshold ({r}) must be below the commit threshold ({t})"
-            )
+            raise OptionError(f"remask_threshold ({r}) must be below the commit threshold ({t})")

@@ -22,10 +22,15 @@ One step of one canvas:
    context at its outer ends is dropped to make room; if there is none left, it stays.
 4. Stop: a canvas is done when no slot is masked, and, with remasking, one more pass found
    nothing to remask (the fill is stable).
+
+With `cache_refresh=k`, each request carries a CacheHint (active = all span slots) so the
+denoiser may reuse the context's keys/values: a full pass first, every k passes, and after
+growth moved positions. Call `requests()` once per `advance()`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -33,17 +38,20 @@ from typing import NamedTuple
 import numpy as np
 
 from infill.canvas import Canvas
-from infill.denoiser import Denoiser, SpecialIds
+from infill.denoiser import CacheHint, Denoiser, SpecialIds
 from infill.errors import DenoiserError
 from infill.options import SamplerOptions
 from infill.strategies import STRATEGIES, choose, pick_tokens, softmax
 
 Slot = tuple[int, int]  # (span index in the request, slot index in the span)
 
+_job_serial = itertools.count()  # makes cache keys unique within a process
+
 
 class Request(NamedTuple):
     canvas: list[int]  # the canvas ids
     positions: list[int]  # the canvas positions whose logits the step needs
+    hint: CacheHint | None = None  # context reuse (options.cache_refresh > 0), else None
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,11 @@ class DenoiseJob:
         self._rng = np.random.default_rng(options.seed) if options.temperature > 0 else None
         self._remask_left = options.effective_remask_budget
         self._canvas_steps = [0] * len(self.canvases)
+        # Context reuse: passes since the canvas's last full pass (None: never had one),
+        # and whether its layout moved (growth, trimming) since then.
+        self._serial = next(_job_serial)
+        self._since_full: list[int | None] = [None] * len(self.canvases)
+        self._moved = [False] * len(self.canvases)
         self._done = [False] * len(self.canvases)
         self._pending: list[_Pending] | None = None
         self.steps = 0
@@ -144,9 +157,28 @@ class DenoiseJob:
             if self.strategy.sequential and not last:  # only the leftmost slot is decided
                 masked, positions = masked[:1], positions[:1]
             pending.append(_Pending(ci, masked, committed))
-            out.append(Request(canvas.ids(), positions + committed_pos))
+            out.append(Request(canvas.ids(), positions + committed_pos, self._hint(ci, canvas)))
         self._pending = pending
         return out
+
+    def cache_key(self, ci: int) -> tuple[str, int, int]:
+        """The CacheHint key of canvas `ci` (unique per job and canvas in this process)."""
+        return ("infill", self._serial, ci)
+
+    def _hint(self, ci: int, canvas: Canvas) -> CacheHint | None:
+        every = self.options.cache_refresh
+        if every == 0:
+            return None
+        since = self._since_full[ci]
+        refresh = since is None or since >= every or self._moved[ci]
+        self._since_full[ci] = 1 if refresh else since + 1  # type: ignore[operator]
+        self._moved[ci] = False
+        active = tuple(
+            off + j
+            for span, off in zip(canvas.spans, canvas.offsets(), strict=True)
+            for j in range(len(span.ids))
+        )
+        return CacheHint(key=self.cache_key(ci), active=active, refresh=refresh)
 
     # -- advance ----------------------------------------------------------------------
 
@@ -159,17 +191,18 @@ class DenoiseJob:
             raise DenoiserError(
                 f"the denoiser returned {len(logits)} logit arrays for {len(pending)} canvases"
             )
-        self.steps += 1
-        for p, arr in zip(pending, logits, strict=True):
+        arrays = [np.asarray(a) for a in logits]
+        for p, arr in zip(pending, arrays, strict=True):
             rows = len(p.masked) + len(p.committed)
-            arr = np.asarray(arr)
             if arr.shape != (rows, self.vocab_size):
                 raise DenoiserError(
                     f"the denoiser returned logits of shape {arr.shape}, expected "
                     f"{(rows, self.vocab_size)}"
                 )
+        self.steps += 1
+        for p, arr in zip(pending, arrays, strict=True):
             self.nfe += 1
-            self.scored += rows
+            self.scored += len(p.masked) + len(p.committed)
             self._step(p, arr)
 
     def _step(self, p: _Pending, arr: np.ndarray) -> None:
@@ -241,6 +274,7 @@ class DenoiseJob:
                     continue
                 span.ids.extend([sp.mask] * n_new)
                 grown.append((span.index, n_new))
+                self._moved[p.canvas] = True  # positions after the span shifted
 
         masked_left = any(sp.mask in s.ids for s in canvas.spans)
         if last:
@@ -275,5 +309,13 @@ def run(job: DenoiseJob, denoiser: Denoiser) -> DenoiseJob:
     """
     while not job.done:
         batch = job.requests()
-        job.advance(denoiser.logits([r.canvas for r in batch], [r.positions for r in batch]))
+        canvases, positions = [r.canvas for r in batch], [r.positions for r in batch]
+        if any(r.hint is not None for r in batch):
+            job.advance(denoiser.logits(canvases, positions, [r.hint for r in batch]))
+        else:  # denoisers that know nothing of hints keep working
+            job.advance(denoiser.logits(canvases, positions))
+    forget = getattr(denoiser, "forget", None)
+    if job.options.cache_refresh and callable(forget):
+        for ci in range(len(job.canvases)):
+            forget(job.cache_key(ci))
     return job

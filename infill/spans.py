@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from infill.errors import MarkerError, NoHolesError, OptionError, SpanError, line_col
 
@@ -143,7 +144,7 @@ def check_spans(text: str, spans: list[Span]) -> list[Span]:
         if s.exact and s.length is None:
             raise SpanError(f"an exact-length span needs a length: {s!r}")
     ordered = sorted(spans, key=lambda s: (s.start, s.end))
-    for a, b in zip(ordered, ordered[1:], strict=False):
+    for a, b in pairwise(ordered):
         if b.start < a.end or (a.start, a.end) == (b.start, b.end):
             raise SpanError(
                 f"spans overlap: {line_col(text, a.start)}-{line_col(text, a.end)} and "

@@ -114,9 +114,7 @@ STRATEGIES: dict[str, Strategy] = {
 }
 
 
-def choose(
-    scores: np.ndarray, *, cut: float | None = None, k: int | None = None
-) -> np.ndarray:
+def choose(scores: np.ndarray, *, cut: float | None = None, k: int | None = None) -> np.ndarray:
     """Indices (ascending) of the rows to commit this step.
 
     With `k`: the k best scores (ties to the leftmost). With `cut`: every row scoring at

@@ -24,12 +24,14 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 
 from infill.errors import WindowError, line_col
 from infill.spans import Span
 
 CountTokens = Callable[[str], int]
 
+_MAX_CHARS_PER_TOKEN = 64  # a generous bound, used only to skip hopeless scopes early
 # Node types that delimit a scope worth keeping whole.
 _SCOPE_TYPES = {"function_definition", "class_definition"}
 
@@ -181,7 +183,13 @@ def choose_window(
     if scopes is not None:
         for s_start, s_end, kind in scopes.around(core_start, core_end):
             c_start, c_end = lines.widen(s_start, s_end)
-            if c_start < lo or c_end > hi or cost(c_start, c_end) > context_budget:
+            if c_start < lo or c_end > hi:
+                break
+            # Cheap rejection before encoding a huge scope (a module of a long file): no
+            # tokenizer packs more than _MAX_CHARS_PER_TOKEN characters into a token.
+            if c_end - c_start > _MAX_CHARS_PER_TOKEN * (context_budget + 1):
+                break
+            if cost(c_start, c_end) > context_budget:
                 break
             ws, we, scope = c_start, c_end, kind
 
@@ -266,7 +274,7 @@ def plan_windows(
     for gi, group in enumerate(groups):
         lo = spans[groups[gi - 1][-1]].end if gi > 0 else 0
         hi = spans[groups[gi + 1][0]].start if gi + 1 < len(groups) else len(text)
-        gaps = sum(count(text[spans[a].end : spans[b].start]) for a, b in zip(group, group[1:]))
+        gaps = sum(count(text[spans[a].end : spans[b].start]) for a, b in pairwise(group))
         core = sum(allocs[j] for j in group) + gaps
         reserve = min(max(room[j] for j in group), budget - core)
         ws, we, scope = choose_window(

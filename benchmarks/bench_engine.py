@@ -1,0 +1,151 @@
+"""Engine speed: forward passes per generated token and milliseconds per request.
+
+    python -m benchmarks.bench_engine [--model DIR] [--corpus data/corpus] [--repeats 20]
+
+Cases, cut from held-out test files: a one-line hole, a five-line hole, three one-line
+holes at once, and 64- and 128-token spans. Each is filled with the default sampler
+(threshold-parallel confidence decoding, context key/value reuse) and with one token per
+step left to right, in the same run, on the same examples. Exact match against the
+original text is reported beside the speed so that speed is never bought with quality
+unseen. Prints a table and writes benchmarks/results/engine_<model>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+import infill
+from benchmarks.heldout import Example, infill_examples, load_test_files
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+SAMPLERS = {
+    "default": {},
+    "one-per-step": {"order": "left-to-right"},
+}
+
+
+def _lines_example(files: list[str], n_lines: int, count: int, seed: int) -> list[Example]:
+    """Examples whose span is `n_lines` consecutive non-blank lines."""
+    out = []
+    for ex in infill_examples(files, "multi-line", count * 20, seed=seed):
+        if ex.truth.count("\n") == n_lines - 1 and all(ln.strip() for ln in
+                                                       ex.truth.split("\n")):
+            out.append(ex)
+        if len(out) == count:
+            break
+    return out
+
+
+def _token_span_examples(den, files: list[str], tokens: int, count: int, seed: int
+                         ) -> list[Example]:
+    """Examples whose span is about `tokens` tokens of whole lines."""
+    out = []
+    for ex in infill_examples(files, "multi-line", count * 40, seed=seed, window_chars=900):
+        text, s = ex.text, ex.start
+        lines_end = s
+        while lines_end < len(text) and len(den.encode(text[s:lines_end])) < tokens:
+            nl = text.find("\n", lines_end + 1)
+            lines_end = len(text) if nl < 0 else nl
+        n = len(den.encode(text[s:lines_end]))
+        if tokens <= n <= tokens * 1.25 and len(den.encode(text)) < den.max_length - 16:
+            out.append(Example(text, s, lines_end, f"{tokens}-token"))
+        if len(out) == count:
+            break
+    return out
+
+
+def run_case(den, examples: list[Example], sampler: dict,
+             exact_length: bool) -> dict[str, float]:
+    ms, nfe, tokens, hits = [], 0, 0, 0
+    for ex in examples:
+        spans = [infill.Span(ex.start, ex.end,
+                             length=len(den.encode(ex.truth)) if exact_length else None,
+                             exact=exact_length)]
+        t0 = time.perf_counter()
+        result = infill.fill_spans(ex.text, spans, denoiser=den, **sampler)
+        ms.append((time.perf_counter() - t0) * 1000)
+        nfe += result.stats.nfe
+        tokens += max(1, result.stats.tokens)
+        hits += result.text == ex.text
+    return {"n": len(examples), "ms_p50": statistics.median(ms),
+            "ms_p95": sorted(ms)[int(0.95 * (len(ms) - 1))], "nfe_per_token": nfe / tokens,
+            "exact_match": hits / len(examples)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=None, help="model directory")
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"),
+                        help="corpus folder with test.jsonl")
+    parser.add_argument("--repeats", type=int, default=20, help="examples per case")
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    args = parser.parse_args(argv)
+
+    den = infill.load_denoiser(args.model)
+    files = load_test_files(args.corpus)
+    n = args.repeats
+    cases = {
+        "one-line hole": (infill_examples(files, "single-line", n, seed=10), False),
+        "five-line hole": (_lines_example(files, 5, n, seed=11), False),
+        "64-token span": (_token_span_examples(den, files, 64, n, seed=12), True),
+        "128-token span": (_token_span_examples(den, files, 128, n, seed=13), True),
+    }
+    results: dict[str, dict] = {"model": str(args.model or "shipped"), "cases": {}}
+    bar = tqdm(total=len(cases) * len(SAMPLERS) + len(SAMPLERS), file=sys.stderr,
+               desc="bench")
+    for name, (examples, exact) in cases.items():
+        for sname, sampler in SAMPLERS.items():
+            results["cases"].setdefault(name, {})[sname] = run_case(den, examples, sampler,
+                                                                   exact)
+            bar.update()
+    # Three one-line holes at once, filled jointly in one canvas.
+    singles = infill_examples(files, "single-line", n * 3, seed=14, window_chars=900)
+    for sname, sampler in SAMPLERS.items():
+        ms, nfe, tokens = [], 0, 0
+        for ex in singles[:n]:
+            lines = [i for i, c in enumerate(ex.text) if c == "\n"]
+            spans = []
+            for k in (len(lines) // 4, len(lines) // 2, 3 * len(lines) // 4):
+                a = lines[k - 1] + 1 if k > 0 else 0
+                b = lines[k]
+                indent = len(ex.text[a:b]) - len(ex.text[a:b].lstrip())
+                if b - a - indent > 0:
+                    spans.append(infill.Span(a + indent, b))
+            t0 = time.perf_counter()
+            result = infill.fill_spans(ex.text, spans, denoiser=den, **sampler)
+            ms.append((time.perf_counter() - t0) * 1000)
+            nfe += result.stats.nfe
+            tokens += max(1, result.stats.tokens)
+        results["cases"].setdefault("three one-line holes", {})[sname] = {
+            "n": len(ms), "ms_p50": statistics.median(ms),
+            "ms_p95": sorted(ms)[int(0.95 * (len(ms) - 1))], "nfe_per_token": nfe / tokens}
+        bar.update()
+    bar.close()
+
+    print(f"{'case':22s} {'sampler':13s} {'NFE/token':>9s} {'p50 ms':>8s} {'p95 ms':>8s} "
+          f"{'EM':>6s}")
+    for name, by_sampler in results["cases"].items():
+        for sname, r in by_sampler.items():
+            em = f"{100 * r['exact_match']:5.1f}%" if "exact_match" in r else "     -"
+            print(f"{name:22s} {sname:13s} {r['nfe_per_token']:9.3f} {r['ms_p50']:8.1f} "
+                  f"{r['ms_p95']:8.1f} {em}")
+    for name in ("64-token span", "128-token span"):
+        d, o = results["cases"][name]["default"], results["cases"][name]["one-per-step"]
+        print(f"{name}: speed-up {o['ms_p50'] / d['ms_p50']:.1f}x wall-clock, "
+              f"{o['nfe_per_token'] / d['nfe_per_token']:.1f}x fewer passes")
+    out = args.out or RESULTS / f"engine_{Path(results['model']).name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""Command line: `infill fill FILE...` fills the hole markers of each file.
+
+    infill fill a.py b.py         # unified diff on stdout, a summary line per file on stderr
+    infill fill a.py --in-place   # write the files; summary lines only
+    infill fill a.py --json       # one JSON object per file (one per line) on stdout
+    infill fill a.py --trace      # every denoising step on stderr
+
+The diff goes to stdout alone so that it can be piped to `patch -p1` or `git apply`;
+summaries, traces and errors go to stderr. The model is loaded once, on the first file that
+has holes. A bad file gets a one-line error and the others are still filled.
+
+Exit status: 0 all files filled, 1 some file or the model could not be used, 2 usage
+(unknown flag, option out of range).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from infill import denoiser as denoiser_module
+from infill.denoiser import Denoiser
+from infill.engine import PYTHON, FillResult, check_text, prepare_fill
+from infill.errors import InfillError, InputError
+from infill.options import SamplerOptions
+from infill.sampler import run
+from infill.spans import DEFAULT_MARKER, check_marker, find_holes, neutralise
+from infill.strategies import STRATEGIES
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+PYTHON_SUFFIXES = {".py", ".pyi", ".pyw"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infill", description="Fill masked code regions with a diffusion language model."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fill = commands.add_parser(
+        "fill",
+        help="fill the hole markers of files",
+        description="Fill every hole marker (<mask>, or <mask:N> for a hint of N tokens) of "
+        "each FILE; print a unified diff (stdout) and a summary line (stderr) per file.",
+    )
+    fill.add_argument("files", nargs="+", metavar="FILE")
+    out = fill.add_argument_group("output")
+    out.add_argument("--in-place", action="store_true", help="write the filled files")
+    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    out.add_argument("--trace", action="store_true", help="print every denoising step")
+    model = fill.add_argument_group("model")
+    model.add_argument("--model", metavar="DIR", help="model directory (default: shipped)")
+    model.add_argument("--device", help="torch device, e.g. cpu or cuda (default: auto)")
+    text = fill.add_argument_group("text")
+    text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
+    text.add_argument(
+        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
+    )
+    s = fill.add_argument_group("sampler")
+    s.add_argument("--order", default="confidence", help=f"one of: {', '.join(STRATEGIES)}")
+    s.add_argument("--threshold", type=float, help="commit threshold of the order")
+    s.add_argument("--tokens-per-step", type=int, help="commit exactly K tokens per step")
+    s.add_argument("--steps", type=int, help="most denoising steps (default: until done)")
+    s.add_argument("--temperature", type=float, default=0.0, help="0: argmax (default)")
+    s.add_argument("--seed", type=int, help="seed for sampling at temperature > 0")
+    s.add_argument("--remask-threshold", type=float, help="remask tokens whose p fell below")
+    s.add_argument("--remask-budget", type=int, help="most remasks per file")
+    s.add_argument("--span-tokens", type=int, default=16, help="tokens per hole without hint")
+    s.add_argument("--max-span-tokens", type=int, default=256, help="most tokens per span")
+    s.add_argument("--grow", type=int, default=16, help="tokens added to a span that filled up")
+    s.add_argument("--exact-length", action="store_true", help="hints are exact lengths")
+    s.add_argument("--window-tokens", type=int, help="canvas size (default: model's maximum)")
+    s.add_argument(
+        "--cache-refresh",
+        type=int,
+        default=0,
+        metavar="K",
+        help="reuse context keys/values, full pass every K steps (default 0: off)",
+    )
+    return parser
+
+
+def _options(args: argparse.Namespace) -> SamplerOptions:
+    return SamplerOptions(
+        order=args.order,
+        threshold=args.threshold,
+        tokens_per_step=args.tokens_per_step,
+        max_steps=args.steps,
+        temperature=args.temperature,
+        seed=args.seed,
+        remask_threshold=args.remask_threshold,
+        remask_budget=args.remask_budget,
+        default_span_tokens=args.span_tokens,
+        max_span_tokens=args.max_span_tokens,
+        grow=args.grow,
+        exact_length=args.exact_length,
+        window_tokens=args.window_tokens,
+        cache_refresh=args.cache_refresh,
+    )
+
+
+def read_text(path: Path) -> str:
+    """The file's text, exactly (no newline translation); InputError when unusable."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file") from None
+    except IsADirectoryError:
+        raise InputError("is a directory") from None
+    except PermissionError:
+        raise InputError("permission denied") from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data:
+        raise InputError("binary file (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start})") from None
+
+
+def _error(where: str, message: str) -> None:
+    sep = ":" if re.match(r"\d+:\d+: ", message) else ": "
+    print(f"infill: {where}{sep}{message}", file=sys.stderr)
+
+
+def summary(path: str, result: FillResult) -> str:
+    s = result.stats
+    return (
+        f"{path}: {s.spans} spans, {s.tokens} tokens, {s.nfe} forward passes "
+        f"({s.nfe_per_token:.2f}/token), {s.steps} steps, {s.ms:.0f} ms"
+    )
+
+
+def _json(path: str, result: FillResult, trace: bool) -> str:
+    obj: dict[str, Any] = {"path": path, **result.to_dict()}
+    if trace:
+        obj["trace"] = [asdict(step) for step in result.trace]
+    return json.dumps(obj, ensure_ascii=False)
+
+
+class _Model:
+    """Loads the denoiser on first use, once."""
+
+    def __init__(self, model_dir: str | None, device: str | None) -> None:
+        self.model_dir, self.device = model_dir, device
+        self._denoiser: Denoiser | None = None
+
+    def get(self) -> Denoiser:
+        if self._denoiser is None:
+            try:
+                self._denoiser = denoiser_module.load_denoiser(self.model_dir, device=self.device)
+            except denoiser_module.ModelLoadError:
+                raise
+            except Exception as exc:  # a loader bug or a corrupt file it did not expect
+                raise denoiser_module.ModelLoadError(f"{type(exc).__name__}: {exc}") from exc
+        return self._denoiser
+
+
+def _fill_file(
+    path: str, args: argparse.Namespace, options: SamplerOptions, model: _Model
+) -> FillResult:
+    text = read_text(Path(path))
+    check_text(text)
+    spans = find_holes(text, args.marker)
+    language = args.language
+    if language is None:
+        language = PYTHON if Path(path).suffix in PYTHON_SUFFIXES else None
+    den = model.get()
+    fill = prepare_fill(
+        text,
+        spans,
+        denoiser=den,
+        options=options,
+        rewrite=False,
+        language=language,
+        parse_text=neutralise(text, spans),
+    )
+    run(fill.job, den)
+    return fill.result()
+
+
+def cmd_fill(args: argparse.Namespace) -> int:
+    try:
+        options = _options(args)
+        check_marker(args.marker)
+    except InfillError as exc:
+        print(f"infill: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    model = _Model(args.model, args.device)
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            result = _fill_file(path, args, options, model)
+        except denoiser_module.ModelLoadError as exc:
+            print(f"infill: cannot load the model: {exc}", file=sys.stderr)
+            return EXIT_ERROR  # every other file would fail the same way
+        except InfillError as exc:
+            _error(path, str(exc))
+            status = EXIT_ERROR
+            continue
+        if args.in_place and result.text != result.original:
+            try:
+                Path(path).write_bytes(result.text.encode("utf-8"))
+            except OSError as exc:
+                _error(path, f"cannot write: {exc.strerror or exc}")
+                status = EXIT_ERROR
+                continue
+        if args.json:
+            print(_json(path, result, args.trace), flush=True)
+            continue
+        if args.trace:
+            print(f"{path}: trace\n{result.trace_text()}", file=sys.stderr)
+        if not args.in_place:
+            sys.stdout.write(result.diff(path))
+            sys.stdout.flush()
+        print(summary(path, result), file=sys.stderr)
+    return status
+
+
+COMMANDS = {"fill": cmd_fill}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return COMMANDS[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
