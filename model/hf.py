@@ -72,6 +72,9 @@ class HFDenoiser:
         self._cached = (CachedModernBert(model)
                         if getattr(model.config, "model_type", "") == "modernbert" else None)
         self._caches: OrderedDict[Hashable, ContextCache] = OrderedDict()
+        # Dream-family models keep their autoregressive parent's shift: the logits at
+        # position i predict token i + 1.
+        self._shifted = getattr(model.config, "model_type", "").lower() == "dream"
         self.cache_size = 64  # canvases whose context entries are kept (LRU)
 
     @classmethod
@@ -204,6 +207,8 @@ class HFDenoiser:
                 flat = self._project(hidden[rows, cols])  # (N, V)
             else:
                 full = self.model(input_ids=ids, attention_mask=attn).logits  # (B, T, V)
+                if self._shifted:
+                    full = torch.cat([full[:, :1], full[:, :-1]], dim=1)
                 flat = full[rows, cols].float().cpu().numpy()
         result, start = [], 0
         for p in positions:

@@ -156,3 +156,64 @@ def test_loader_keeps_remote_code_off_unless_asked(tmp_path: Path, tok_dir: Path
     (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
     with pytest.raises(ModelLoadError, match="trust_remote_code"):
         load_denoiser(tmp_path)
+
+
+REMOTE_CONFIG = '''
+from transformers import PretrainedConfig
+
+
+class TinyDiffConfig(PretrainedConfig):
+    model_type = "tiny_diff"
+
+    def __init__(self, vocab_size=400, hidden_size=8, max_position_embeddings=64, **kw):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_position_embeddings = max_position_embeddings
+        super().__init__(**kw)
+'''
+
+REMOTE_MODEL = '''
+import torch
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import MaskedLMOutput
+
+from .configuration_tiny import TinyDiffConfig
+
+
+class TinyDiffModel(PreTrainedModel):
+    config_class = TinyDiffConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embed = torch.nn.Embedding(config.vocab_size, config.hidden_size)
+        self.out = torch.nn.Linear(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        return MaskedLMOutput(logits=self.out(self.embed(input_ids)))
+'''
+
+
+def test_loader_runs_remote_code_models_only_when_the_user_opts_in(
+    tmp_path: Path, tok_dir: Path
+) -> None:
+    """LLaDA / Dream ship their modelling code in the directory (AutoModel in auto_map)."""
+    (tmp_path / "configuration_tiny.py").write_text(REMOTE_CONFIG)
+    (tmp_path / "modeling_tiny.py").write_text(REMOTE_MODEL)
+    config = {"model_type": "tiny_diff", "vocab_size": 400, "hidden_size": 8,
+              "max_position_embeddings": 64,
+              "auto_map": {"AutoConfig": "configuration_tiny.TinyDiffConfig",
+                           "AutoModel": "modeling_tiny.TinyDiffModel"}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    save_file({"embed.weight": torch.randn(400, 8), "out.weight": torch.randn(400, 8),
+               "out.bias": torch.zeros(400)}, str(tmp_path / "model.safetensors"))
+    (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):
+        load_denoiser(tmp_path)
+    den = load_denoiser(tmp_path, trust_remote_code=True)
+    ids = den.encode("x = 1\n")
+    (logits,) = den.logits([ids + [den.special.mask]], [[len(ids)]])
+    assert logits.shape == (1, 400)
