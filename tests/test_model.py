@@ -9,17 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import SOURCES
 from tokenizers import Tokenizer
 
 from infill.denoiser import ModelLoadError, load_denoiser
-from model import noising, tokenizer, train
-
-SOURCES = [
-    "def add(a, b):\n    return a + b\n",
-    "class Point:\n\tdef __init__(self, x):\n\t\tself.x = x  \n",
-    "import os\n\n\nPATH = os.path.join('a', 'b')\nprint('héllo wörld 😀 中文')\n",
-    "for i in range(10):\n    if i % 2 == 0:\n        continue\n    total += i\r\n",
-] * 20
+from model import noising, train
 
 ROUND_TRIP = [
     "\tx = 1  \r\n",
@@ -29,24 +23,6 @@ ROUND_TRIP = [
     "",
     "\x00\x01 weird bytes \u2028 line sep",
 ]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    for split in ("train", "valid", "test"):
-        with (root / f"{split}.jsonl").open("w") as fh:
-            for i, text in enumerate(SOURCES):
-                fh.write(json.dumps({"unit": f"u{i % 3}", "path": f"f{i}.py", "text": text})
-                         + "\n")
-    return root
-
-
-@pytest.fixture(scope="module")
-def tok_dir(corpus: Path, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tok")
-    tokenizer.save_for_transformers(tokenizer.train(corpus, vocab_size=400), out)
-    return out
 
 
 @pytest.mark.parametrize("text", ROUND_TRIP)

@@ -1,0 +1,57 @@
+"""Shared fixtures: a tiny tokenizer and a tiny random ModernBERT saved as a HF directory,
+so the real loading and inference path runs in seconds without the shipped weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SOURCES = [
+    "def add(a, b):\n    return a + b\n",
+    "class Point:\n\tdef __init__(self, x):\n\t\tself.x = x  \n",
+    "import os\n\n\nPATH = os.path.join('a', 'b')\nprint('héllo wörld 😀 中文')\n",
+    "for i in range(10):\n    if i % 2 == 0:\n        continue\n    total += i\r\n",
+] * 20
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    for split in ("train", "valid", "test"):
+        with (root / f"{split}.jsonl").open("w") as fh:
+            for i, text in enumerate(SOURCES):
+                fh.write(json.dumps({"unit": f"u{i % 3}", "path": f"f{i}.py", "text": text})
+                         + "\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def tok_dir(corpus: Path, tmp_path_factory) -> Path:
+    from model import tokenizer
+
+    out = tmp_path_factory.mktemp("tok")
+    tokenizer.save_for_transformers(tokenizer.train(corpus, vocab_size=400), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tok_dir: Path, tmp_path_factory) -> Path:
+    """A random `tiny` ModernBERT with the test tokenizer, as the trainer exports it."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import ModernBertForMaskedLM
+
+    from model.config import PRESETS, modernbert_config
+    from model.noising import Vocab
+    from model.tokenizer import save_for_transformers
+
+    out = tmp_path_factory.mktemp("tiny_model")
+    tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
+    v = Vocab.of(tok)
+    torch.manual_seed(0)
+    model = ModernBertForMaskedLM(modernbert_config(PRESETS["tiny"], v.size, v.pad, v.mask, v.eos))
+    model.save_pretrained(out)
+    save_for_transformers(tok, out)
+    return out

@@ -1,0 +1,83 @@
+"""The real inference path: a tiny random ModernBERT behind HFDenoiser, through the public
+entry points (fill_text, fill_spans, repair, the `infill` command). Random weights give
+random code; these tests check the mechanics, not the quality."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import infill
+from infill.repair import fix_text, score_text
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "def area(w, h):\n\t# 😀 中文  \r\n    return <mask> * h\n\nx = <mask:3>\n"
+
+
+@pytest.fixture(scope="module")
+def den(tiny_model_dir: Path) -> infill.Denoiser:
+    return infill.load_denoiser(tiny_model_dir)
+
+
+
+
+@pytest.mark.parametrize("order", sorted(infill.STRATEGIES))
+def test_every_order_fills_only_the_holes(den, order: str) -> None:
+    result = infill.fill_text(TEXT, denoiser=den, order=order, max_span_tokens=24)
+    assert "<mask" not in result.text
+    assert result.text.startswith("def area(w, h):\n\t# 😀 中文  \r\n    return ")
+    assert result.text.endswith("\n")
+    assert " * h\n\nx = " in result.text
+    assert infill.apply_edits(TEXT, result.edits) == result.text
+    assert result.stats.nfe >= 1 and result.stats.spans == 2
+
+
+def test_cached_context_passes_give_a_complete_fill(den) -> None:
+    result = infill.fill_text(TEXT, denoiser=den, cache_refresh=3, max_span_tokens=24)
+    assert "<mask" not in result.text
+    assert " * h\n\nx = " in result.text
+
+
+def test_exact_length_fill_has_exactly_the_given_tokens(den) -> None:
+    text = "a = 1\nb = 2\n"
+    result = infill.fill_spans(text, [infill.Span(4, 5, length=3, exact=True)], denoiser=den)
+    (fill,) = result.fills
+    assert fill.tokens == 3
+    assert result.text.startswith("a = ") and result.text.endswith("\nb = 2\n")
+
+
+def test_scores_cover_every_token_of_the_range(den) -> None:
+    text = "x = 1\ny = x + 2  # 😀\n"
+    scores = score_text(text, denoiser=den)
+    assert "".join(s.text for s in scores) == text
+    assert all(0.0 <= s.suspicion <= 1.0 for s in scores)
+    result, _ = fix_text(text, denoiser=den, start=6, end=len(text), min_suspicion=0.0)
+    assert result is not None
+    assert all(e.start >= 6 for e in result.edits)
+    assert result.text.startswith("x = 1\n")
+
+
+def test_cli_fills_a_file_with_a_model_directory(tiny_model_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "holes.py"
+    path.write_text("def f(a):\n    return <mask>\n")
+    proc = subprocess.run([sys.executable, "-m", "infill.cli", "fill", str(path), "--json",
+                           "--model", str(tiny_model_dir)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["text"].startswith("def f(a):\n    return ")
+    assert "<mask>" not in out["text"]
+
+
+@pytest.mark.skipif(not (ROOT / "model" / "weights" / "model.safetensors").exists(),
+                    reason="no shipped model yet")
+def test_readme_main_job_runs_with_the_shipped_model() -> None:
+    proc = subprocess.run(["infill", "fill", "examples/holes.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("--- a/examples/holes.py")
+    assert "3 spans" in proc.stderr
