@@ -4,6 +4,7 @@
     infill fill a.py --in-place   # write the files; summary lines only
     infill fill a.py --json       # one JSON object per file (one per line) on stdout
     infill fill a.py --trace      # every denoising step on stderr
+    infill fill a.py --worker unix:/run/user/1000/infill/worker.sock   # a running worker
 
 The diff goes to stdout alone so that it can be piped to `patch -p1` or `git apply`;
 summaries, traces and errors go to stderr. The model is loaded once, on the first file that
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from dataclasses import asdict
@@ -24,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from infill import denoiser as denoiser_module
+from infill.client import SyncWorkerClient, WorkerError
 from infill.denoiser import Denoiser
 from infill.engine import PYTHON, FillResult, check_text, prepare_fill
 from infill.errors import InfillError, InputError
 from infill.options import SamplerOptions
+from infill.protocol import DEADLINE, INPUT, TOO_LARGE, parse_address
 from infill.sampler import run
 from infill.spans import DEFAULT_MARKER, check_marker, find_holes, neutralise
 from infill.strategies import STRATEGIES
@@ -55,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     model = fill.add_argument_group("model")
     model.add_argument("--model", metavar="DIR", help="model directory (default: shipped)")
     model.add_argument("--device", help="torch device, e.g. cpu or cuda (default: auto)")
+    model.add_argument(
+        "--worker",
+        metavar="ADDRESS",
+        help="fill through a running worker (unix:PATH, PATH or tcp:HOST:PORT; token from "
+        "$INFILL_WORKER_TOKEN), or 'spawn' to start one with --model/--device",
+    )
     text = fill.add_argument_group("text")
     text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
     text.add_argument(
@@ -161,8 +171,39 @@ class _Model:
         return self._denoiser
 
 
+class _Remote:
+    """Fills through a worker (`--worker`), connected on first use."""
+
+    PER_FILE = {INPUT, TOO_LARGE, DEADLINE}  # worker errors that concern one file only
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._client: SyncWorkerClient | None = None
+
+    def fill(self, text: str, language: str | None, options: SamplerOptions) -> FillResult:
+        a = self.args
+        if self._client is None:
+            if a.worker == "spawn":
+                self._client = SyncWorkerClient.spawned(model=a.model, device=a.device)
+            else:
+                self._client = SyncWorkerClient(
+                    a.worker, token=os.environ.get("INFILL_WORKER_TOKEN") or None
+                )
+        try:
+            reply = self._client.fill(text, marker=a.marker, language=language, options=options)
+        except WorkerError as exc:
+            if exc.code in self.PER_FILE:
+                raise InfillError(exc.message) from None
+            raise
+        return reply.to_fill_result(text)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
 def _fill_file(
-    path: str, args: argparse.Namespace, options: SamplerOptions, model: _Model
+    path: str, args: argparse.Namespace, options: SamplerOptions, model: _Model | _Remote
 ) -> FillResult:
     text = read_text(Path(path))
     check_text(text)
@@ -170,6 +211,8 @@ def _fill_file(
     language = args.language
     if language is None:
         language = PYTHON if Path(path).suffix in PYTHON_SUFFIXES else None
+    if isinstance(model, _Remote):
+        return model.fill(text, language, options)
     den = model.get()
     fill = prepare_fill(
         text,
@@ -188,10 +231,32 @@ def cmd_fill(args: argparse.Namespace) -> int:
     try:
         options = _options(args)
         check_marker(args.marker)
-    except InfillError as exc:
+        _check_worker_args(args)
+    except (InfillError, ValueError) as exc:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    model = _Model(args.model, args.device)
+    model = _Remote(args) if args.worker is not None else _Model(args.model, args.device)
+    try:
+        return _fill_files(args, options, model)
+    finally:
+        if isinstance(model, _Remote):
+            model.close()
+
+
+def _check_worker_args(args: argparse.Namespace) -> None:
+    if args.worker is None:
+        return
+    if args.trace:
+        raise ValueError("--trace is not available with --worker")
+    if args.worker != "spawn":
+        parse_address(args.worker)
+        if args.model or args.device:
+            raise ValueError("--model and --device go to the worker (infill-worker --model), "
+                             "or use --worker spawn")
+
+
+def _fill_files(args: argparse.Namespace, options: SamplerOptions, model: _Model | _Remote
+                ) -> int:
     status = EXIT_OK
     for path in args.files:
         try:
@@ -199,6 +264,9 @@ def cmd_fill(args: argparse.Namespace) -> int:
         except denoiser_module.ModelLoadError as exc:
             print(f"infill: cannot load the model: {exc}", file=sys.stderr)
             return EXIT_ERROR  # every other file would fail the same way
+        except WorkerError as exc:
+            print(f"infill: worker: {exc}", file=sys.stderr)
+            return EXIT_ERROR
         except InfillError as exc:
             _error(path, str(exc))
             status = EXIT_ERROR

@@ -142,6 +142,11 @@ def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
     return sorted(picked)
 
 
+def fix_spans(den: Denoiser, text: str, picked: list[tuple[int, int, float]]) -> list[Span]:
+    """The spans `fix_text` re-denoises: each picked range, with room for two more tokens."""
+    return [Span(s, e, length=max(4, len(den.encode(text[s:e])) + 2)) for s, e, _ in picked]
+
+
 def fix_text(
     text: str,
     *,
@@ -164,7 +169,6 @@ def fix_text(
                               min_suspicion=min_suspicion)
     if not picked:
         return None, scores
-    spans = [Span(s, e, length=max(4, len(den.encode(text[s:e])) + 2)) for s, e, _ in picked]
-    result = fill_spans(text, spans, denoiser=den, language=language, options=options,
-                        **overrides)
+    result = fill_spans(text, fix_spans(den, text, picked), denoiser=den, language=language,
+                        options=options, **overrides)
     return result, scores
