@@ -1,10 +1,12 @@
-"""Command line: `infill fill FILE...` fills the hole markers of each file.
+"""Command line: `infill fill FILE...` fills the hole markers of each file;
+`infill fix FILE...` repairs the tokens the model finds most improbable.
 
     infill fill a.py b.py         # unified diff on stdout, a summary line per file on stderr
     infill fill a.py --in-place   # write the files; summary lines only
     infill fill a.py --json       # one JSON object per file (one per line) on stdout
     infill fill a.py --trace      # every denoising step on stderr
     infill fill a.py --worker unix:/run/user/1000/infill/worker.sock   # a running worker
+    infill fix a.py --lines 10:20 # score lines 10-20, re-denoise the most suspicious token
 
 The diff goes to stdout alone so that it can be piped to `patch -p1` or `git apply`;
 summaries, traces and errors go to stderr. The model is loaded once, on the first file that
@@ -29,9 +31,10 @@ from infill import denoiser as denoiser_module
 from infill.client import SyncWorkerClient, WorkerError
 from infill.denoiser import Denoiser
 from infill.engine import PYTHON, FillResult, check_text, prepare_fill
-from infill.errors import InfillError, InputError
+from infill.errors import InfillError, InputError, line_col
 from infill.options import SamplerOptions
 from infill.protocol import DEADLINE, INPUT, TOO_LARGE, parse_address
+from infill.repair import TokenScore, fix_text
 from infill.sampler import run
 from infill.spans import DEFAULT_MARKER, check_marker, find_holes, neutralise
 from infill.strategies import STRATEGIES
@@ -40,37 +43,22 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 PYTHON_SUFFIXES = {".py", ".pyi", ".pyw"}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="infill", description="Fill masked code regions with a diffusion language model."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    fill = commands.add_parser(
-        "fill",
-        help="fill the hole markers of files",
-        description="Fill every hole marker (<mask>, or <mask:N> for a hint of N tokens) of "
-        "each FILE; print a unified diff (stdout) and a summary line (stderr) per file.",
-    )
-    fill.add_argument("files", nargs="+", metavar="FILE")
-    out = fill.add_argument_group("output")
-    out.add_argument("--in-place", action="store_true", help="write the filled files")
-    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
-    out.add_argument("--trace", action="store_true", help="print every denoising step")
-    model = fill.add_argument_group("model")
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    model = p.add_argument_group("model")
     model.add_argument("--model", metavar="DIR", help="model directory (default: shipped)")
     model.add_argument("--device", help="torch device, e.g. cpu or cuda (default: auto)")
+    model.add_argument("--trust-remote-code", action="store_true",
+                       help="allow a model directory's own Python code to run (LLaDA, Dream)")
     model.add_argument(
         "--worker",
         metavar="ADDRESS",
-        help="fill through a running worker (unix:PATH, PATH or tcp:HOST:PORT; token from "
+        help="run through a running worker (unix:PATH, PATH or tcp:HOST:PORT; token from "
         "$INFILL_WORKER_TOKEN), or 'spawn' to start one with --model/--device",
     )
-    text = fill.add_argument_group("text")
-    text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
-    text.add_argument(
-        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
-    )
-    s = fill.add_argument_group("sampler")
+
+
+def _add_sampler_args(p: argparse.ArgumentParser) -> None:
+    s = p.add_argument_group("sampler")
     s.add_argument("--order", default="confidence", help=f"one of: {', '.join(STRATEGIES)}")
     s.add_argument("--threshold", type=float, help="commit threshold of the order")
     s.add_argument("--tokens-per-step", type=int, help="commit exactly K tokens per step")
@@ -91,6 +79,52 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="reuse context keys/values, full pass every K steps (default 0: off)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infill", description="Fill masked code regions with a diffusion language model."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fill = commands.add_parser(
+        "fill",
+        help="fill the hole markers of files",
+        description="Fill every hole marker (<mask>, or <mask:N> for a hint of N tokens) of "
+        "each FILE; print a unified diff (stdout) and a summary line (stderr) per file.",
+    )
+    fill.add_argument("files", nargs="+", metavar="FILE")
+    out = fill.add_argument_group("output")
+    out.add_argument("--in-place", action="store_true", help="write the filled files")
+    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    out.add_argument("--trace", action="store_true", help="print every denoising step")
+    _add_model_args(fill)
+    text = fill.add_argument_group("text")
+    text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
+    text.add_argument(
+        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
+    )
+    _add_sampler_args(fill)
+
+    fix = commands.add_parser(
+        "fix",
+        help="find improbable tokens and repair them",
+        description="Score every token of each FILE (or of --lines A:B) in one forward pass, "
+        "mask the most suspicious ones and re-denoise them; print the diff of what changed.",
+    )
+    fix.add_argument("files", nargs="+", metavar="FILE")
+    out = fix.add_argument_group("output")
+    out.add_argument("--in-place", action="store_true", help="write the repaired files")
+    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    what = fix.add_argument_group("what to fix")
+    what.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
+    what.add_argument("--max-fixes", type=int, default=1, help="most tokens repaired (default 1)")
+    what.add_argument("--min-suspicion", type=float, default=0.5,
+                      help="repair only tokens at least this suspicious, 0..1 (default 0.5)")
+    what.add_argument(
+        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
+    )
+    _add_model_args(fix)
+    _add_sampler_args(fix)
     return parser
 
 
@@ -156,14 +190,18 @@ def _json(path: str, result: FillResult, trace: bool) -> str:
 class _Model:
     """Loads the denoiser on first use, once."""
 
-    def __init__(self, model_dir: str | None, device: str | None) -> None:
+    def __init__(self, model_dir: str | None, device: str | None,
+                 trust_remote_code: bool = False) -> None:
         self.model_dir, self.device = model_dir, device
+        self.trust_remote_code = trust_remote_code
         self._denoiser: Denoiser | None = None
 
     def get(self) -> Denoiser:
         if self._denoiser is None:
             try:
-                self._denoiser = denoiser_module.load_denoiser(self.model_dir, device=self.device)
+                self._denoiser = denoiser_module.load_denoiser(
+                    self.model_dir, device=self.device, trust_remote_code=self.trust_remote_code
+                )
             except denoiser_module.ModelLoadError:
                 raise
             except Exception as exc:  # a loader bug or a corrupt file it did not expect
@@ -180,22 +218,43 @@ class _Remote:
         self.args = args
         self._client: SyncWorkerClient | None = None
 
-    def fill(self, text: str, language: str | None, options: SamplerOptions) -> FillResult:
+    def _connected(self) -> SyncWorkerClient:
         a = self.args
         if self._client is None:
             if a.worker == "spawn":
-                self._client = SyncWorkerClient.spawned(model=a.model, device=a.device)
+                extra = ("--trust-remote-code",) if a.trust_remote_code else ()
+                self._client = SyncWorkerClient.spawned(model=a.model, device=a.device,
+                                                        args=extra)
             else:
                 self._client = SyncWorkerClient(
                     a.worker, token=os.environ.get("INFILL_WORKER_TOKEN") or None
                 )
+        return self._client
+
+    def fill(self, text: str, language: str | None, options: SamplerOptions) -> FillResult:
         try:
-            reply = self._client.fill(text, marker=a.marker, language=language, options=options)
+            reply = self._connected().fill(text, marker=self.args.marker, language=language,
+                                           options=options)
         except WorkerError as exc:
             if exc.code in self.PER_FILE:
                 raise InfillError(exc.message) from None
             raise
         return reply.to_fill_result(text)
+
+    def fix(self, text: str, start: int, end: int, language: str | None,
+            options: SamplerOptions) -> tuple[FillResult | None, list[TokenScore]]:
+        a = self.args
+        try:
+            reply = self._connected().fix(text, start=start, end=end, max_fixes=a.max_fixes,
+                                          min_suspicion=a.min_suspicion, language=language,
+                                          options=options)
+        except WorkerError as exc:
+            if exc.code in self.PER_FILE:
+                raise InfillError(exc.message) from None
+            raise
+        if not reply.fills:
+            return None, list(reply.scores or [])
+        return reply.to_fill_result(text), list(reply.scores or [])
 
     def close(self) -> None:
         if self._client is not None:
@@ -235,7 +294,7 @@ def cmd_fill(args: argparse.Namespace) -> int:
     except (InfillError, ValueError) as exc:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    model = _Remote(args) if args.worker is not None else _Model(args.model, args.device)
+    model = _model(args)
     try:
         return _fill_files(args, options, model)
     finally:
@@ -243,10 +302,16 @@ def cmd_fill(args: argparse.Namespace) -> int:
             model.close()
 
 
+def _model(args: argparse.Namespace) -> _Model | _Remote:
+    if args.worker is not None:
+        return _Remote(args)
+    return _Model(args.model, args.device, args.trust_remote_code)
+
+
 def _check_worker_args(args: argparse.Namespace) -> None:
     if args.worker is None:
         return
-    if args.trace:
+    if getattr(args, "trace", False):
         raise ValueError("--trace is not available with --worker")
     if args.worker != "spawn":
         parse_address(args.worker)
@@ -290,7 +355,106 @@ def _fill_files(args: argparse.Namespace, options: SamplerOptions, model: _Model
     return status
 
 
-COMMANDS = {"fill": cmd_fill}
+def lines_spec(spec: str) -> tuple[int, int]:
+    """(A, B) of a `--lines A:B` value, 1-based and inclusive; ValueError if malformed."""
+    m = re.fullmatch(r"(\d+):(\d+)", spec)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--lines must be A:B with 1 <= A <= B, got {spec!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def line_range(text: str, first: int, last: int) -> tuple[int, int]:
+    """Character range of lines first..last (1-based, inclusive); InputError if past the end."""
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    if text.endswith("\n"):
+        starts.pop()
+    if last > len(starts):
+        raise InputError(f"--lines {first}:{last}: the file has {len(starts)} lines")
+    return starts[first - 1], starts[last] if last < len(starts) else len(text)
+
+
+def _language(args: argparse.Namespace, path: str) -> str | None:
+    if args.language is not None:
+        return args.language
+    return PYTHON if Path(path).suffix in PYTHON_SUFFIXES else None
+
+
+def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
+              model: _Model | _Remote) -> tuple[FillResult | None, list[TokenScore]]:
+    text = read_text(Path(path))
+    check_text(text)
+    start, end = line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))
+    language = _language(args, path)
+    if isinstance(model, _Remote):
+        return model.fix(text, start, end, language, options)
+    return fix_text(text, denoiser=model.get(), start=start, end=end,
+                    max_fixes=args.max_fixes, min_suspicion=args.min_suspicion,
+                    language=language, options=options)
+
+
+def _fix_summary(path: str, text: str, result: FillResult | None,
+                 scores: list[TokenScore]) -> str:
+    worst = max(scores, key=lambda s: s.suspicion, default=None)
+    if worst is None:
+        return f"{path}: nothing to score"
+    where = line_col(text, worst.start)
+    head = f"most suspicious {worst.text.strip()!r} at {where} ({worst.suspicion:.2f})"
+    if result is None or not result.edits:
+        return f"{path}: no change; {head}"
+    return f"{summary(path, result)}; {head}"
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    try:
+        options = _options(args)
+        _check_worker_args(args)
+        if args.max_fixes < 1:
+            raise ValueError(f"--max-fixes must be >= 1, got {args.max_fixes}")
+        if not 0.0 <= args.min_suspicion <= 1.0:
+            raise ValueError(f"--min-suspicion must be in 0..1, got {args.min_suspicion}")
+        if args.lines is not None:
+            lines_spec(args.lines)
+    except (InfillError, ValueError) as exc:
+        print(f"infill: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    model = _model(args)
+    status = EXIT_OK
+    try:
+        for path in args.files:
+            try:
+                result, scores = _fix_file(path, args, options, model)
+            except denoiser_module.ModelLoadError as exc:
+                print(f"infill: cannot load the model: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            except WorkerError as exc:
+                print(f"infill: worker: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            except InfillError as exc:
+                _error(path, str(exc))
+                status = EXIT_ERROR
+                continue
+            original = read_text(Path(path))
+            changed = result is not None and result.text != original
+            if args.in_place and changed:
+                Path(path).write_bytes(result.text.encode("utf-8"))
+            if args.json:
+                obj: dict[str, Any] = {"path": path, "changed": changed,
+                                       "scores": [asdict(s) for s in scores]}
+                if result is not None:
+                    obj.update(result.to_dict())
+                print(json.dumps(obj, ensure_ascii=False), flush=True)
+                continue
+            if changed and not args.in_place:
+                sys.stdout.write(result.diff(path))
+                sys.stdout.flush()
+            print(_fix_summary(path, original, result, scores), file=sys.stderr)
+    finally:
+        if isinstance(model, _Remote):
+            model.close()
+    return status
+
+
+COMMANDS = {"fill": cmd_fill, "fix": cmd_fix}
 
 
 def main(argv: list[str] | None = None) -> int:

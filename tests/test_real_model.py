@@ -81,3 +81,42 @@ def test_readme_main_job_runs_with_the_shipped_model() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("--- a/examples/holes.py")
     assert "3 spans" in proc.stderr
+
+
+def test_cli_fix_repairs_only_inside_the_given_lines(tiny_model_dir: Path, tmp_path: Path,
+                                                     capsys) -> None:
+    from infill.cli import main
+
+    path = tmp_path / "bug.py"
+    source = "def f(a):\n    b = a + 1\n    return b\n"
+    path.write_text(source)
+    code = main(["fix", str(path), "--lines", "2:2", "--min-suspicion", "0", "--json",
+                 "--model", str(tiny_model_dir)])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {s["start"] for s in out["scores"]} <= set(range(10, 24))
+    assert all(e["start"] >= 10 and e["end"] <= 24 for e in out.get("edits", []))
+    code = main(["fix", str(path), "--lines", "2:2", "--min-suspicion", "0", "--in-place",
+                 "--model", str(tiny_model_dir)])
+    assert code == 0
+    after = path.read_text()
+    assert after.startswith("def f(a):\n") and after.endswith("    return b\n")
+    assert "most suspicious" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "code", "needle"), [
+    (["--lines", "3:1"], 2, "--lines must be A:B"),
+    (["--lines", "x"], 2, "--lines must be A:B"),
+    (["--max-fixes", "0"], 2, "--max-fixes must be >= 1"),
+    (["--min-suspicion", "1.5"], 2, "--min-suspicion must be in 0..1"),
+    (["--lines", "1:9"], 1, "the file has 3 lines"),
+])
+def test_cli_fix_rejects_bad_options(tiny_model_dir: Path, tmp_path: Path, capsys,
+                                     argv: list[str], code: int, needle: str) -> None:
+    from infill.cli import main
+
+    path = tmp_path / "bug.py"
+    path.write_text("a = 1\nb = 2\nc = 3\n")
+    assert main(["fix", str(path), *argv, "--model", str(tiny_model_dir)]) == code
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
