@@ -105,7 +105,9 @@ def score_text(
             continue
         probs = softmax(logits)  # (n, V)
         seen = probs[np.arange(len(middle)), middle]
-        best = probs.argmax(axis=-1)
+        sp = den.special
+        best = np.where(np.isin(np.arange(probs.shape[1]), [sp.mask, sp.pad, sp.null]), -1.0,
+                        probs).argmax(axis=-1)  # the hint is never a special token
         for k, tok in enumerate(middle):
             s, e = offsets[k] if offsets is not None else (0, 0)
             if offsets is None or s == e:
