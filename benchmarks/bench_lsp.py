@@ -1,0 +1,242 @@
+"""Language server round-trip latency: what an editor user waits for.
+
+    python -m benchmarks.bench_lsp [--model DIR | --worker ADDRESS] [--requests 20]
+
+Starts `python -m lsp.server` over stdio (the server spawns its own worker with `--model`,
+default the shipped checkpoint, or uses a running worker), opens held-out test files (from
+data/corpus, packages never trained on; the standard library's textwrap when there is no
+corpus) and times, from request sent to response received:
+
+- inline completion: the rest of a line deleted, the cursor where it began;
+- code action list: `textDocument/codeAction` (no model; the cost of listing);
+- fill holes: a line's content replaced by `<mask>`, the action resolved;
+- rewrite selection: a line's content selected and rewritten;
+- insert docstring: a function without a docstring, the action resolved;
+- fix selection: a line with one injected bug (operator, comparison, variable,
+  off-by-one) selected and fixed.
+
+One warm-up fill (the model load) is not counted. Prints p50/p95/mean per case and
+writes benchmarks/results/lsp_<model>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import platform
+import statistics
+import sys
+import textwrap
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from benchmarks.heldout import bug_examples, infill_examples, load_test_files
+from infill.docstring import missing_docstrings
+from lsp.positions import Lines
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+CORPUS = ROOT / "data" / "corpus"
+WINDOW_CHARS = 3000  # characters of each test document
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def summary(ms: list[float], errors: int) -> dict[str, Any]:
+    if not ms:
+        return {"n": 0, "errors": errors}
+    return {"n": len(ms), "errors": errors, "p50_ms": round(percentile(ms, 50), 1),
+            "p95_ms": round(percentile(ms, 95), 1), "mean_ms": round(statistics.fmean(ms), 1)}
+
+
+def capabilities() -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(
+            position_encodings=[types.PositionEncodingKind.Utf16]),
+        text_document=types.TextDocumentClientCapabilities(
+            code_action=types.CodeActionClientCapabilities(
+                code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                    code_action_kind=types.ClientCodeActionKindOptions(value_set=[
+                        types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite])),
+                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])),
+            inline_completion=types.InlineCompletionClientCapabilities()))
+
+
+class Bench:
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.docs = 0
+        self.times: dict[str, list[float]] = {}
+        self.errors: dict[str, int] = {}
+
+    def open(self, text: str) -> tuple[str, Lines]:
+        self.docs += 1
+        uri = f"file:///bench/doc{self.docs}.py"
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
+                                                 text=text)))
+        return uri, Lines(text)
+
+    def close(self, uri: str) -> None:
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def timed(self, case: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        started = time.perf_counter()
+        try:
+            result = await call()
+        except Exception as exc:  # counted, shown, and the run goes on
+            self.errors[case] = self.errors.get(case, 0) + 1
+            print(f"  {case}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
+        self.times.setdefault(case, []).append((time.perf_counter() - started) * 1000)
+        return result
+
+    async def action(self, case: str, text: str, start: int, end: int, kind: str) -> None:
+        """List the actions at [start, end) (timed as "code action list"), then resolve
+        the one of `kind` (timed as `case`)."""
+        uri, lines = self.open(text)
+        try:
+            params = types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), range=lines.range(start, end),
+                context=types.CodeActionContext(
+                    diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked))
+            found = await self.timed("code action list",
+                                     lambda: self.client.text_document_code_action_async(params))
+            picked = [a for a in found or [] if isinstance(a, types.CodeAction) and a.kind == kind]
+            if not picked:
+                self.errors[case] = self.errors.get(case, 0) + 1
+                print(f"  {case}: not offered", file=sys.stderr)
+                return
+            await self.timed(case, lambda: self.client.code_action_resolve_async(picked[0]))
+        finally:
+            self.close(uri)
+
+    async def inline(self, text: str, at: int) -> None:
+        uri, lines = self.open(text)
+        try:
+            params = types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=lines.position(at),
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+            await self.timed("inline completion",
+                             lambda: self.client.text_document_inline_completion_async(params))
+        finally:
+            self.close(uri)
+
+
+def documents(n: int, seed: int) -> dict[str, list[Any]]:
+    """The test documents of each case."""
+    if (CORPUS / "test.jsonl").exists():
+        files = load_test_files(CORPUS)
+    else:
+        files = [Path(textwrap.__file__).read_text()]
+    lines = infill_examples(files, "single-line", n, seed=seed, window_chars=WINDOW_CHARS)
+    bugs = bug_examples(files, n, seed=seed, window_chars=WINDOW_CHARS)
+    docstrings = []  # whole files: the server decides what to send
+    for text in files:
+        slots = [s for s in missing_docstrings(text) if s.kind == "function"]
+        if slots:
+            docstrings.append((text, slots[len(slots) // 2].start))
+        if len(docstrings) >= n:
+            break
+    return {"lines": lines, "bugs": bugs, "docstrings": docstrings}
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    client = LanguageClient("bench-lsp", "1")
+    await client.start_io(sys.executable, "-m", "lsp.server", cwd=str(ROOT))
+    settings: dict[str, Any] = {"progressDelay": 60_000}
+    if args.worker:
+        settings["workerAddress"] = args.worker
+    if args.model:
+        settings["modelDir"] = str(args.model)
+    if args.device:
+        settings["device"] = args.device
+    await client.initialize_async(types.InitializeParams(
+        capabilities=capabilities(), initialization_options=settings))
+    client.initialized(types.InitializedParams())
+    b = Bench(client)
+    docs = documents(args.requests, args.seed)
+    try:
+        print("warming up (model load) ...", file=sys.stderr)
+        warm = docs["lines"][0]
+        await b.action("warm-up", warm.text[:warm.start] + "<mask>" + warm.text[warm.end:],
+                       warm.start, warm.start, "refactor.rewrite.infill.fillHoles")
+        b.times.clear()
+        for ex in docs["lines"]:
+            await b.inline(ex.text[:ex.start] + ex.text[ex.end:], ex.start)
+            await b.action("fill holes", ex.text[:ex.start] + "<mask>" + ex.text[ex.end:],
+                           ex.start, ex.start, "refactor.rewrite.infill.fillHoles")
+            await b.action("rewrite selection", ex.text, ex.start, ex.end,
+                           "refactor.rewrite.infill.rewriteSelection")
+        for text, at in docs["docstrings"]:
+            await b.action("insert docstring", text, at, at,
+                           "refactor.rewrite.infill.insertDocstring")
+        for bug in docs["bugs"]:
+            line_start = bug.buggy.rfind("\n", 0, bug.start) + 1
+            line_end = bug.buggy.find("\n", bug.end)
+            await b.action("fix selection", bug.buggy, line_start,
+                           len(bug.buggy) if line_end < 0 else line_end,
+                           "refactor.rewrite.infill.fixSelection")
+        info = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="infill.workerInfo"))
+    finally:
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+    cases = ["inline completion", "code action list", "fill holes", "rewrite selection",
+             "insert docstring", "fix selection"]
+    return {
+        "model": str(args.model or args.worker or "shipped"),
+        "worker": info if isinstance(info, dict) else None,
+        "requests": args.requests,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "cases": {c: summary(b.times.get(c, []), b.errors.get(c, 0)) for c in cases},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--model", type=Path, help="model directory (default: shipped)")
+    where.add_argument("--worker", help="address of a running worker (unix:PATH, tcp:...)")
+    p.add_argument("--device", help="device of the spawned worker (default: cuda if present)")
+    p.add_argument("--requests", type=int, default=20, help="requests per case")
+    p.add_argument("--seed", type=int, default=0, help="seed of the example choice")
+    p.add_argument("--out", type=Path, help="results JSON (default: "
+                   "benchmarks/results/lsp_<model>.json)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    results = asyncio.run(bench(args))
+    print(f"{'case':20s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")
+    for case, r in results["cases"].items():
+        if r["n"]:
+            print(f"{case:20s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
+                  f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}")
+        else:
+            print(f"{case:20s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
+    name = Path(results["model"]).name if args.model else (
+        "worker" if args.worker else "shipped")
+    if results.get("worker"):
+        print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
+    out = args.out or RESULTS / f"lsp_{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

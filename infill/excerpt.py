@@ -1,0 +1,63 @@
+"""Excerpts: the part of a long buffer worth sending to the worker.
+
+The engine chooses its own window (a few hundred tokens around the spans, whole scopes
+where tree-sitter finds them), so a caller holding a 20,000-line buffer needs to send only
+the region around the spans plus generous context. `excerpt` takes whole lines, about
+`context` characters on each side of [start, end), and moves each cut to a line that
+starts a top-level definition when one is near, so that the scopes the engine looks for
+are whole in the excerpt (and the excerpt does not begin inside a docstring). Offsets
+inside an excerpt are `offset` less than in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# A line that starts a top-level definition (`def`, `class`, a decorator) at column 0.
+# Such lines are almost never inside a string, unlike lines of prose in a docstring; a
+# wrong guess only costs the engine its scope context (it falls back to line windows).
+_TOP = re.compile(r"^(?:@[A-Za-z_]|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[:(])",
+                  re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    offset: int  # where `text` starts in the whole text
+    text: str
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.text)
+
+
+def _line_start(text: str, i: int) -> int:
+    return max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
+
+
+def _line_end(text: str, i: int) -> int:
+    """Offset just past the line break of the line holding `i` (or the end)."""
+    m = re.compile(r"\r\n|\r|\n").search(text, i)
+    return m.end() if m else len(text)
+
+
+def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
+    """Whole lines around text[start:end] with about `context` characters on each side."""
+    if start <= context and len(text) - end <= context:
+        return Excerpt(0, text)
+    a = _line_start(text, max(0, start - context)) if start > context else 0
+    b = _line_end(text, min(len(text), end + context)) if len(text) - end > context else len(text)
+    core_a = _line_start(text, start)
+    core_b = _line_end(text, end) if end > core_a else core_a
+    # Move the upper cut down to a top-level definition within the first half of the
+    # context, the lower cut up to one within the last half of it.
+    if a > 0:
+        m = _TOP.search(text, a, max(a, min(core_a, a + context // 2)))
+        if m is not None:
+            a = m.start()
+    if b < len(text):
+        low = max(core_b, b - context // 2)
+        tops = [m.start() for m in _TOP.finditer(text, low, b)]
+        if tops and tops[-1] >= core_b:
+            b = tops[-1]
+    return Excerpt(a, text[a:b])

@@ -1,0 +1,135 @@
+"""The language server's one way to the model: a worker client, chosen by the settings.
+
+`workerAddress` set: connect to a worker somebody runs (`infill-worker --socket PATH`, or
+TCP with the token in `$INFILL_WORKER_TOKEN`). Otherwise the server spawns its own worker
+on a private Unix socket with `modelDir` / `device`; the client restarts it on the next
+request if it died. Every failure is an `EngineError`; cancelling the awaiting task sends
+`cancel` to the worker (infill.client does that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from infill.client import WorkerClient, WorkerError
+from infill.protocol import INPUT, Result, Step, WorkerInfo
+from infill.repair import TokenScore
+from infill.spans import Span
+from lsp.settings import Settings
+
+CONNECT_TIMEOUT = 180.0  # seconds: a spawned worker imports torch and loads the model first
+REQUEST_TIMEOUT = 120.0
+
+
+class EngineError(Exception):
+    """A request could not be served. `user_input`: the engine rejected the request's text
+    or options (a malformed hole marker, say): the message is for the user as it is."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+    @property
+    def user_input(self) -> bool:
+        return self.code == INPUT
+
+
+def _key(s: Settings) -> tuple[Any, ...]:
+    return (s.worker_address, s.model_dir, s.device)
+
+
+class Engine:
+    def __init__(self) -> None:
+        self._client: WorkerClient | None = None
+        self._key: tuple[Any, ...] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def configure(self, settings: Settings) -> bool:
+        """Use the worker these settings name; True when that changed (the old connection
+        is closed in the background, requests in flight on it fail)."""
+        key = _key(settings)
+        if key == self._key:
+            return False
+        old, self._client, self._key = self._client, self._make(settings), key
+        if old is not None:
+            task = asyncio.get_running_loop().create_task(old.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        return True
+
+    @staticmethod
+    def _make(s: Settings) -> WorkerClient:
+        if s.worker_address is not None:
+            return WorkerClient(s.worker_address, token=os.environ.get("INFILL_WORKER_TOKEN"),
+                                connect_timeout=30.0, request_timeout=REQUEST_TIMEOUT)
+        return WorkerClient.spawned(model=s.model_dir, device=s.device,
+                                    connect_timeout=CONNECT_TIMEOUT,
+                                    request_timeout=REQUEST_TIMEOUT)
+
+    @property
+    def client(self) -> WorkerClient:
+        if self._client is None:
+            self.configure(Settings())
+        assert self._client is not None
+        return self._client
+
+    @property
+    def description(self) -> str:
+        c = self._client
+        if c is None:
+            return "no worker yet"
+        where = f"worker at {c.address}" if c.spawn is None else "local worker"
+        if c.welcome is not None:
+            return f"{where}: {c.welcome.model} on {c.welcome.device}"
+        return where
+
+    async def connect(self) -> str:
+        """Connect now (a spawned worker loads its model); returns `description`."""
+        await self._guard(self.client.connect())
+        return self.description
+
+    async def fill(self, text: str, *, spans: Sequence[Span] | None = None, marker: str,
+                   language: str | None, options: Mapping[str, Any],
+                   on_step: Callable[[Step], None] | None = None) -> Result:
+        return await self._guard(self.client.fill(text, spans=spans, marker=marker,
+                                                  language=language, options=options,
+                                                  on_step=on_step))
+
+    async def fix(self, text: str, *, start: int, end: int, max_fixes: int,
+                  min_suspicion: float, language: str | None,
+                  options: Mapping[str, Any]) -> Result:
+        return await self._guard(self.client.fix(text, start=start, end=end,
+                                                 max_fixes=max_fixes,
+                                                 min_suspicion=min_suspicion,
+                                                 language=language, options=options))
+
+    async def score(self, text: str, *, start: int, end: int,
+                    language: str | None) -> list[TokenScore]:
+        return await self._guard(self.client.score(text, start=start, end=end,
+                                                   language=language))
+
+    async def info(self) -> WorkerInfo:
+        return await self._guard(self.client.info())
+
+    async def close(self) -> None:
+        client, self._client, self._key = self._client, None, None
+        if client is not None:
+            await client.close()
+        for task in list(self._closing):
+            await task
+
+    def kill(self) -> None:
+        """Stop a spawned worker now (at exit, when the event loop is gone)."""
+        proc = self._client.process if self._client is not None else None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+
+    @staticmethod
+    async def _guard(call: Any) -> Any:
+        try:
+            return await call
+        except WorkerError as exc:
+            raise EngineError(exc.code, exc.message) from None

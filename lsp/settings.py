@@ -1,0 +1,187 @@
+"""The server's settings (section "infill"), typed and validated.
+
+Settings arrive in `initializationOptions` (either `{"infill": {...}}` or the section's
+map itself) and in `workspace/didChangeConfiguration` (pushed, or pulled with
+`workspace/configuration` when the client sends none). A value of the wrong type or out
+of range is reported by name (`window/showMessage`, warning) and replaced by the default;
+an unknown name is reported too. Nothing here ever raises on user input.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from infill.errors import OptionError
+from infill.protocol import parse_address
+from infill.spans import DEFAULT_MARKER, check_marker
+
+SECTION = "infill"
+
+
+class Invalid(ValueError):
+    """A setting's value cannot be used; the message says what is expected."""
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise Invalid("must be true or false")
+    return v
+
+
+def _int(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)  # JSON clients may send 16.0
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise Invalid(f"must be a whole number from {lo} to {hi}")
+        return v
+
+    return check
+
+
+def _real(lo: float, hi: float, *, open_low: bool = False) -> Callable[[Any], float]:
+    def check(v: Any) -> float:
+        bad = isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+        if bad or not (lo < v if open_low else lo <= v) or v > hi:
+            low = "above" if open_low else "from"
+            raise Invalid(f"must be a number {low} {lo:g} to {hi:g}")
+        return float(v)
+
+    return check
+
+
+def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else check(v)
+
+
+def _model_dir(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise Invalid("must be the path of a model directory")
+    path = Path(os.path.expandvars(v)).expanduser()
+    if not path.is_dir():
+        raise Invalid(f"is not a directory: {path}")
+    return str(path)
+
+
+def _address(v: Any) -> str:
+    if not isinstance(v, str):
+        raise Invalid("must be a worker address (unix:PATH or tcp:HOST:PORT)")
+    try:
+        parse_address(v)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise Invalid("must be a non-empty string")
+    return v
+
+
+def _marker(v: Any) -> str:
+    try:
+        check_marker(v)
+    except OptionError as exc:
+        raise Invalid(str(exc)) from None
+    return v
+
+
+def _severity(v: Any) -> str:
+    if v not in ("information", "hint"):
+        raise Invalid('must be "information" or "hint"')
+    return v
+
+
+def _s(key: str, check: Callable[[Any], Any], **kw: Any) -> Any:
+    return field(metadata={"key": key, "check": check}, **kw)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, with its JSON name (camelCase) in the field's metadata."""
+
+    # -- where the model runs
+    model_dir: str | None = _s("modelDir", _optional(_model_dir), default=None)  # None: shipped
+    # a running worker to use (unix:PATH, tcp:HOST:PORT); None: spawn one
+    worker_address: str | None = _s("workerAddress", _optional(_address), default=None)
+    device: str | None = _s("device", _optional(_str), default=None)  # None: cuda if present
+    # -- sampling (SamplerOptions)
+    steps: int | None = _s("steps", _optional(_int(1, 4096)), default=None)  # max_steps
+    threshold: float | None = _s("threshold", _optional(_real(0.0, 1.0, open_low=True)),
+                                 default=None)  # commit threshold; None: the order's default
+    max_tokens: int = _s("maxTokens", _int(1, 1024), default=256)  # max_span_tokens
+    hole_marker: str = _s("holeMarker", _marker, default=DEFAULT_MARKER)
+    # -- completion
+    completion_tokens: int = _s("completionTokens", _int(1, 1024), default=16)  # one line
+    multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=64)  # empty line
+    # -- diagnostics and fixes
+    diagnostics: bool = _s("diagnostics", _bool, default=False)  # off until measured fast
+    diagnostics_threshold: float = _s("diagnosticsThreshold", _real(0.0, 1.0), default=0.9)
+    diagnostics_delay: int = _s("diagnosticsDelay", _int(0, 60_000), default=500)  # ms
+    diagnostics_severity: str = _s("diagnosticsSeverity", _severity, default="information")
+    max_diagnostics: int = _s("maxDiagnostics", _int(1, 1000), default=20)
+    fix_threshold: float = _s("fixThreshold", _real(0.0, 1.0), default=0.5)  # Fix selection
+    max_fixes: int = _s("maxFixes", _int(1, 64), default=3)  # tokens per Fix selection
+    # -- the editor side
+    live_view: bool = _s("liveView", _bool, default=False)  # stream infill/denoiseStep
+    progress_delay: int = _s("progressDelay", _int(0, 60_000), default=300)  # ms before $/progress
+    context_chars: int = _s("contextChars", _int(1000, 1_000_000), default=12_000)
+
+    def sampler_options(self, **overrides: Any) -> dict[str, Any]:
+        """The SamplerOptions fields these settings set (a map for the worker request)."""
+        out: dict[str, Any] = {"max_span_tokens": self.max_tokens}
+        if self.steps is not None:
+            out["max_steps"] = self.steps
+        if self.threshold is not None:
+            out["threshold"] = self.threshold
+        out.update(overrides)
+        if out.get("default_span_tokens", 16) > out["max_span_tokens"]:
+            out["default_span_tokens"] = out["max_span_tokens"]
+        return out
+
+
+KEYS = {f.metadata["key"]: f for f in fields(Settings)}
+
+
+def section(raw: Any) -> Any:
+    """The "infill" section of a settings payload (`{"infill": {...}}` or the section)."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+        return raw[SECTION]
+    return raw
+
+
+def parse(raw: Any) -> tuple[Settings, list[str]]:
+    """Settings from a JSON map, and a warning for each value that was not used.
+
+    Missing names take their defaults; a bad value takes the default and a warning."""
+    raw = section(raw)
+    if raw is None:
+        return Settings(), []
+    if not isinstance(raw, Mapping):
+        return Settings(), [f"{SECTION}: settings must be an object; using the defaults"]
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    for key, value in raw.items():
+        f = KEYS.get(key)
+        if f is None:
+            warnings.append(f"{SECTION}.{key}: unknown setting (ignored)")
+            continue
+        try:
+            values[f.name] = f.metadata["check"](value)
+        except Invalid as exc:
+            warnings.append(f"{SECTION}.{key} {exc}; using the default ({_shown(f.default)})")
+    return Settings(**values), warnings
+
+
+def _shown(v: Any) -> str:
+    if v is None:
+        return "unset"
+    if isinstance(v, bool):
+        return str(v).lower()
+    return repr(v) if isinstance(v, str) else str(v)

@@ -1,0 +1,252 @@
+"""Code actions over stdio: Fill holes, Rewrite selection, Insert docstring, Fix selection;
+lazy resolve and eager edits; changes vs documentChanges; stale versions; progress."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsp_fake_worker import (
+    CONTENT_MODIFIED,
+    REQUEST_CANCELLED,
+    actions,
+    at,
+    capabilities,
+    fake_worker,
+    lsp,
+    open_doc,
+    pick,
+    run,
+    whole,
+)
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from lsp.positions import UTF16, apply_text_edits
+
+
+@pytest.fixture(scope="module")
+def worker():
+    with fake_worker() as address:
+        yield address
+
+
+def applied(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
+    assert edit.changes is not None and edit.document_changes is None
+    return apply_text_edits(text, edit.changes[uri], UTF16)
+
+
+def test_fill_holes_is_offered_lazily_and_resolved(worker):
+    text = "def add(a, b):\n    total = <mask>\n    return total\n"
+
+    async def go():
+        async with lsp(worker) as (client, init):
+            caps = init.capabilities
+            assert caps.code_action_provider.resolve_provider is True
+            assert caps.completion_provider is None  # the client has inline completion
+            uri = open_doc(client, "add.py", text)
+            found = await actions(client, uri, at(text, "total"))
+            action = pick(found, "refactor.rewrite.infill.fillHoles")
+            assert action.edit is None and action.title == "Infill: fill 1 hole"
+            resolved = await client.code_action_resolve_async(action)
+            assert applied(text, resolved.edit, uri) == text.replace("<mask>", "a + b")
+            (edit,) = resolved.edit.changes[uri]
+            assert edit.range == at(text, "<mask>")  # minimal: the marker only
+
+    run(go())
+
+
+def test_two_holes_filled_jointly_with_document_changes(worker):
+    text = "first = <mask>\nsecond = <mask:3>\n"
+
+    async def go():
+        async with lsp(worker, caps=capabilities(document_changes=True)) as (client, _):
+            uri = open_doc(client, "two.py", text, version=7)
+            action = pick(await actions(client, uri, at(text, "first")),
+                          "refactor.rewrite.infill.fillHoles")
+            assert action.title == "Infill: fill 2 holes"
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert edit.changes is None
+            (doc_edit,) = edit.document_changes
+            assert doc_edit.text_document.uri == uri and doc_edit.text_document.version == 7
+            assert apply_text_edits(text, doc_edit.edits) == "first = 1\nsecond = 2\n"
+
+    run(go())
+
+
+def test_rewrite_selection_returns_minimal_edits(worker):
+    text = "result = old_value\nprint(result)\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "rw.py", text)
+            found = await actions(client, uri, at(text, "old_value"))
+            action = pick(found, "refactor.rewrite.infill.rewriteSelection")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri) == "result = new_value\nprint(result)\n"
+            assert all(e.new_text != "new_value" for e in edit.changes[uri])  # only "new"
+
+    run(go())
+
+
+def test_insert_docstring_for_function_and_class(worker):
+    text = "class Point:\n    x: int\n\n\ndef greet(name):\n    return 'hi ' + name\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "doc.py", text)
+            found = await actions(client, uri, at(text, "return"))
+            action = pick(found, "refactor.rewrite.infill.insertDocstring")
+            assert action.title == "Infill: insert docstring for function greet"
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri) == text.replace(
+                "    return", '    """Say hello to name."""\n    return')
+            found = await actions(client, uri, at(text, "x: int"))
+            action = pick(found, "refactor.rewrite.infill.insertDocstring")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri).startswith(
+                'class Point:\n    """A point in the plane."""\n    x: int\n')
+
+    run(go())
+
+
+def test_docstring_quote_style_and_same_line_body(worker):
+    text = "def a():\n    '''A.'''\n\n\ndef shout(text):\n    return text.upper()\n"
+    one = "def one(): return 1\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "q.py", text)
+            action = pick(await actions(client, uri, at(text, "return")),
+                          "refactor.rewrite.infill.insertDocstring")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert "    '''Shout the text.'''\n    return text.upper()" in applied(text, edit, uri)
+            uri = open_doc(client, "one.py", one)
+            action = pick(await actions(client, uri, at(one, "return")),
+                          "refactor.rewrite.infill.insertDocstring")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(one, edit, uri) == 'def one():\n    """Return one."""\n    return 1\n'
+
+    run(go())
+
+
+def test_fix_selection_changes_only_the_suspicious_token(worker):
+    text = "x = 2\ny = x - 1\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "fix.py", text)
+            action = pick(await actions(client, uri, whole(text)),
+                          "refactor.rewrite.infill.fixSelection")
+            edit = (await client.code_action_resolve_async(action)).edit
+            (e,) = edit.changes[uri]
+            assert e.range == at(text, "-") and e.new_text == "+"
+            clean = "x = 2\ny = x + 1\n"
+            uri = open_doc(client, "clean.py", clean)
+            action = pick(await actions(client, uri, whole(clean)),
+                          "refactor.rewrite.infill.fixSelection")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert not edit.changes[uri]
+            # the message was sent before the response: it is already here
+            assert "nothing looked suspicious" in client.messages[-1].message
+
+    run(go())
+
+
+def test_clients_without_resolve_get_edits_at_once_when_they_ask(worker):
+    text = "first = <mask>\n"
+
+    async def go():
+        async with lsp(worker, caps=capabilities(resolve=False)) as (client, _):
+            uri = open_doc(client, "eager.py", text)
+            found = await actions(client, uri, at(text, "first"),
+                                  trigger_kind=types.CodeActionTriggerKind.Invoked)
+            action = pick(found, "refactor.rewrite.infill.fillHoles")
+            assert applied(text, action.edit, uri) == "first = 1\n"
+            auto = await actions(client, uri, at(text, "first"),
+                                 trigger_kind=types.CodeActionTriggerKind.Automatic)
+            assert auto == []  # no model run on every cursor move
+
+    run(go())
+
+
+def test_only_filters_kinds_and_bad_markers_are_explained(worker):
+    text = "a = <mask:0>\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "bad.py", text)
+            found = await actions(client, uri, whole(text))
+            fill = pick(found, "refactor.rewrite.infill.fillHoles")
+            assert fill.disabled is not None and "1:5" in fill.disabled.reason
+            only = await actions(client, uri, whole(text), only=["quickfix"])
+            assert only == []
+
+    run(go())
+
+
+def test_stale_result_is_dropped_and_live_view_streams(worker):
+    text = "def SLOW_DOC():\n    return 1\n"
+
+    async def go():
+        async with lsp(worker, {"liveView": True}) as (client, _):
+            uri = open_doc(client, "stale.py", text)
+            action = pick(await actions(client, uri, at(text, "return")),
+                          "refactor.rewrite.infill.insertDocstring")
+            steps = client.protocol.wait_for_notification_async("infill/denoiseStep")
+            pending = asyncio.ensure_future(client.code_action_resolve_async(action))
+            step = await asyncio.wait_for(steps, 20)  # the fill is running
+            assert (step.uri, step.version, step.operation) == (uri, 1, "docstring")
+            assert "░" in step.spans[0].text
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(
+                    text=text + "# edited\n")]))
+            with pytest.raises(JsonRpcException) as dropped:
+                await asyncio.wait_for(pending, 30)
+            assert dropped.value.code == CONTENT_MODIFIED
+            # an action offered for version 1 is refused once the document is at 2
+            with pytest.raises(JsonRpcException) as refused:
+                await client.code_action_resolve_async(action)
+            assert refused.value.code == CONTENT_MODIFIED
+
+    run(go())
+
+
+def test_slow_resolve_reports_progress(worker):
+    text = "def SLOW_DOC():\n    return 1\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "progress.py", text)
+            action = pick(await actions(client, uri, at(text, "return")),
+                          "refactor.rewrite.infill.insertDocstring")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert '"""' + "y" * 40 + '"""' in applied(text, edit, uri)
+            (reports,) = client.progress_reports.values()
+            assert isinstance(reports[0], types.WorkDoneProgressBegin)
+            assert reports[0].title == action.title and reports[0].cancellable
+            assert any(isinstance(r, types.WorkDoneProgressReport) for r in reports)
+            assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+
+    run(go())
+
+
+def test_cancelling_the_progress_cancels_the_request(worker):
+    text = "def SLOW_DOC():\n    return 1\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "cancel_progress.py", text)
+            action = pick(await actions(client, uri, at(text, "return")),
+                          "refactor.rewrite.infill.insertDocstring")
+            begun = client.protocol.wait_for_notification_async(types.PROGRESS)
+            pending = asyncio.ensure_future(client.code_action_resolve_async(action))
+            progress = await asyncio.wait_for(begun, 20)
+            client.window_work_done_progress_cancel(
+                types.WorkDoneProgressCancelParams(token=progress.token))
+            with pytest.raises(JsonRpcException) as cancelled:
+                await asyncio.wait_for(pending, 20)
+            assert cancelled.value.code == REQUEST_CANCELLED
+
+    run(go())

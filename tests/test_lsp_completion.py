@@ -1,0 +1,153 @@
+"""Fill-in-the-middle over stdio: inline completion (single- and multi-line), completion
+for clients without it, supersession, $/cancelRequest reaching the worker, stale results."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsp_fake_worker import (
+    REQUEST_CANCELLED,
+    capabilities,
+    fake_worker,
+    lsp,
+    open_doc,
+    run,
+)
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+
+@pytest.fixture(scope="module")
+def worker():
+    with fake_worker() as address:
+        yield address
+
+
+def pos(line: int, character: int) -> types.Position:
+    return types.Position(line=line, character=character)
+
+
+def inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=position,
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+
+
+async def inline(client, uri: str, position: types.Position) -> list[types.InlineCompletionItem]:
+    got = await client.text_document_inline_completion_async(inline_params(uri, position))
+    if got is None:
+        return []
+    return list(got.items if isinstance(got, types.InlineCompletionList) else got)
+
+
+def test_inline_completion_is_one_line_at_the_cursor(worker):
+    text = "def f(compute):\n    value = \n    return value\n"
+
+    async def go():
+        async with lsp(worker) as (client, init):
+            assert init.capabilities.inline_completion_provider is not None
+            uri = open_doc(client, "inline.py", text)
+            (item,) = await inline(client, uri, pos(1, 12))
+            # the fake fills "compute()\nextra = 1": only the first line is offered
+            assert item.insert_text == "compute()"
+            assert item.range == types.Range(start=pos(1, 12), end=pos(1, 12))
+
+    run(go())
+
+
+def test_inline_completion_on_an_empty_line_spans_lines(worker):
+    text = "def multi():\n    \n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "multi.py", text)
+            (item,) = await inline(client, uri, pos(1, 4))
+            assert item.insert_text == "a = 1\n    return a"
+
+    run(go())
+
+
+def test_completion_for_clients_without_inline_completion(worker):
+    text = "x = fo\n"
+
+    async def go():
+        async with lsp(worker, caps=capabilities(inline=False)) as (client, init):
+            assert init.capabilities.completion_provider is not None
+            uri = open_doc(client, "complete.py", text)
+            got = await client.text_document_completion_async(types.CompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=pos(0, 6)))
+            assert got.is_incomplete
+            (item,) = got.items
+            # the word typed so far is part of the edit, so the client's filter keeps it
+            assert item.label == "foo(1)" and item.filter_text == "foo(1)"
+            assert item.text_edit.new_text == "foo(1)"
+            assert item.text_edit.range == types.Range(start=pos(0, 4), end=pos(0, 6))
+
+    run(go())
+
+
+def test_cancel_request_stops_the_worker_job(worker):
+    text = "SLOW = \nname = \n"
+
+    async def go():
+        async with lsp(worker, {"liveView": True}) as (client, _):
+            uri = open_doc(client, "cancel.py", text)
+            step = client.protocol.wait_for_notification_async("infill/denoiseStep")
+            future = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                                                  inline_params(uri, pos(0, 7)), msg_id=4242)
+            await asyncio.wait_for(step, 20)  # the fill is running in the worker
+            client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=4242))
+            with pytest.raises(JsonRpcException) as cancelled:
+                await asyncio.wait_for(asyncio.wrap_future(future), 20)
+            assert cancelled.value.code == REQUEST_CANCELLED
+            # The server still answers, and the worker has dropped the slow job: the
+            # cancel went out before the fill below, which takes more than one step.
+            (item,) = await inline(client, uri, pos(1, 7))
+            assert item.insert_text == "'ada'"
+            info = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="infill.workerInfo"))
+            assert info["counters"]["active"] == 0
+
+    run(go())
+
+
+def test_a_new_request_supersedes_the_running_one(worker):
+    text = "SLOW = \nname = \n"
+
+    async def go():
+        async with lsp(worker, {"liveView": True}) as (client, _):
+            uri = open_doc(client, "supersede.py", text)
+            step = client.protocol.wait_for_notification_async("infill/denoiseStep")
+            first = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                                                 inline_params(uri, pos(0, 7)))
+            await asyncio.wait_for(step, 20)
+            (item,) = await inline(client, uri, pos(1, 7))
+            assert item.insert_text == "'ada'"
+            with pytest.raises(JsonRpcException) as superseded:
+                await asyncio.wait_for(asyncio.wrap_future(first), 20)
+            assert superseded.value.code == REQUEST_CANCELLED
+
+    run(go())
+
+
+def test_an_edit_drops_the_completion_in_flight(worker):
+    text = "SLOW = \n"
+
+    async def go():
+        async with lsp(worker, {"liveView": True}) as (client, _):
+            uri = open_doc(client, "edit.py", text)
+            step = client.protocol.wait_for_notification_async("infill/denoiseStep")
+            pending = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                                                   inline_params(uri, pos(0, 7)))
+            await asyncio.wait_for(step, 20)
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=pos(0, 7), end=pos(0, 7)), text="1")]))
+            with pytest.raises(JsonRpcException) as dropped:
+                await asyncio.wait_for(asyncio.wrap_future(pending), 20)
+            assert dropped.value.code == REQUEST_CANCELLED
+
+    run(go())

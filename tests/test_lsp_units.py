@@ -1,0 +1,84 @@
+"""The language server's pure parts: settings parsing, excerpts of long buffers, and the
+shaping of completions. (The server itself is driven over stdio in test_lsp_*.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from infill.excerpt import excerpt
+from infill.options import SamplerOptions
+from lsp.completion import shape
+from lsp.settings import Settings, parse
+
+
+def test_settings_defaults_and_section():
+    assert parse(None) == (Settings(), [])
+    s, warnings = parse({"infill": {"steps": 12, "threshold": 0.8, "maxTokens": 64.0,
+                                    "diagnostics": True, "liveView": True}})
+    assert warnings == []
+    assert (s.steps, s.threshold, s.max_tokens, s.diagnostics, s.live_view) == \
+        (12, 0.8, 64, True, True)
+    assert s.diagnostics_delay == 500 and s.hole_marker == "<mask>"
+    assert not Settings().diagnostics  # off by default
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("threshold", "high"), ("threshold", 0), ("threshold", 1.5), ("steps", 0),
+    ("steps", True), ("maxTokens", 5000), ("holeMarker", "a b"), ("holeMarker", ""),
+    ("diagnostics", "yes"), ("diagnosticsSeverity", "error"), ("workerAddress", "tcp:x"),
+    ("modelDir", "/no/such/model/dir"), ("diagnosticsThreshold", None),
+])
+def test_a_bad_value_is_named_and_replaced_by_the_default(key, value):
+    s, warnings = parse({key: value, "steps": 7} if key != "steps" else {key: value})
+    (warning,) = warnings
+    assert warning.startswith(f"infill.{key} ") and "using the default" in warning
+    assert s == (Settings(steps=7) if key != "steps" else Settings())
+
+
+def test_unknown_settings_and_non_objects_warn():
+    assert parse({"bogus": 1})[1] == ["infill.bogus: unknown setting (ignored)"]
+    s, warnings = parse(["not", "a", "map"])
+    assert s == Settings() and "must be an object" in warnings[0]
+
+
+def test_sampler_options_from_settings_are_valid():
+    s = parse({"steps": 3, "threshold": 0.7, "maxTokens": 8})[0]
+    options = s.sampler_options(default_span_tokens=16)
+    assert options == {"max_span_tokens": 8, "max_steps": 3, "threshold": 0.7,
+                       "default_span_tokens": 8}
+    SamplerOptions(**options)  # accepted by the engine
+
+
+def test_excerpt_of_a_short_text_is_the_text():
+    text = "a = 1\nb = 2\n"
+    assert excerpt(text, 3, 4, context=1000).text == text
+
+
+def test_excerpt_of_a_long_text_cuts_at_definitions():
+    body = "".join(f"def f{i}(x):\n    '''Doc\nclass in prose\n'''\n    return x\n\n"
+                   for i in range(2000))
+    at = body.index("def f1000(")
+    ex = excerpt(body, at, at + 5, context=2000)
+    assert 0 < ex.offset < at < ex.end < len(body)
+    assert body[ex.offset:ex.end] == ex.text
+    assert ex.text.startswith("def f") and body[ex.end:].startswith("def f")
+    assert len(ex.text) <= 2 * 2000 + 200
+
+
+def test_excerpt_keeps_the_region_and_whole_lines_with_crlf():
+    text = "x = 1\r\n" * 5000
+    ex = excerpt(text, 10_000, 10_020, context=500)
+    assert ex.offset <= 10_000 and ex.end >= 10_020
+    assert ex.text.endswith("\r\n") and text[ex.offset - 2:ex.offset] == "\r\n"
+
+
+@pytest.mark.parametrize(("fill", "multiline", "at_end", "expected"), [
+    ("compute()\nextra", False, True, "compute()"),
+    ("x  ", False, True, "x"),
+    ("x  ", False, False, "x  "),
+    ("\nmore", False, True, ""),
+    ("   ", False, True, ""),
+    ("a = 1\n    return a\n\n", True, True, "a = 1\n    return a"),
+])
+def test_completion_shape(fill, multiline, at_end, expected):
+    assert shape(fill, multiline=multiline, at_line_end=at_end) == expected
