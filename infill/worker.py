@@ -29,7 +29,6 @@ import socket
 import stat
 import sys
 import threading
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -42,7 +41,7 @@ from typing import Any, TypeVar
 from infill.canvas import render as render_slots
 from infill.denoiser import Denoiser, ModelLoadError, load_denoiser
 from infill.engine import Fill, check_text, prepare_fill
-from infill.errors import DenoiserError, InfillError
+from infill.errors import InfillError
 from infill.options import SamplerOptions
 from infill.protocol import (
     BAD_REQUEST,
@@ -50,7 +49,6 @@ from infill.protocol import (
     DEADLINE,
     INPUT,
     INTERNAL,
-    MODEL,
     PROTOCOL_VERSION,
     SHUTTING_DOWN,
     TOO_LARGE,
@@ -78,7 +76,8 @@ from infill.protocol import (
     read_frame,
 )
 from infill.repair import TokenScore, fix_spans, score_text, suspicious_spans
-from infill.sampler import DenoiseJob, Request
+from infill.sampler import DenoiseJob
+from infill.scheduler import Refused, Scheduler
 from infill.spans import find_holes, neutralise
 
 log = logging.getLogger("infill.worker")
@@ -115,179 +114,8 @@ class Limits:
         return asdict(self)
 
 
-class Refused(Exception):
-    """A request the worker answers with `code` (too_large, model, ...) and `message`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
 class WorkerSetupError(Exception):
     """The worker cannot start: the address is in use or unsafe, TCP without a token."""
-
-
-# -- the scheduler: batched denoising steps -------------------------------------------
-
-
-@dataclass(eq=False)
-class _Entry:
-    job: DenoiseJob
-    future: asyncio.Future[None]  # done when the job is; cancelled when its request is
-    render: Callable[[DenoiseJob], Message] | None  # on the model thread, after a step
-    on_step: Callable[[Message], None] | None  # on the event loop, with render's message
-
-
-class Scheduler:
-    """Drives every active DenoiseJob; the steps of concurrent jobs share forward passes.
-
-    Args:
-        denoiser: the network.
-        executor: the model thread (one worker); forward passes run there.
-        batching: put the steps of several jobs into one pass (False: one job per pass).
-        max_batch: the most canvases per pass (a job bigger than that runs alone).
-
-    Counters (since start): `passes` (logits calls), `canvases` (canvases scored),
-    `shared` (passes that served more than one job).
-    """
-
-    def __init__(self, denoiser: Denoiser, executor: ThreadPoolExecutor, *,
-                 batching: bool = True, max_batch: int = 32) -> None:
-        self.denoiser = denoiser
-        self.executor = executor
-        self.batching = batching
-        self.max_batch = max_batch
-        self._queue: deque[_Entry] = deque()  # round-robin order
-        self._running: list[_Entry] = []  # the entries of the pass in progress
-        self._wake = asyncio.Event()
-        self.passes = 0
-        self.canvases = 0
-        self.shared = 0
-
-    def __len__(self) -> int:
-        """Jobs still in the scheduler (queued or in the pass in progress)."""
-        return sum(not e.future.done() for e in (*self._queue, *self._running))
-
-    async def run(self, job: DenoiseJob, *, render: Callable[[DenoiseJob], Message] | None = None,
-                  on_step: Callable[[Message], None] | None = None) -> None:
-        """Denoise `job` to the end among the others. Cancelling the caller removes the job
-        before its next step; a failed pass raises `Refused(model)`."""
-        if job.done:
-            return
-        entry = _Entry(job, asyncio.get_running_loop().create_future(), render, on_step)
-        self._queue.append(entry)
-        self._wake.set()
-        try:
-            await entry.future
-        finally:
-            if not entry.future.done():
-                entry.future.cancel()
-            with suppress(ValueError):
-                self._queue.remove(entry)
-            self._forget(job)
-
-    async def serve(self) -> None:
-        """The scheduling loop; runs until cancelled."""
-        loop = asyncio.get_running_loop()
-        while True:
-            picked = self._pick()
-            if not picked:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            self._running = picked
-            try:
-                outcome = await loop.run_in_executor(self.executor, self._step, picked)
-            except Exception as exc:  # a bug in _step: fail its jobs, keep scheduling
-                log.exception("scheduler step failed")
-                outcome = [(e, Refused(INTERNAL, f"internal error: {exc!r}"), None)
-                           for e in picked]
-            finally:
-                self._running = []
-            for entry, error, step in outcome:
-                if entry.future.done():  # cancelled while its step ran
-                    continue
-                if error is not None:
-                    entry.future.set_exception(error)
-                    continue
-                if step is not None and entry.on_step is not None:
-                    entry.on_step(step)
-                if entry.job.done:
-                    entry.future.set_result(None)
-                else:
-                    self._queue.append(entry)  # behind the jobs that waited: round robin
-
-    def _pick(self) -> list[_Entry]:
-        picked: list[_Entry] = []
-        size = 0
-        while self._queue:
-            entry = self._queue[0]
-            if entry.future.done():
-                self._queue.popleft()
-                continue
-            weight = len(entry.job.canvases)  # an upper bound: done canvases are skipped
-            if picked and (not self.batching or size + weight > self.max_batch):
-                break
-            picked.append(self._queue.popleft())
-            size += weight
-        return picked
-
-    def _step(self, entries: list[_Entry]
-              ) -> list[tuple[_Entry, BaseException | None, Message | None]]:
-        """One batched forward pass for `entries` (on the model thread)."""
-        out: list[tuple[_Entry, BaseException | None, Message | None]] = []
-        live: list[tuple[_Entry, list[Request]]] = []
-        for e in entries:
-            if e.future.done():  # cancelled since it was picked
-                continue
-            try:
-                live.append((e, e.job.requests()))
-            except Exception as exc:  # noqa: BLE001 - reported as internal by the request
-                out.append((e, exc, None))
-        flat = [r for _, reqs in live for r in reqs]
-        if not flat:
-            return out
-        canvases, positions = [r.canvas for r in flat], [r.positions for r in flat]
-        try:
-            if any(r.hint is not None for r in flat):
-                logits = self.denoiser.logits(canvases, positions, [r.hint for r in flat])
-            else:
-                logits = self.denoiser.logits(canvases, positions)
-            if len(logits) != len(flat):
-                raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
-                                    f"{len(flat)} canvases")
-        except Exception as exc:  # noqa: BLE001 - CUDA OOM, a broken checkpoint, ...
-            log.exception("forward pass failed")
-            return out + [(e, Refused(MODEL, f"the forward pass failed: "
-                                             f"{type(exc).__name__}: {exc}"), None)
-                          for e, _ in live]
-        self.passes += 1
-        self.canvases += len(flat)
-        self.shared += len(live) > 1
-        at = 0
-        for e, reqs in live:
-            part = list(logits[at:at + len(reqs)])
-            at += len(reqs)
-            try:
-                e.job.advance(part)
-                out.append((e, None, e.render(e.job) if e.render is not None else None))
-            except DenoiserError as exc:
-                out.append((e, Refused(MODEL, str(exc)), None))
-            except Exception as exc:  # noqa: BLE001 - reported as internal by the request
-                out.append((e, exc, None))
-        return out
-
-    def _forget(self, job: DenoiseJob) -> None:
-        """Drop the job's cached context keys/values (on the model thread, later)."""
-        forget = getattr(self.denoiser, "forget", None)
-        if not job.options.cache_refresh or not callable(forget):
-            return
-        keys = [job.cache_key(ci) for ci in range(len(job.canvases))]
-        with suppress(RuntimeError):  # the executor is shut down: nothing to free
-            self.executor.submit(lambda: [forget(k) for k in keys])
-
-
-# -- connections ------------------------------------------------------------------------
 
 
 class _Conn:

@@ -44,8 +44,9 @@ from infill.protocol import (
     Step,
     WorkerInfo,
 )
+from infill.scheduler import Scheduler
 from infill.spans import find_holes
-from infill.worker import Limits, Scheduler, Worker, WorkerSetupError, bind_unix
+from infill.worker import Limits, Worker, WorkerSetupError, bind_unix
 
 TEXTS = ["a = <mask>\n", "b = <mask>\nz = 0\n", "c = <mask>\n"]
 FILLED = ["a = 1 + 2\n", "b = 'xyz'\nz = 0\n", "c = [1, 2, 3]\n"]
