@@ -78,7 +78,9 @@ class WorkerError(Exception):
 def spawn_command(socket: str | Path, *, model: str | Path | None = None,
                   device: str | None = None, args: Sequence[str] = ()) -> list[str]:
     """The command line of a local worker listening on `socket`."""
-    cmd = [sys.executable, "-m", "infill.worker", "--socket", str(socket)]
+    # --exit-with-stdin: the worker stops when this process goes away and its end of the
+    # worker's stdin pipe closes, so an editor that kills its language server leaks nothing.
+    cmd = [sys.executable, "-m", "infill.worker", "--socket", str(socket), "--exit-with-stdin"]
     if model is not None:
         cmd += ["--model", str(model)]
     if device is not None:
@@ -353,7 +355,7 @@ class WorkerClient:
         err = self.log.open("ab") if self.log is not None else None
         try:
             # stdout is never the worker's: a language server's stdout is its protocol.
-            self._proc = subprocess.Popen(self.spawn, stdin=subprocess.DEVNULL,
+            self._proc = subprocess.Popen(self.spawn, stdin=subprocess.PIPE,
                                           stdout=subprocess.DEVNULL, stderr=err)
         except OSError as exc:
             raise WorkerError(UNAVAILABLE, f"cannot start the worker: {exc}") from None

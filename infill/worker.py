@@ -563,6 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow a model directory's own code (LLaDA, Dream)")
     p.add_argument("--no-batching", action="store_true",
                    help="one request per forward pass (to measure what batching brings)")
+    p.add_argument("--exit-with-stdin", action="store_true",
+                   help="stop when stdin reaches end of file (set by a client that spawns "
+                   "the worker, so the worker ends with its parent)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every request")
     lim = p.add_argument_group("limits")
     for f in fields(Limits):
@@ -572,14 +575,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(worker: Worker, address: str | Address | None) -> int:
-    """Serve until SIGTERM / SIGINT. Exit status: 0 after a clean stop, 1 when the model
-    or the address cannot be used."""
+def _stop_at_stdin_eof(worker: Worker) -> None:
+    """Stop the worker once stdin reaches end of file (the spawning parent is gone)."""
+
+    def watch() -> None:
+        with suppress(OSError, ValueError):
+            while sys.stdin.buffer.read(4096):
+                pass
+        worker.stop()
+
+    threading.Thread(target=watch, name="infill-stdin", daemon=True).start()
+
+
+def run(worker: Worker, address: str | Address | None, *, exit_with_stdin: bool = False
+        ) -> int:
+    """Serve until SIGTERM / SIGINT (or stdin's end, with `exit_with_stdin`). Exit status:
+    0 after a clean stop, 1 when the model or the address cannot be used."""
 
     async def amain() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.stop)
+        if exit_with_stdin:
+            _stop_at_stdin_eof(worker)
         await worker.serve(address)
 
     try:
@@ -615,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(model_dir=args.model, device=args.device,
                     trust_remote_code=args.trust_remote_code, token=token, limits=limits,
                     batching=not args.no_batching)
-    return run(worker, address)
+    return run(worker, address, exit_with_stdin=args.exit_with_stdin)
 
 
 if __name__ == "__main__":

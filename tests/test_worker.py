@@ -450,3 +450,28 @@ def test_the_worker_command_line(tmp_path):
     run = subprocess.run([sys.executable, "-m", "infill.worker", "--max-batch", "0"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "max_batch must be a positive number" in run.stderr
+
+
+def test_a_spawned_worker_ends_with_its_parent(tiny_model_dir: Path) -> None:
+    """The client spawns workers with --exit-with-stdin: when the parent's end of the stdin
+    pipe closes (the parent exited or was killed), the worker stops cleanly."""
+    from infill.client import spawn_command
+
+    sock = Path(tempfile.mkdtemp(prefix="infill-t-")) / "w.sock"
+    cmd = spawn_command(sock, model=tiny_model_dir)
+    assert "--exit-with-stdin" in cmd
+    client = WorkerClient(f"unix:{sock}", spawn=cmd, connect_timeout=60)
+
+    async def ask() -> str:
+        return (await client.info()).device
+
+    assert asyncio.run(ask()) == "cpu"
+    proc = client.process
+    assert proc is not None and proc.stdin is not None
+    try:
+        proc.stdin.close()  # what the OS does when the parent dies
+        assert proc.wait(timeout=30) == 0
+        assert not sock.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
