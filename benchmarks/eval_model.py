@@ -37,8 +37,8 @@ def infill_scores(den, examples, *, true_length: bool, desc: str) -> dict[str, f
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
             span = infill.Span(ex.start, ex.end, length=len(den.encode(ex.truth)), exact=True)
-        else:
-            span = infill.Span(ex.start, ex.end)
+        else:  # what a hole marker gets: the default allocation, nulls and growth
+            span = infill.Span(ex.start, ex.end, length=infill.SamplerOptions().default_span_tokens)
         t0 = time.perf_counter()
         result = infill.fill_spans(ex.text, [span], denoiser=den)
         ms.append((time.perf_counter() - t0) * 1000)
