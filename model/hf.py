@@ -26,6 +26,11 @@ from model.cache import CachedModernBert, ContextCache
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
 
 
+# Diffusion models in transformers that denoise a block *after* a prompt (encoder-decoder,
+# uniform noise) rather than masked positions inside a sequence.
+PROMPT_TO_BLOCK = frozenset({"diffusion_gemma"})
+
+
 def _pick_device(device: str | None) -> torch.device:
     if device:
         return torch.device(device)
@@ -98,6 +103,12 @@ class HFDenoiser:
         try:
             config = AutoConfig.from_pretrained(path, **{k: v for k, v in kwargs.items()
                                                          if k != "use_safetensors"})
+            if config.model_type in PROMPT_TO_BLOCK:
+                raise ModelLoadError(
+                    f"{path} holds a {config.model_type} model: it generates a block after a "
+                    "prompt from uniform noise and cannot condition on the code after a hole, "
+                    "so it cannot infill; use a masked diffusion LM (AutoModelForMaskedLM, "
+                    "LLaDA, Dream)")
             try:
                 model = AutoModelForMaskedLM.from_pretrained(path, dtype=torch.float32,
                                                              **kwargs)

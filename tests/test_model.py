@@ -193,3 +193,15 @@ def test_loader_runs_remote_code_models_only_when_the_user_opts_in(
     ids = den.encode("x = 1\n")
     (logits,) = den.logits([ids + [den.special.mask]], [[len(ids)]])
     assert logits.shape == (1, 400)
+
+
+def test_loader_explains_why_a_prompt_to_block_model_cannot_infill(
+    tmp_path: Path, tok_dir: Path
+) -> None:
+    from transformers import DiffusionGemmaConfig
+
+    DiffusionGemmaConfig().save_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
+    with pytest.raises(ModelLoadError, match="cannot condition on the code after a hole"):
+        load_denoiser(tmp_path)
