@@ -72,6 +72,18 @@ def _good_line(text: str, s: int, e: int) -> bool:
     return 4 <= len(content) <= 80 and not content.startswith(("#", '"""', "'''"))
 
 
+def _random_line(files: list[str], rng: random.Random
+                 ) -> tuple[str, list[tuple[int, int]], int] | None:
+    """(text, its lines, index of a usable line away from the file's edges), or None."""
+    text = rng.choice(files)
+    lines = _lines(text)
+    if len(lines) < 12:
+        return None
+    i = rng.randrange(3, len(lines) - 3)
+    s, e = lines[i]
+    return (text, lines, i) if _good_line(text, s, e) else None
+
+
 def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
                     window_chars: int = 700) -> list[Example]:
     rng = random.Random(seed)
@@ -79,14 +91,11 @@ def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
     tries = 0
     while len(out) < n and tries < n * 50:
         tries += 1
-        text = rng.choice(files)
-        lines = _lines(text)
-        if len(lines) < 12:
+        picked = _random_line(files, rng)
+        if picked is None:
             continue
-        i = rng.randrange(3, len(lines) - 3)
+        text, lines, i = picked
         s, e = lines[i]
-        if not _good_line(text, s, e):
-            continue
         indent = len(text[s:e]) - len(text[s:e].lstrip())
         if kind == "single-line":
             span = (s + indent, e)
@@ -147,14 +156,11 @@ def bug_examples(files: list[str], n: int, seed: int = 0,
     while len(out) < n and tries < n * 100:
         tries += 1
         kind = kinds[len(out) % len(kinds)]
-        text = rng.choice(files)
-        lines = _lines(text)
-        if len(lines) < 12:
+        picked = _random_line(files, rng)
+        if picked is None:
             continue
-        i = rng.randrange(3, len(lines) - 3)
+        text, lines, i = picked
         s, e = lines[i]
-        if not _good_line(text, s, e):
-            continue
         window, offset = _window(text, s, e, rng, window_chars)
         names = sorted(set(_NAME.findall(window)))
         hit = _inject(text[s:e], kind, names, rng)

@@ -30,13 +30,12 @@ from typing import Any
 from infill import denoiser as denoiser_module
 from infill.client import SyncWorkerClient, WorkerError
 from infill.denoiser import Denoiser
-from infill.engine import PYTHON, FillResult, check_text, prepare_fill
+from infill.engine import PYTHON, FillResult, check_text, fill_text
 from infill.errors import InfillError, InputError, line_col
 from infill.options import SamplerOptions
 from infill.protocol import DEADLINE, INPUT, TOO_LARGE, parse_address
 from infill.repair import TokenScore, fix_text
-from infill.sampler import run
-from infill.spans import DEFAULT_MARKER, check_marker, find_holes, neutralise
+from infill.spans import DEFAULT_MARKER, check_marker, find_holes
 from infill.strategies import STRATEGIES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -81,6 +80,19 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
+    out = p.add_argument_group("output")
+    out.add_argument("--in-place", action="store_true", help=f"write the {verb} files")
+    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    return out
+
+
+def _add_language_arg(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="infill", description="Fill masked code regions with a diffusion language model."
@@ -93,16 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         "each FILE; print a unified diff (stdout) and a summary line (stderr) per file.",
     )
     fill.add_argument("files", nargs="+", metavar="FILE")
-    out = fill.add_argument_group("output")
-    out.add_argument("--in-place", action="store_true", help="write the filled files")
-    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    out = _add_output_args(fill, "filled")
     out.add_argument("--trace", action="store_true", help="print every denoising step")
     _add_model_args(fill)
     text = fill.add_argument_group("text")
     text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
-    text.add_argument(
-        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
-    )
+    _add_language_arg(text)
     _add_sampler_args(fill)
 
     fix = commands.add_parser(
@@ -112,17 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
         "mask the most suspicious ones and re-denoise them; print the diff of what changed.",
     )
     fix.add_argument("files", nargs="+", metavar="FILE")
-    out = fix.add_argument_group("output")
-    out.add_argument("--in-place", action="store_true", help="write the repaired files")
-    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    _add_output_args(fix, "repaired")
     what = fix.add_argument_group("what to fix")
     what.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
     what.add_argument("--max-fixes", type=int, default=1, help="most tokens repaired (default 1)")
     what.add_argument("--min-suspicion", type=float, default=0.5,
                       help="repair only tokens at least this suspicious, 0..1 (default 0.5)")
-    what.add_argument(
-        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
-    )
+    _add_language_arg(what)
     _add_model_args(fix)
     _add_sampler_args(fix)
     return parser
@@ -266,24 +270,12 @@ def _fill_file(
 ) -> FillResult:
     text = read_text(Path(path))
     check_text(text)
-    spans = find_holes(text, args.marker)
-    language = args.language
-    if language is None:
-        language = PYTHON if Path(path).suffix in PYTHON_SUFFIXES else None
+    find_holes(text, args.marker)  # no holes, bad markers: an error before any model work
+    language = _language(args, path)
     if isinstance(model, _Remote):
         return model.fill(text, language, options)
-    den = model.get()
-    fill = prepare_fill(
-        text,
-        spans,
-        denoiser=den,
-        options=options,
-        rewrite=False,
-        language=language,
-        parse_text=neutralise(text, spans),
-    )
-    run(fill.job, den)
-    return fill.result()
+    return fill_text(text, denoiser=model.get(), marker=args.marker, language=language,
+                     options=options)
 
 
 def cmd_fill(args: argparse.Namespace) -> int:
