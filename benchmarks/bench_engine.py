@@ -14,7 +14,6 @@ unseen. Prints a table and writes benchmarks/results/engine_<model>.json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -24,9 +23,8 @@ from tqdm import tqdm
 
 import infill
 from benchmarks.heldout import Example, infill_examples, load_test_files
+from benchmarks.results_file import write_results
 from infill import SamplerOptions
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 SAMPLERS = {
     "default": {},
@@ -146,10 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         d, o = results["cases"][name]["default"], results["cases"][name]["one-per-step"]
         print(f"{name}: speed-up {o['ms_p50'] / d['ms_p50']:.1f}x wall-clock, "
               f"{o['nfe_per_token'] / d['nfe_per_token']:.1f}x fewer passes")
-    out = args.out or RESULTS / f"engine_{Path(results['model']).name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1))
-    print(f"wrote {out}")
+    write_results("engine", args.model, results, args.out)
 
 
 if __name__ == "__main__":

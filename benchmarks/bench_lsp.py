@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import math
 import platform
@@ -39,11 +38,11 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files
+from benchmarks.results_file import write_results
 from infill.docstring import missing_docstrings
 from lsp.positions import Lines
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results"
 CORPUS = ROOT / "data" / "corpus"
 WINDOW_CHARS = 3000  # characters of each test document
 
@@ -228,14 +227,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}")
         else:
             print(f"{case:20s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
-    name = Path(results["model"]).name if args.model else (
-        "worker" if args.worker else "shipped")
     if results.get("worker"):
         print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
-    out = args.out or RESULTS / f"lsp_{name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {out}")
+    write_results("lsp_via_worker" if args.worker else "lsp", args.model, results, args.out)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -29,12 +28,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 from benchmarks.heldout import infill_examples, load_test_files
+from benchmarks.results_file import write_results
 from infill.client import WorkerClient, WorkerError
 from infill.errors import InfillError
 from infill.spans import find_holes
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results"
 EXAMPLE = ROOT / "examples" / "holes.py"
 MODES = {"batched": [], "unbatched": ["--no-batching"]}
 
@@ -161,13 +160,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{mode:10s} {n:>7s} {r['requests_per_s']:8.2f} {r['tokens_per_s']:8.1f} "
                   f"{r['ms_p50']:8.1f} {r['ms_p95']:8.1f} {r['canvases_per_pass']:9.2f} "
                   f"{r['errors']:6d}")
-    name = "shipped" if args.model is None else args.model.resolve().name
-    if name == "export":  # runs/<name>/export: the run's name says more
-        name = args.model.resolve().parent.name
-    out = args.out or RESULTS / f"worker_{name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1))
-    print(f"wrote {out}")
+    write_results("worker", args.model, results, args.out)
 
 
 if __name__ == "__main__":

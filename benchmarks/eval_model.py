@@ -27,9 +27,8 @@ from tqdm import tqdm
 
 import infill
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files
+from benchmarks.results_file import write_results
 from infill.repair import fix_text, score_text
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def infill_scores(den, examples, *, true_length: bool, desc: str) -> dict[str, float]:
@@ -148,10 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     for kind, v in b["by_kind"].items():
         print(f"  {kind:24s} top-1 {100 * v['top1_localisation']:5.1f}%  "
               f"repair {100 * v['exact_repair']:5.1f}%  n={v['n']}")
-    out = args.out or RESULTS / f"eval_{Path(results['model']).name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1))
-    print(f"wrote {out}")
+    write_results("eval", args.model, results, args.out)
 
 
 if __name__ == "__main__":
