@@ -1,6 +1,6 @@
 """Ship a trained export as the default model: copy it to model/weights, write the card.
 
-    python -m model.ship --export runs/small/export --eval benchmarks/results/eval_export.json
+    python -m model.ship --export runs/small/export --eval benchmarks/results/eval_small.json
 
 Refuses a checkpoint that does not beat the shipped one on held-out single-line exact match
 (length left to the model) unless --force, and one over the 64 MiB size limit.
