@@ -220,7 +220,7 @@ class Extension implements vscode.Disposable {
         this.busy.begin(token, value.title, value.message);
         void vscode.window.withProgress({
           location: vscode.ProgressLocation.Notification,
-          title: `Infill: ${value.title}`,
+          title: /^infill\b/i.test(value.title) ? value.title : `Infill: ${value.title}`,
           cancellable: value.cancellable === true,
         }, (progress, cancel) => {
           reporter = progress;
