@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from lsp_fake_worker import fake_worker  # noqa: E402
 from test_lsp_nvim import NVIM  # noqa: E402
 
-SOURCE = 'def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n    total = <mask>\n    return total\n'
+SOURCE = ('def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n    total = <mask>\n'
+          "    return total\n")
 INIT = """
 vim.opt.rtp:append(os.getenv('INFILL_PLUGIN'))
 vim.o.number = true
