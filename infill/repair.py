@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from infill.denoiser import Denoiser
-from infill.engine import PYTHON, FillResult, check_text, fill_spans, shared_denoiser
+from infill.engine import PYTHON, Fill, FillResult, check_text, prepare_fill, shared_denoiser
 from infill.errors import SpanError
 from infill.options import SamplerOptions
+from infill.sampler import run
 from infill.spans import Span
 from infill.strategies import softmax
 from infill.window import plan_windows
@@ -149,6 +150,30 @@ def fix_spans(den: Denoiser, text: str, picked: list[tuple[int, int, float]]) ->
     return [Span(s, e, length=max(4, len(den.encode(text[s:e])) + 2)) for s, e, _ in picked]
 
 
+def prepare_fix(
+    text: str,
+    *,
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    start: int = 0,
+    end: int | None = None,
+    max_fixes: int = 1,
+    min_suspicion: float = 0.5,
+    language: str | None = PYTHON,
+) -> tuple[Fill | None, list[TokenScore]]:
+    """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens:
+    None when no token reached `min_suspicion`. The worker runs the fill in its scheduler;
+    `fix_text` runs it here."""
+    scores = score_text(text, denoiser=denoiser, start=start, end=end, language=language)
+    picked = suspicious_spans(scores, text=text, max_fixes=max_fixes,
+                              min_suspicion=min_suspicion)
+    if not picked:
+        return None, scores
+    fill = prepare_fill(text, fix_spans(denoiser, text, picked), denoiser=denoiser,
+                        options=options, rewrite=True, language=language)
+    return fill, scores
+
+
 def fix_text(
     text: str,
     *,
@@ -165,12 +190,12 @@ def fix_text(
 
     Returns the fill (None when no token reached `min_suspicion`) and the scores.
     """
+    opts = SamplerOptions.build(options, **overrides)
     den = denoiser if denoiser is not None else shared_denoiser()
-    scores = score_text(text, denoiser=den, start=start, end=end, language=language)
-    picked = suspicious_spans(scores, text=text, max_fixes=max_fixes,
-                              min_suspicion=min_suspicion)
-    if not picked:
+    fill, scores = prepare_fix(text, denoiser=den, options=opts, start=start, end=end,
+                               max_fixes=max_fixes, min_suspicion=min_suspicion,
+                               language=language)
+    if fill is None:
         return None, scores
-    result = fill_spans(text, fix_spans(den, text, picked), denoiser=den, language=language,
-                        options=options, **overrides)
-    return result, scores
+    run(fill.job, den)
+    return fill.result(), scores

@@ -75,7 +75,7 @@ from infill.protocol import (
     parse_address,
     read_frame,
 )
-from infill.repair import TokenScore, fix_spans, score_text, suspicious_spans
+from infill.repair import TokenScore, prepare_fix, score_text
 from infill.sampler import DenoiseJob
 from infill.scheduler import Refused, Scheduler
 from infill.spans import find_holes, neutralise
@@ -482,18 +482,10 @@ class Worker:
 
     def _prepare_fix(self, msg: FixRequest, options: SamplerOptions
                      ) -> tuple[Fill | None, list[TokenScore]]:
-        """As `repair.fix_text`, with the fill prepared but not run (the scheduler runs it)."""
-        den = self.denoiser
-        assert den is not None
-        scores = score_text(msg.text, denoiser=den, start=msg.start, end=msg.end,
-                            language=msg.language)
-        picked = suspicious_spans(scores, text=msg.text, max_fixes=msg.max_fixes,
-                                  min_suspicion=msg.min_suspicion)
-        if not picked:
-            return None, scores
-        fill = prepare_fill(msg.text, fix_spans(den, msg.text, picked), denoiser=den,
-                            options=options, rewrite=True, language=msg.language)
-        return fill, scores
+        assert self.denoiser is not None
+        return prepare_fix(msg.text, denoiser=self.denoiser, options=options,
+                           start=msg.start, end=msg.end, max_fixes=msg.max_fixes,
+                           min_suspicion=msg.min_suspicion, language=msg.language)
 
     def _step_event(self, rid: int, job: DenoiseJob) -> Step:
         den = self.denoiser
