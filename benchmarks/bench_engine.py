@@ -63,23 +63,48 @@ def _token_span_examples(den, files: list[str], tokens: int, count: int, seed: i
     return out
 
 
-def run_case(den, examples: list[Example], sampler: dict,
-             exact_length: bool) -> dict[str, float]:
-    ms, nfe, tokens, hits = [], 0, 0, 0
+Request = tuple[str, list[infill.Span]]  # a text and the spans to fill in it
+
+
+def span_requests(den, examples: list[Example], exact_length: bool) -> list[Request]:
+    """One span per example. Without the exact length, a span gets what a hole marker gets
+    (the default allocation, nulls, growth); a rewrite span would get the old text's length."""
+    out = []
     for ex in examples:
-        # Without the exact length, a span gets what a hole marker gets (the default
-        # allocation, nulls, growth); a rewrite span would get the old text's length.
         length = len(den.encode(ex.truth)) if exact_length else SamplerOptions().default_span_tokens
-        spans = [infill.Span(ex.start, ex.end, length=length, exact=exact_length)]
+        out.append((ex.text, [infill.Span(ex.start, ex.end, length=length, exact=exact_length)]))
+    return out
+
+
+def three_hole_requests(examples: list[Example]) -> list[Request]:
+    """Three one-line holes per window (a quarter, half and three quarters down)."""
+    out = []
+    for ex in examples:
+        lines = [i for i, c in enumerate(ex.text) if c == "\n"]
+        spans = []
+        for k in (len(lines) // 4, len(lines) // 2, 3 * len(lines) // 4):
+            a = lines[k - 1] + 1 if k > 0 else 0
+            b = lines[k]
+            indent = len(ex.text[a:b]) - len(ex.text[a:b].lstrip())
+            if b - a - indent > 0:
+                spans.append(infill.Span(a + indent, b,
+                                         length=SamplerOptions().default_span_tokens))
+        out.append((ex.text, spans))
+    return out
+
+
+def run_case(den, requests: list[Request], sampler: dict) -> dict[str, float]:
+    ms, nfe, tokens, hits = [], 0, 0, 0
+    for text, spans in requests:
         t0 = time.perf_counter()
-        result = infill.fill_spans(ex.text, spans, denoiser=den, **sampler)
+        result = infill.fill_spans(text, spans, denoiser=den, **sampler)
         ms.append((time.perf_counter() - t0) * 1000)
         nfe += result.stats.nfe
         tokens += max(1, result.stats.tokens)
-        hits += result.text == ex.text
-    return {"n": len(examples), "ms_p50": statistics.median(ms),
+        hits += result.text == text
+    return {"n": len(requests), "ms_p50": statistics.median(ms),
             "ms_p95": sorted(ms)[int(0.95 * (len(ms) - 1))], "nfe_per_token": nfe / tokens,
-            "exact_match": hits / len(examples)}
+            "exact_match": hits / len(requests)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,51 +120,31 @@ def main(argv: list[str] | None = None) -> None:
     files = load_test_files(args.corpus)
     n = args.repeats
     cases = {
-        "one-line hole": (infill_examples(files, "single-line", n, seed=10), False),
-        "five-line hole": (_lines_example(files, 5, n, seed=11), False),
-        "64-token span": (_token_span_examples(den, files, 64, n, seed=12), True),
-        "128-token span": (_token_span_examples(den, files, 128, n, seed=13), True),
+        "one-line hole": span_requests(
+            den, infill_examples(files, "single-line", n, seed=10), False),
+        "five-line hole": span_requests(den, _lines_example(files, 5, n, seed=11), False),
+        "64-token span": span_requests(
+            den, _token_span_examples(den, files, 64, n, seed=12), True),
+        "128-token span": span_requests(
+            den, _token_span_examples(den, files, 128, n, seed=13), True),
+        # Three one-line holes at once, filled jointly in one canvas.
+        "three one-line holes": three_hole_requests(
+            infill_examples(files, "single-line", n * 3, seed=14, window_chars=900)[:n]),
     }
     results: dict[str, dict] = {"model": str(args.model or "shipped"), "cases": {}}
-    bar = tqdm(total=len(cases) * len(SAMPLERS) + len(SAMPLERS), file=sys.stderr,
-               desc="bench")
-    for name, (examples, exact) in cases.items():
+    bar = tqdm(total=len(cases) * len(SAMPLERS), file=sys.stderr, desc="bench")
+    for name, requests in cases.items():
         for sname, sampler in SAMPLERS.items():
-            results["cases"].setdefault(name, {})[sname] = run_case(den, examples, sampler,
-                                                                   exact)
+            results["cases"].setdefault(name, {})[sname] = run_case(den, requests, sampler)
             bar.update()
-    # Three one-line holes at once, filled jointly in one canvas.
-    singles = infill_examples(files, "single-line", n * 3, seed=14, window_chars=900)
-    for sname, sampler in SAMPLERS.items():
-        ms, nfe, tokens = [], 0, 0
-        for ex in singles[:n]:
-            lines = [i for i, c in enumerate(ex.text) if c == "\n"]
-            spans = []
-            for k in (len(lines) // 4, len(lines) // 2, 3 * len(lines) // 4):
-                a = lines[k - 1] + 1 if k > 0 else 0
-                b = lines[k]
-                indent = len(ex.text[a:b]) - len(ex.text[a:b].lstrip())
-                if b - a - indent > 0:
-                    spans.append(infill.Span(a + indent, b,
-                                             length=SamplerOptions().default_span_tokens))
-            t0 = time.perf_counter()
-            result = infill.fill_spans(ex.text, spans, denoiser=den, **sampler)
-            ms.append((time.perf_counter() - t0) * 1000)
-            nfe += result.stats.nfe
-            tokens += max(1, result.stats.tokens)
-        results["cases"].setdefault("three one-line holes", {})[sname] = {
-            "n": len(ms), "ms_p50": statistics.median(ms),
-            "ms_p95": sorted(ms)[int(0.95 * (len(ms) - 1))], "nfe_per_token": nfe / tokens}
-        bar.update()
     bar.close()
 
     print(f"{'case':22s} {'sampler':13s} {'NFE/token':>9s} {'p50 ms':>8s} {'p95 ms':>8s} "
           f"{'EM':>6s}")
     for name, by_sampler in results["cases"].items():
         for sname, r in by_sampler.items():
-            em = f"{100 * r['exact_match']:5.1f}%" if "exact_match" in r else "     -"
             print(f"{name:22s} {sname:13s} {r['nfe_per_token']:9.3f} {r['ms_p50']:8.1f} "
-                  f"{r['ms_p95']:8.1f} {em}")
+                  f"{r['ms_p95']:8.1f} {100 * r['exact_match']:5.1f}%")
     for name in ("64-token span", "128-token span"):
         d, o = results["cases"][name]["default"], results["cases"][name]["one-per-step"]
         print(f"{name}: speed-up {o['ms_p50'] / d['ms_p50']:.1f}x wall-clock, "
