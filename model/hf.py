@@ -142,7 +142,9 @@ class HFDenoiser:
             raise ModelLoadError(f"the tokenizer in {path} has no mask token")
         # External models have no <null>; they pad a short answer with EOS / pad instead.
         null = token_id("<null>", "<|endoftext|>", "<|eot_id|>", "</s>", "[PAD]", "<pad>")
-        pad = token_id("<pad>", "[PAD]") if token_id("<pad>", "[PAD]") is not None else null
+        pad = token_id("<pad>", "[PAD]")
+        if pad is None:
+            pad = null
         if null is None or pad is None:
             raise ModelLoadError(f"the tokenizer in {path} has no null/eos/pad token")
         max_length = int(getattr(config, "max_position_embeddings", 0) or 2048)

@@ -21,6 +21,7 @@ every token (bug finding).
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +50,10 @@ class Batch:
     targets: torch.Tensor  # (B, T) long; meaningful where weights > 0
     weights: torch.Tensor  # (B, T) float; 0 = no loss
     masked: torch.Tensor  # (B, T) bool; positions that were masked (for the metrics)
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(self.input_ids.to(device), self.targets.to(device),
+                     self.weights.to(device), self.masked.to(device))
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,6 @@ class TextSampler:
             self.cum.append(acc)
 
     def window(self) -> str:
-        import bisect
-
         text = self.texts[min(bisect.bisect(self.cum, self.rng.random()), len(self.texts) - 1)]
         if len(text) <= self.window_chars:
             return text

@@ -201,8 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         make_batch(valid_sampler, tok, vocab, args.batch_size, seq_len, noise, valid_rng)
         for _ in range(8)
     ]
-    valid_batches = [Batch(*(x.to(device) for x in (b.input_ids, b.targets, b.weights,
-                                                     b.masked))) for b in valid_batches]
+    valid_batches = [b.to(device) for b in valid_batches]
 
     def progress() -> float:
         if args.minutes:
@@ -231,9 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         lr = lr_at(progress(), args.lr, args.warmup)
         for group in optim.param_groups:
             group["lr"] = lr
-        batch = make_batch(sampler, tok, vocab, args.batch_size, seq_len, noise, rng)
-        batch = Batch(*(x.to(device) for x in (batch.input_ids, batch.targets,
-                                               batch.weights, batch.masked)))
+        batch = make_batch(sampler, tok, vocab, args.batch_size, seq_len, noise, rng).to(device)
         with autocast():
             loss, stats = weighted_loss(model, batch)
         optim.zero_grad(set_to_none=True)
