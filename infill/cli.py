@@ -23,9 +23,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from infill import denoiser as denoiser_module
 from infill.client import SyncWorkerClient, WorkerError
@@ -39,6 +40,7 @@ from infill.spans import DEFAULT_MARKER, check_marker, find_holes
 from infill.strategies import STRATEGIES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+T = TypeVar("T")
 PYTHON_SUFFIXES = {".py", ".pyi", ".pyw"}
 
 
@@ -287,11 +289,8 @@ def cmd_fill(args: argparse.Namespace) -> int:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     model = _model(args)
-    try:
-        return _fill_files(args, options, model)
-    finally:
-        if isinstance(model, _Remote):
-            model.close()
+    return _each_file(args, model, lambda path: _fill_file(path, args, options, model),
+                      lambda path, result: _report_fill(path, args, result))
 
 
 def _model(args: argparse.Namespace) -> _Model | _Remote:
@@ -312,39 +311,56 @@ def _check_worker_args(args: argparse.Namespace) -> None:
                              "or use --worker spawn")
 
 
-def _fill_files(args: argparse.Namespace, options: SamplerOptions, model: _Model | _Remote
-                ) -> int:
+def _each_file(args: argparse.Namespace, model: _Model | _Remote,
+               work: Callable[[str], T], report: Callable[[str, T], bool]) -> int:
+    """`work` on each file, then `report` (False: the file failed). A model or worker
+    failure ends the run (every other file would fail the same way); a file's own error is
+    reported and the next file is done."""
     status = EXIT_OK
-    for path in args.files:
-        try:
-            result = _fill_file(path, args, options, model)
-        except denoiser_module.ModelLoadError as exc:
-            print(f"infill: cannot load the model: {exc}", file=sys.stderr)
-            return EXIT_ERROR  # every other file would fail the same way
-        except WorkerError as exc:
-            print(f"infill: worker: {exc}", file=sys.stderr)
-            return EXIT_ERROR
-        except InfillError as exc:
-            _error(path, str(exc))
-            status = EXIT_ERROR
-            continue
-        if args.in_place and result.text != result.original:
+    try:
+        for path in args.files:
             try:
-                Path(path).write_bytes(result.text.encode("utf-8"))
-            except OSError as exc:
-                _error(path, f"cannot write: {exc.strerror or exc}")
+                done = work(path)
+            except denoiser_module.ModelLoadError as exc:
+                print(f"infill: cannot load the model: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            except WorkerError as exc:
+                print(f"infill: worker: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            except InfillError as exc:
+                _error(path, str(exc))
                 status = EXIT_ERROR
                 continue
-        if args.json:
-            print(_json(path, result, args.trace), flush=True)
-            continue
-        if args.trace:
-            print(f"{path}: trace\n{result.trace_text()}", file=sys.stderr)
-        if not args.in_place:
-            sys.stdout.write(result.diff(path))
-            sys.stdout.flush()
-        print(summary(path, result), file=sys.stderr)
+            if not report(path, done):
+                status = EXIT_ERROR
+    finally:
+        if isinstance(model, _Remote):
+            model.close()
     return status
+
+
+def _write(path: str, text: str) -> bool:
+    try:
+        Path(path).write_bytes(text.encode("utf-8"))
+    except OSError as exc:
+        _error(path, f"cannot write: {exc.strerror or exc}")
+        return False
+    return True
+
+
+def _report_fill(path: str, args: argparse.Namespace, result: FillResult) -> bool:
+    if args.in_place and result.text != result.original and not _write(path, result.text):
+        return False
+    if args.json:
+        print(_json(path, result, args.trace), flush=True)
+        return True
+    if args.trace:
+        print(f"{path}: trace\n{result.trace_text()}", file=sys.stderr)
+    if not args.in_place:
+        sys.stdout.write(result.diff(path))
+        sys.stdout.flush()
+    print(summary(path, result), file=sys.stderr)
+    return True
 
 
 def lines_spec(spec: str) -> tuple[int, int]:
@@ -372,16 +388,18 @@ def _language(args: argparse.Namespace, path: str) -> str | None:
 
 
 def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
-              model: _Model | _Remote) -> tuple[FillResult | None, list[TokenScore]]:
+              model: _Model | _Remote) -> tuple[str, FillResult | None, list[TokenScore]]:
+    """(the file's text, the repair or None, every token's score)."""
     text = read_text(Path(path))
     check_text(text)
     start, end = line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))
     language = _language(args, path)
     if isinstance(model, _Remote):
-        return model.fix(text, start, end, language, options)
-    return fix_text(text, denoiser=model.get(), start=start, end=end,
-                    max_fixes=args.max_fixes, min_suspicion=args.min_suspicion,
-                    language=language, options=options)
+        return (text, *model.fix(text, start, end, language, options))
+    result, scores = fix_text(text, denoiser=model.get(), start=start, end=end,
+                              max_fixes=args.max_fixes, min_suspicion=args.min_suspicion,
+                              language=language, options=options)
+    return text, result, scores
 
 
 def _fix_summary(path: str, text: str, result: FillResult | None,
@@ -410,40 +428,27 @@ def cmd_fix(args: argparse.Namespace) -> int:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     model = _model(args)
-    status = EXIT_OK
-    try:
-        for path in args.files:
-            try:
-                result, scores = _fix_file(path, args, options, model)
-            except denoiser_module.ModelLoadError as exc:
-                print(f"infill: cannot load the model: {exc}", file=sys.stderr)
-                return EXIT_ERROR
-            except WorkerError as exc:
-                print(f"infill: worker: {exc}", file=sys.stderr)
-                return EXIT_ERROR
-            except InfillError as exc:
-                _error(path, str(exc))
-                status = EXIT_ERROR
-                continue
-            original = read_text(Path(path))
-            changed = result is not None and result.text != original
-            if args.in_place and changed:
-                Path(path).write_bytes(result.text.encode("utf-8"))
-            if args.json:
-                obj: dict[str, Any] = {"path": path, "changed": changed,
-                                       "scores": [asdict(s) for s in scores]}
-                if result is not None:
-                    obj.update(result.to_dict())
-                print(json.dumps(obj, ensure_ascii=False), flush=True)
-                continue
-            if changed and not args.in_place:
-                sys.stdout.write(result.diff(path))
-                sys.stdout.flush()
-            print(_fix_summary(path, original, result, scores), file=sys.stderr)
-    finally:
-        if isinstance(model, _Remote):
-            model.close()
-    return status
+    return _each_file(args, model, lambda path: _fix_file(path, args, options, model),
+                      lambda path, done: _report_fix(path, args, *done))
+
+
+def _report_fix(path: str, args: argparse.Namespace, original: str,
+                result: FillResult | None, scores: list[TokenScore]) -> bool:
+    changed = result is not None and result.text != original
+    if args.in_place and changed and not _write(path, result.text):
+        return False
+    if args.json:
+        obj: dict[str, Any] = {"path": path, "changed": changed,
+                               "scores": [asdict(s) for s in scores]}
+        if result is not None:
+            obj.update(result.to_dict())
+        print(json.dumps(obj, ensure_ascii=False), flush=True)
+        return True
+    if changed and not args.in_place:
+        sys.stdout.write(result.diff(path))
+        sys.stdout.flush()
+    print(_fix_summary(path, original, result, scores), file=sys.stderr)
+    return True
 
 
 COMMANDS = {"fill": cmd_fill, "fix": cmd_fix}
