@@ -25,6 +25,7 @@ import infill
 from benchmarks.heldout import Example, infill_examples, load_test_files
 from benchmarks.results_file import write_results
 from infill import SamplerOptions
+from model.loading import load_denoiser
 
 SAMPLERS = {
     "default": {},
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
 
-    den = infill.load_denoiser(args.model)
+    den = load_denoiser(args.model)
     files = load_test_files(args.corpus)
     n = args.repeats
     cases = {

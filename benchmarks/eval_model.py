@@ -29,6 +29,7 @@ import infill
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files
 from benchmarks.results_file import write_results
 from infill.repair import fix_text, score_text
+from model.loading import default_model_dir, load_denoiser
 
 
 def infill_scores(den, examples, *, true_length: bool, desc: str) -> dict[str, float]:
@@ -109,14 +110,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
 
-    den = infill.load_denoiser(args.model)
+    den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
     single = infill_examples(files, "single-line", args.n, seed=args.seed)
     multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1)
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
     t0 = time.perf_counter()
     results = {
-        "model": str(args.model or infill.denoiser.default_model_dir()),
+        "model": str(args.model or default_model_dir()),
         "split": args.split,
         "single_line": infill_scores(den, single, true_length=False, desc="single-line"),
         "single_line_true_length": infill_scores(den, single, true_length=True,

@@ -5,7 +5,6 @@ Pure Python and numpy over token ids and text; the network is reached only throu
 """
 
 from infill.canvas import Canvas, SpanSlots
-from infill.denoiser import Denoiser, ModelLoadError, SpecialIds, load_denoiser
 from infill.diff import Edit, apply_edits, minimal_edits, unified_diff
 from infill.engine import (
     Fill,
@@ -16,7 +15,6 @@ from infill.engine import (
     fill_spans,
     fill_text,
     prepare_fill,
-    shared_denoiser,
 )
 from infill.errors import (
     DenoiserError,
@@ -33,6 +31,7 @@ from infill.sampler import DenoiseJob, Request, StepRecord, run
 from infill.spans import DEFAULT_MARKER, Span, find_holes
 from infill.strategies import STRATEGIES, Strategy
 from infill.window import Window
+from model.denoiser import Denoiser, SpecialIds
 
 __all__ = [
     "DEFAULT_MARKER",
@@ -48,7 +47,6 @@ __all__ = [
     "InfillError",
     "InputError",
     "MarkerError",
-    "ModelLoadError",
     "NoHolesError",
     "OptionError",
     "Request",
@@ -67,10 +65,8 @@ __all__ = [
     "fill_spans",
     "fill_text",
     "find_holes",
-    "load_denoiser",
     "minimal_edits",
     "prepare_fill",
     "run",
-    "shared_denoiser",
     "unified_diff",
 ]

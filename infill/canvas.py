@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from infill.denoiser import SpecialIds
+from model.denoiser import SpecialIds
 
 MASK_GLYPH = "░"  # a masked slot, in traces
 NULL_GLYPH = "∅"  # a null slot, in traces

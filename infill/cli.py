@@ -28,9 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill import denoiser as denoiser_module
 from infill.client import SyncWorkerClient, WorkerError
-from infill.denoiser import Denoiser
 from infill.engine import PYTHON, FillResult, check_text, fill_text
 from infill.errors import InfillError, InputError, line_col
 from infill.options import SamplerOptions
@@ -38,6 +36,8 @@ from infill.protocol import DEADLINE, INPUT, TOO_LARGE, parse_address
 from infill.repair import TokenScore, fix_text
 from infill.spans import DEFAULT_MARKER, check_marker, find_holes
 from infill.strategies import STRATEGIES
+from model import loading
+from model.denoiser import Denoiser, ModelLoadError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")
@@ -204,14 +204,8 @@ class _Model:
 
     def get(self) -> Denoiser:
         if self._denoiser is None:
-            try:
-                self._denoiser = denoiser_module.load_denoiser(
-                    self.model_dir, device=self.device, trust_remote_code=self.trust_remote_code
-                )
-            except denoiser_module.ModelLoadError:
-                raise
-            except Exception as exc:  # a loader bug or a corrupt file it did not expect
-                raise denoiser_module.ModelLoadError(f"{type(exc).__name__}: {exc}") from exc
+            self._denoiser = loading.load_denoiser(
+                self.model_dir, device=self.device, trust_remote_code=self.trust_remote_code)
         return self._denoiser
 
 
@@ -321,7 +315,7 @@ def _each_file(args: argparse.Namespace, model: _Model | _Remote,
         for path in args.files:
             try:
                 done = work(path)
-            except denoiser_module.ModelLoadError as exc:
+            except ModelLoadError as exc:
                 print(f"infill: cannot load the model: {exc}", file=sys.stderr)
                 return EXIT_ERROR
             except WorkerError as exc:

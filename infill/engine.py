@@ -18,18 +18,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
-from infill import denoiser as denoiser_module
 from infill.canvas import Canvas, SpanSlots, fill_ids, render
-from infill.denoiser import Denoiser
 from infill.diff import Edit, minimal_edits, unified_diff
 from infill.errors import InputError, SpanError, line_col
 from infill.options import SamplerOptions
 from infill.sampler import DenoiseJob, Slot, run
 from infill.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
 from infill.window import Window, plan_windows
+from model.denoiser import Denoiser
 
 PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines
 
@@ -289,21 +287,10 @@ def prepare_fill(
     return Fill(text, ordered, windows, job, denoiser, rewrite=rewrite, started=started)
 
 
-_SHARED: dict[str, Denoiser] = {}
-
-
-def shared_denoiser(model_dir: str | Path | None = None) -> Denoiser:
-    """`load_denoiser(model_dir)`, loaded once per process and directory."""
-    key = str(model_dir) if model_dir is not None else ""
-    if key not in _SHARED:
-        _SHARED[key] = denoiser_module.load_denoiser(model_dir)
-    return _SHARED[key]
-
-
 def fill_text(
     text: str,
     *,
-    denoiser: Denoiser | None = None,
+    denoiser: Denoiser,
     marker: str = DEFAULT_MARKER,
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
@@ -313,7 +300,7 @@ def fill_text(
 
     Args:
         text: the text with hole markers.
-        denoiser: the network; None: the shipped model, loaded once per process.
+        denoiser: the network (`model.loading.load_denoiser()` loads the shipped one).
         marker: the hole marker (`??` means holes `??` and `??:N`).
         language: "python" for scope-aware windows; None or another name: line windows.
         options: sampler options; keyword overrides (e.g. `threshold=0.8`) apply on top.
@@ -323,17 +310,16 @@ def fill_text(
     opts = SamplerOptions.build(options, **overrides)
     check_text(text)
     spans = find_holes(text, marker)
-    den = denoiser if denoiser is not None else shared_denoiser()
     fill = prepare_fill(
         text,
         spans,
-        denoiser=den,
+        denoiser=denoiser,
         options=opts,
         rewrite=False,
         language=language,
         parse_text=neutralise(text, spans),
     )
-    run(fill.job, den)
+    run(fill.job, denoiser)
     return fill.result()
 
 
@@ -341,7 +327,7 @@ def fill_spans(
     text: str,
     spans: Sequence[Span],
     *,
-    denoiser: Denoiser | None = None,
+    denoiser: Denoiser,
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
     **overrides: Any,
@@ -353,8 +339,7 @@ def fill_spans(
     """
     opts = SamplerOptions.build(options, **overrides)
     check_text(text)
-    check_spans(text, list(spans))  # before loading a model for nothing
-    den = denoiser if denoiser is not None else shared_denoiser()
-    fill = prepare_fill(text, spans, denoiser=den, options=opts, rewrite=True, language=language)
-    run(fill.job, den)
+    fill = prepare_fill(text, spans, denoiser=denoiser, options=opts, rewrite=True,
+                        language=language)
+    run(fill.job, denoiser)
     return fill.result()

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from infill.denoiser import Denoiser
-from infill.engine import PYTHON, Fill, FillResult, check_text, prepare_fill, shared_denoiser
+from infill.engine import PYTHON, Fill, FillResult, check_text, prepare_fill
 from infill.errors import SpanError
 from infill.options import SamplerOptions
 from infill.sampler import run
 from infill.spans import Span
 from infill.strategies import softmax
 from infill.window import plan_windows
+from model.denoiser import Denoiser
 
 _WORD = re.compile(r"\w+|[^\w\s]+")  # an identifier / number, or a run of operator characters
 
@@ -57,7 +57,7 @@ def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, i
 def score_text(
     text: str,
     *,
-    denoiser: Denoiser | None = None,
+    denoiser: Denoiser,
     start: int = 0,
     end: int | None = None,
     language: str | None = PYTHON,
@@ -67,7 +67,7 @@ def score_text(
     end = len(text) if end is None else end
     if not 0 <= start <= end <= len(text):
         raise SpanError(f"range {start}..{end} is outside the text (0..{len(text)})")
-    den = denoiser if denoiser is not None else shared_denoiser()
+    den = denoiser
     count = lambda s: len(den.encode(s))  # noqa: E731
     # Long ranges are scored in chunks of whole lines, each inside its own window.
     chunks: list[tuple[int, int]] = []
@@ -177,7 +177,7 @@ def prepare_fix(
 def fix_text(
     text: str,
     *,
-    denoiser: Denoiser | None = None,
+    denoiser: Denoiser,
     start: int = 0,
     end: int | None = None,
     max_fixes: int = 1,
@@ -191,11 +191,10 @@ def fix_text(
     Returns the fill (None when no token reached `min_suspicion`) and the scores.
     """
     opts = SamplerOptions.build(options, **overrides)
-    den = denoiser if denoiser is not None else shared_denoiser()
-    fill, scores = prepare_fix(text, denoiser=den, options=opts, start=start, end=end,
+    fill, scores = prepare_fix(text, denoiser=denoiser, options=opts, start=start, end=end,
                                max_fixes=max_fixes, min_suspicion=min_suspicion,
                                language=language)
     if fill is None:
         return None, scores
-    run(fill.job, den)
+    run(fill.job, denoiser)
     return fill.result(), scores

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 
-from infill.denoiser import Denoiser
 from infill.errors import DenoiserError
 from infill.protocol import INTERNAL, MODEL, Message
 from infill.sampler import DenoiseJob, Request
+from model.denoiser import Denoiser
 
 log = logging.getLogger("infill.worker")
 

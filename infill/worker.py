@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from infill.canvas import render as render_slots
-from infill.denoiser import Denoiser, ModelLoadError, load_denoiser
 from infill.engine import Fill, check_text, prepare_fill
 from infill.errors import InfillError
 from infill.options import SamplerOptions
@@ -79,6 +78,8 @@ from infill.repair import TokenScore, prepare_fix, score_text
 from infill.sampler import DenoiseJob
 from infill.scheduler import Refused, Scheduler
 from infill.spans import find_holes, neutralise
+from model.denoiser import Denoiser, ModelLoadError
+from model.loading import load_denoiser
 
 log = logging.getLogger("infill.worker")
 T = TypeVar("T")

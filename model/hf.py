@@ -3,25 +3,25 @@
 Loads the shipped checkpoint (model/weights) or a user's local directory holding any
 `AutoModelForMaskedLM` (ModernBERT, BERT-likes), and LLaDA / Dream-family models whose
 code lives in the directory, only when the user opts in to `trust_remote_code`. Weights
-are read from safetensors only: a directory with nothing but pickled `.bin` / `.pt`
-weights is refused, because unpickling runs arbitrary code. Nothing is downloaded: every
-load is `local_files_only`.
+are read from safetensors only (model.loading refuses a directory with nothing but pickled
+`.bin` / `.pt` weights, because unpickling runs arbitrary code). Nothing is downloaded:
+every load is `local_files_only`. Programs load through `model.loading.load_denoiser`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from infill.denoiser import CacheHint, ModelLoadError, SpecialIds
 from model.cache import CachedModernBert, ContextCache
+from model.denoiser import CacheHint, ModelLoadError, SpecialIds
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
 
@@ -37,24 +37,73 @@ def _pick_device(device: str | None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _check_dir(path: Path) -> None:
-    if not path.exists():
-        raise ModelLoadError(f"model directory not found: {path}")
-    if not path.is_dir():
-        raise ModelLoadError(f"model path is not a directory: {path}")
-    if not (path / "config.json").is_file():
-        raise ModelLoadError(f"no config.json in model directory {path}")
-    if not any(path.glob("*.safetensors")):
-        pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt")]
-        hint = (f" (found {', '.join(pickles)}: pickled weights are refused; convert them "
-                "to safetensors)") if pickles else ""
-        raise ModelLoadError(f"no .safetensors weights in {path}{hint}")
-    if not (path / "tokenizer.json").is_file():
-        raise ModelLoadError(f"no tokenizer.json in model directory {path}")
+def _load_tokenizer(path: Path) -> Tokenizer:
     try:
-        json.loads((path / "config.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"corrupt config.json in {path}: {exc}") from exc
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+    except Exception as exc:  # tokenizers raises plain Exception on bad JSON
+        raise ModelLoadError(f"corrupt tokenizer.json in {path}: {exc}") from exc
+    tokenizer.encode_special_tokens = True  # "<mask>" in user code is text
+    return tokenizer
+
+
+def _load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Module]:
+    """(config, model) of the directory, offline, from safetensors only."""
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    kwargs: dict[str, Any] = dict(local_files_only=True, trust_remote_code=trust_remote_code)
+    try:
+        config = AutoConfig.from_pretrained(path, **kwargs)
+        if config.model_type in PROMPT_TO_BLOCK:
+            raise ModelLoadError(
+                f"{path} holds a {config.model_type} model: it generates a block after a "
+                "prompt from uniform noise and cannot condition on the code after a hole, "
+                "so it cannot infill; use a masked diffusion LM (AutoModelForMaskedLM, "
+                "LLaDA, Dream)")
+        weights = dict(kwargs, use_safetensors=True, dtype=torch.float32)
+        try:
+            model = AutoModelForMaskedLM.from_pretrained(path, **weights)
+        except ValueError:
+            if not trust_remote_code:
+                raise
+            # LLaDA / Dream register AutoModel (with an LM head) in their remote code.
+            model = AutoModel.from_pretrained(path, **weights)
+    except ModelLoadError:
+        raise
+    except ValueError as exc:
+        msg = str(exc)
+        if "trust_remote_code" in msg:
+            msg = ("this model needs its own code; pass trust_remote_code=True "
+                   "(--trust-remote-code) only if you trust the directory")
+        raise ModelLoadError(f"cannot load model from {path}: {msg}") from exc
+    except Exception as exc:  # corrupt safetensors, shape mismatch, ...
+        raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
+    return config, model
+
+
+def _special_ids(tokenizer: Tokenizer, config: Any, path: Path) -> SpecialIds:
+    """Mask, null and pad ids, asked of the tokenizer (and the config for the mask)."""
+
+    def token_id(*names: str) -> int | None:
+        for n in names:
+            if n and (found := tokenizer.token_to_id(n)) is not None:
+                return found
+        return None
+
+    mask = token_id("<mask>", "[MASK]", "<|mdm_mask|>", "<|mask|>")
+    if mask is None and getattr(config, "mask_token_id", None) is not None:
+        mask = int(config.mask_token_id)
+    if mask is None:
+        raise ModelLoadError(f"the tokenizer in {path} has no mask token")
+    # External models have no <null>; they pad a short answer with EOS / pad instead.
+    null = token_id("<null>", "<|endoftext|>", "<|eot_id|>", "</s>", "[PAD]", "<pad>")
+    pad = token_id("<pad>", "[PAD]")
+    if pad is None:
+        pad = null
+    if null is None or pad is None:
+        raise ModelLoadError(f"the tokenizer in {path} has no null/eos/pad token")
+    return SpecialIds(mask=mask, null=null, pad=pad)
 
 
 class HFDenoiser:
@@ -85,70 +134,15 @@ class HFDenoiser:
     @classmethod
     def load(cls, path: Path, *, device: str | None = None,
              trust_remote_code: bool = False) -> HFDenoiser:
-        from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-
+        """The model in `path`, a directory `model.loading.check_model_dir` accepted (call
+        `model.loading.load_denoiser`, which checks it first)."""
         path = Path(path)
-        _check_dir(path)
         dev = _pick_device(device)
-        try:
-            tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        except Exception as exc:  # tokenizers raises plain Exception on bad JSON
-            raise ModelLoadError(f"corrupt tokenizer.json in {path}: {exc}") from exc
-        tokenizer.encode_special_tokens = True  # "<mask>" in user code is text
-        kwargs = dict(local_files_only=True, use_safetensors=True,
-                      trust_remote_code=trust_remote_code)
-        try:
-            config = AutoConfig.from_pretrained(path, **{k: v for k, v in kwargs.items()
-                                                         if k != "use_safetensors"})
-            if config.model_type in PROMPT_TO_BLOCK:
-                raise ModelLoadError(
-                    f"{path} holds a {config.model_type} model: it generates a block after a "
-                    "prompt from uniform noise and cannot condition on the code after a hole, "
-                    "so it cannot infill; use a masked diffusion LM (AutoModelForMaskedLM, "
-                    "LLaDA, Dream)")
-            try:
-                model = AutoModelForMaskedLM.from_pretrained(path, dtype=torch.float32,
-                                                             **kwargs)
-            except ValueError:
-                if not trust_remote_code:
-                    raise
-                # LLaDA / Dream register AutoModel (with an LM head) in their remote code.
-                model = AutoModel.from_pretrained(path, dtype=torch.float32, **kwargs)
-        except ModelLoadError:
-            raise
-        except ValueError as exc:
-            msg = str(exc)
-            if "trust_remote_code" in msg:
-                msg = ("this model needs its own code; pass trust_remote_code=True "
-                       "(--trust-remote-code) only if you trust the directory")
-            raise ModelLoadError(f"cannot load model from {path}: {msg}") from exc
-        except Exception as exc:  # corrupt safetensors, shape mismatch, ...
-            raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
+        tokenizer = _load_tokenizer(path)
+        config, model = _load_network(path, trust_remote_code)
         model.to(dev).eval()
-
-        def token_id(*names: str) -> int | None:
-            for n in names:
-                if n and (found := tokenizer.token_to_id(n)) is not None:
-                    return found
-            return None
-
-        mask = token_id("<mask>", "[MASK]", "<|mdm_mask|>", "<|mask|>")
-        if mask is None and getattr(config, "mask_token_id", None) is not None:
-            mask = int(config.mask_token_id)
-        if mask is None:
-            raise ModelLoadError(f"the tokenizer in {path} has no mask token")
-        # External models have no <null>; they pad a short answer with EOS / pad instead.
-        null = token_id("<null>", "<|endoftext|>", "<|eot_id|>", "</s>", "[PAD]", "<pad>")
-        pad = token_id("<pad>", "[PAD]")
-        if pad is None:
-            pad = null
-        if null is None or pad is None:
-            raise ModelLoadError(f"the tokenizer in {path} has no null/eos/pad token")
         max_length = int(getattr(config, "max_position_embeddings", 0) or 2048)
-        return cls(model, tokenizer, SpecialIds(mask=mask, null=null, pad=pad), max_length,
+        return cls(model, tokenizer, _special_ids(tokenizer, config, path), max_length,
                    name=path.name if path.name != "weights" else "shipped", device=dev)
 
     def encode(self, text: str) -> list[int]:

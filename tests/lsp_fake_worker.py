@@ -36,9 +36,9 @@ from fakes import CTX_BASE, FILL_BASE  # noqa: E402
 from worker_fake_main import TARGETS as WORKER_TARGETS  # noqa: E402
 from worker_fake_main import WorkerFake, running  # noqa: E402
 
-from infill.denoiser import CacheHint  # noqa: E402
 from infill.worker import Limits, Worker  # noqa: E402
 from infill.worker import run as serve  # noqa: E402
+from model.denoiser import CacheHint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FALLBACK = "pass"

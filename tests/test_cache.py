@@ -6,9 +6,9 @@ import numpy as np
 import torch
 from transformers import ModernBertForMaskedLM
 
-from infill.denoiser import CacheHint, SpecialIds
 from model.cache import CachedModernBert
 from model.config import PRESETS, modernbert_config
+from model.denoiser import CacheHint, SpecialIds
 from model.hf import HFDenoiser
 
 

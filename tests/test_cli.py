@@ -10,7 +10,7 @@ import sys
 import pytest
 from fakes import TargetDenoiser
 
-import infill.denoiser
+import model.loading
 from infill.cli import main
 
 
@@ -23,7 +23,7 @@ def fake_model(monkeypatch):
         loads.append((model_dir, kw))
         return TargetDenoiser({"= ": "42", "return ": "x + 1"}, confidence=0.99)
 
-    monkeypatch.setattr(infill.denoiser, "load_denoiser", load)
+    monkeypatch.setattr(model.loading, "load_denoiser", load)
     return loads
 
 
@@ -176,14 +176,15 @@ def test_missing_model_directory(tmp_path, capsys):
     _one_line_error(capsys.readouterr().err, "cannot load the model", "no-model")
 
 
-def test_loader_crash_is_reported_not_raised(tmp_path, capsys, monkeypatch):
-    def load(*a, **kw):
-        raise OSError("config.json is corrupt")
-
-    monkeypatch.setattr(infill.denoiser, "load_denoiser", load)
+def test_a_corrupt_model_directory_is_reported_not_raised(tmp_path, capsys):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{not json")
+    (model / "model.safetensors").write_bytes(b"")
+    (model / "tokenizer.json").write_text("{}")
     f = tmp_path / "m.py"
     f.write_text("x = <mask>\n")
-    assert main(["fill", str(f)]) == 1
+    assert main(["fill", "--model", str(model), str(f)]) == 1
     _one_line_error(capsys.readouterr().err, "cannot load the model", "corrupt")
 
 

@@ -16,7 +16,7 @@ import pytest
 from fakes import TargetDenoiser
 from worker_fake_main import HERE, WorkerFake, running
 
-import infill.denoiser
+import model.loading
 from infill import SamplerOptions, Span, fill_text
 from infill.cli import main as cli_main
 from infill.client import TIMEOUT, UNAVAILABLE, SyncWorkerClient, WorkerClient, WorkerError
@@ -195,7 +195,7 @@ TARGETS = {"= ": "42", "return ": "x + 1"}
 
 @pytest.fixture
 def local_model(monkeypatch):
-    monkeypatch.setattr(infill.denoiser, "load_denoiser",
+    monkeypatch.setattr(model.loading, "load_denoiser",
                         lambda *a, **kw: TargetDenoiser(TARGETS, confidence=0.99))
 
 

@@ -268,30 +268,20 @@ def test_bad_text_is_rejected_with_a_clear_error(text, error, message):
     assert d.calls == []
 
 
-def test_default_denoiser_is_loaded_once_per_process(monkeypatch):
-    loads = []
+class _Untouchable:
+    """A denoiser that fails the test if the engine asks it anything."""
 
-    def load(model_dir=None, **kw):
-        loads.append(model_dir)
-        return TargetDenoiser(["z"])
-
-    monkeypatch.setattr(infill.denoiser, "load_denoiser", load)
-    monkeypatch.setattr(infill.engine, "_SHARED", {})
-    assert fill_text("a = <mask>").text == "a = z"
-    assert fill_spans("a = 1", [Span(4, 5)]).text == "a = z"
-    assert loads == [None]
+    def __getattr__(self, name):
+        raise AssertionError(f"the engine used the denoiser ({name}) for nothing")
 
 
-def test_errors_in_input_do_not_load_a_model(monkeypatch):
-    def load(*a, **kw):
-        raise AssertionError("loaded a model for nothing")
-
-    monkeypatch.setattr(infill.denoiser, "load_denoiser", load)
-    monkeypatch.setattr(infill.engine, "_SHARED", {})
+def test_errors_in_input_come_before_any_use_of_the_denoiser():
     with pytest.raises(NoHolesError):
-        fill_text("x = 1")
+        fill_text("x = 1", denoiser=_Untouchable())
     with pytest.raises(SpanError):
-        fill_spans("x", [Span(0, 5)])
+        fill_spans("x", [Span(0, 5)], denoiser=_Untouchable())
+    with pytest.raises(MarkerError):
+        fill_text("x = <mask:0>", denoiser=_Untouchable())
 
 
 def test_denoiser_returning_wrong_shapes_is_a_denoiser_error():

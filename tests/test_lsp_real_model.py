@@ -10,8 +10,8 @@ import pytest
 from lsp_fake_worker import actions, at, lsp, open_doc, pick, run
 from lsprotocol import types
 
-from infill.denoiser import default_model_dir
 from lsp.positions import apply_text_edits
+from model.loading import default_model_dir
 
 pytestmark = pytest.mark.slow
 FILL = "refactor.rewrite.infill.fillHoles"

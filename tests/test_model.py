@@ -12,8 +12,8 @@ import torch
 from conftest import SOURCES
 from tokenizers import Tokenizer
 
-from infill.denoiser import ModelLoadError, load_denoiser
 from model import noising, train
+from model.loading import ModelLoadError, load_denoiser
 
 ROUND_TRIP = [
     "\tx = 1  \r\n",

@@ -13,6 +13,7 @@ import pytest
 
 import infill
 from infill.repair import fix_text, score_text
+from model.loading import load_denoiser
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "def area(w, h):\n\t# 😀 中文  \r\n    return <mask> * h\n\nx = <mask:3>\n"
@@ -20,7 +21,7 @@ TEXT = "def area(w, h):\n\t# 😀 中文  \r\n    return <mask> * h\n\nx = <mask
 
 @pytest.fixture(scope="module")
 def den(tiny_model_dir: Path) -> infill.Denoiser:
-    return infill.load_denoiser(tiny_model_dir)
+    return load_denoiser(tiny_model_dir)
 
 
 

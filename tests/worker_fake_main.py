@@ -26,9 +26,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import CTX_BASE, VOCAB, TargetDenoiser, is_slot  # noqa: E402
 
-from infill.denoiser import CacheHint  # noqa: E402
 from infill.protocol import Hello, Message, Welcome, decode_reply, pack, parse_address  # noqa: E402
 from infill.worker import Limits, Worker, run  # noqa: E402
+from model.denoiser import CacheHint  # noqa: E402
 
 HERE = Path(__file__).resolve()
 

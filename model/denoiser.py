@@ -1,11 +1,16 @@
-"""The Denoiser interface: the only way the engine reaches a network.
+"""The Denoiser interface: what the engine may ask of a network, and nothing more.
 
-The engine works on token ids and text. A denoiser owns a tokenizer and a network and
-answers one question: given canvases of token ids (some of them the mask id), what are the
-logits at these positions? Everything else (which positions to commit, when to stop, how
-long a span is) is decided in `infill/`, so the engine is testable with a small fake.
+The engine (infill/) works on token ids and text. A denoiser owns a tokenizer and a network
+and answers one question: given canvases of token ids (some of them the mask id), what are
+the logits at these positions? Everything else (which positions to commit, when to stop,
+how long a span is) is decided in the engine, so the engine is testable with a small fake.
 
-Contract with the model (see docs/ARCHITECTURE.md, "Length contract"):
+This module is the contract between the two, so it lives with the networks that fulfil it
+and imports neither torch nor the engine: `model.hf.HFDenoiser` implements it, the engine
+and the tests' fakes use it. `ModelLoadError` is the model layer's one error type; the
+programs that load a model (the worker, the `infill` command) report it.
+
+Contract with the engine (see docs/ARCHITECTURE.md, "Length contract"):
 - `special.mask` marks a position to be denoised.
 - `special.null` is "no token here". A span allocation that the model fills only partly
   ends in null tokens; the engine drops them. The model was trained so that nulls fill the
@@ -19,12 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-
-from infill.errors import InfillError
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,10 @@ class CacheHint:
 @runtime_checkable
 class Denoiser(Protocol):
     """A masked-diffusion network behind a tokenizer. Implementations: model.hf.HFDenoiser
-    (the shipped model or any AutoModelForMaskedLM) and the tests' fakes."""
+    (the shipped model or any AutoModelForMaskedLM) and the tests' fakes.
+
+    A denoiser may also have `forget(key)`: the engine calls it with a CacheHint key once
+    that canvas is done, so cached entries can be dropped."""
 
     name: str  # shown in stats and `info`
     special: SpecialIds
@@ -83,35 +89,6 @@ class Denoiser(Protocol):
         ...
 
 
-class ModelLoadError(InfillError):
+class ModelLoadError(Exception):
     """The model directory is missing, incomplete or corrupt (or torch is not installed).
-
-    An `InfillError`, so every boundary that shows engine errors shows this one too."""
-
-
-def default_model_dir() -> Path:
-    """The checkpoint shipped in the repository (model/weights)."""
-    return Path(__file__).resolve().parent.parent / "model" / "weights"
-
-
-def load_denoiser(
-    model_dir: str | Path | None = None,
-    *,
-    device: str | None = None,
-    trust_remote_code: bool = False,
-) -> Denoiser:
-    """Load a denoiser from a Hugging Face model directory (default: the shipped model).
-
-    The import of `model.hf` (torch, transformers) happens here, lazily, so that code which
-    never runs a network never pays for torch.
-    """
-    path = Path(model_dir) if model_dir is not None else default_model_dir()
-    # Checked before the import so that a typo in --model is reported without paying
-    # seconds for importing torch.
-    if not path.is_dir():
-        raise ModelLoadError(f"model directory not found: {path}")
-    try:
-        from model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
-    except ImportError as exc:
-        raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}") from exc
-    return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code)
+    The message is for people and names the directory."""
