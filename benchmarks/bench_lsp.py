@@ -39,7 +39,7 @@ from pygls.lsp.client import LanguageClient
 
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.docstring import missing_docstrings
+from lsp.docstring import missing_docstrings
 from lsp.positions import Lines
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,9 +29,9 @@ from tqdm import tqdm
 
 from benchmarks.heldout import infill_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.client import WorkerClient, WorkerError
-from infill.errors import InfillError
-from infill.spans import find_holes
+from infill.core.errors import InfillError
+from infill.core.spans import find_holes
+from infill.serve.client import WorkerClient, WorkerError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "holes.py"

@@ -28,7 +28,7 @@ from tqdm import tqdm
 import infill
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.repair import fix_text, score_text
+from infill.core.repair import fix_text, score_text
 from model.loading import default_model_dir, load_denoiser
 
 

@@ -1,72 +1,46 @@
-"""The infilling engine: masked regions, windows, the denoising sampler, minimal diffs.
+"""Infilling with a diffusion model: the engine (`infill.core`), the worker that hosts it
+next to a model and its client (`infill.serve`), and the `infill` command (`infill.cli`).
 
-Pure Python and numpy over token ids and text; the network is reached only through the
-`Denoiser` protocol (infill.denoiser), so nothing here imports torch.
+The engine's public names are importable from here (`infill.fill_text`, `infill.Span`,
+...); each is imported on first use, so `import infill` costs nothing and a program that
+only talks to a worker (the language server) never imports the engine's numpy.
 """
 
-from infill.canvas import Canvas, SpanSlots
-from infill.diff import Edit, apply_edits, minimal_edits, unified_diff
-from infill.engine import (
-    Fill,
-    FillResult,
-    FillStats,
-    SpanFill,
-    TraceStep,
-    fill_spans,
-    fill_text,
-    prepare_fill,
-)
-from infill.errors import (
-    DenoiserError,
-    InfillError,
-    InputError,
-    MarkerError,
-    NoHolesError,
-    OptionError,
-    SpanError,
-    WindowError,
-)
-from infill.options import SamplerOptions
-from infill.sampler import DenoiseJob, Request, StepRecord, run
-from infill.spans import DEFAULT_MARKER, Span, find_holes
-from infill.strategies import STRATEGIES, Strategy
-from infill.window import Window
-from model.denoiser import Denoiser, SpecialIds
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_MARKER",
-    "STRATEGIES",
-    "Canvas",
-    "DenoiseJob",
-    "Denoiser",
-    "DenoiserError",
-    "Edit",
-    "Fill",
-    "FillResult",
-    "FillStats",
-    "InfillError",
-    "InputError",
-    "MarkerError",
-    "NoHolesError",
-    "OptionError",
-    "Request",
-    "SamplerOptions",
-    "Span",
-    "SpanError",
-    "SpanFill",
-    "SpanSlots",
-    "SpecialIds",
-    "StepRecord",
-    "Strategy",
-    "TraceStep",
-    "Window",
-    "WindowError",
-    "apply_edits",
-    "fill_spans",
-    "fill_text",
-    "find_holes",
-    "minimal_edits",
-    "prepare_fill",
-    "run",
-    "unified_diff",
-]
+from importlib import import_module
+from typing import Any
+
+# name -> the module that defines it
+_EXPORTS = {
+    **dict.fromkeys(["Canvas", "SpanSlots"], "infill.core.canvas"),
+    **dict.fromkeys(["Edit", "apply_edits", "minimal_edits", "unified_diff"],
+                    "infill.core.diff"),
+    **dict.fromkeys(["Fill", "FillResult", "FillStats", "SpanFill", "TraceStep",
+                     "fill_spans", "fill_text", "prepare_fill"], "infill.core.engine"),
+    **dict.fromkeys(["DenoiserError", "InfillError", "InputError", "MarkerError",
+                     "NoHolesError", "OptionError", "SpanError", "WindowError"],
+                    "infill.core.errors"),
+    "SamplerOptions": "infill.core.options",
+    **dict.fromkeys(["TokenScore", "fix_text", "score_text"], "infill.core.repair"),
+    **dict.fromkeys(["DenoiseJob", "Request", "StepRecord", "run"], "infill.core.sampler"),
+    **dict.fromkeys(["DEFAULT_MARKER", "Span", "find_holes"], "infill.core.spans"),
+    **dict.fromkeys(["STRATEGIES", "Strategy"], "infill.core.strategies"),
+    "Window": "infill.core.window",
+    **dict.fromkeys(["CacheHint", "Denoiser", "SpecialIds"], "model.denoiser"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'infill' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next lookup does not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

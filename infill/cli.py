@@ -28,14 +28,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.client import SyncWorkerClient, WorkerError
-from infill.engine import PYTHON, FillResult, check_text, fill_text
-from infill.errors import InfillError, InputError, line_col
-from infill.options import SamplerOptions
-from infill.protocol import DEADLINE, INPUT, TOO_LARGE, parse_address
-from infill.repair import TokenScore, fix_text
-from infill.spans import DEFAULT_MARKER, check_marker, find_holes
-from infill.strategies import STRATEGIES
+from infill.core.engine import PYTHON, FillResult, check_text, fill_text
+from infill.core.errors import InfillError, InputError, line_col
+from infill.core.options import SamplerOptions
+from infill.core.repair import TokenScore, fix_text
+from infill.core.spans import DEFAULT_MARKER, check_marker, find_holes
+from infill.core.strategies import STRATEGIES
+from infill.serve.client import SyncWorkerClient, WorkerError
+from infill.serve.protocol import DEADLINE, INPUT, TOO_LARGE, parse_address
 from model import loading
 from model.denoiser import Denoiser, ModelLoadError
 

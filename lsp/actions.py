@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from infill.diff import Edit
-from infill.docstring import DocstringSlot, docstring_slot
-from infill.errors import InfillError, NoHolesError
-from infill.excerpt import excerpt
-from infill.protocol import Result
-from infill.spans import Span, find_holes
+from infill.core.diff import Edit
+from infill.core.errors import InfillError, NoHolesError
+from infill.core.spans import Span, find_holes
+from infill.serve.protocol import Result
 from lsp import diagnostics
+from lsp.docstring import DocstringSlot, docstring_slot
 from lsp.engine import EngineError
+from lsp.excerpt import excerpt
 from lsp.positions import shift
 from lsp.progress import WorkProgress, live_view
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from infill.excerpt import excerpt
-from infill.spans import Span
+from infill.core.spans import Span
 from lsp.engine import EngineError
+from lsp.excerpt import excerpt
 from lsp.progress import WorkProgress, live_view
 
 if TYPE_CHECKING:

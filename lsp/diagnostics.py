@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from infill.excerpt import excerpt
 from lsp.engine import EngineError
+from lsp.excerpt import excerpt
 
 if TYPE_CHECKING:
     from lsp.server import InfillServer, Snapshot

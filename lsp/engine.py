@@ -4,7 +4,7 @@
 TCP with the token in `$INFILL_WORKER_TOKEN`). Otherwise the server spawns its own worker
 on a private Unix socket with `modelDir` / `device`; the client restarts it on the next
 request if it died. Every failure is an `EngineError`; cancelling the awaiting task sends
-`cancel` to the worker (infill.client does that).
+`cancel` to the worker (infill.serve.client does that).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from infill.client import WorkerClient, WorkerError
-from infill.protocol import INPUT, Result, Step, WorkerInfo
-from infill.repair import TokenScore
-from infill.spans import Span
+from infill.core.repair import TokenScore
+from infill.core.spans import Span
+from infill.serve.client import WorkerClient, WorkerError
+from infill.serve.protocol import INPUT, Result, Step, WorkerInfo
 from lsp.settings import Settings
 
 CONNECT_TIMEOUT = 180.0  # seconds: a spawned worker imports torch and loads the model first

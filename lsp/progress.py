@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from infill.protocol import Step
+from infill.serve.protocol import Step
 
 if TYPE_CHECKING:
     from lsp.server import InfillServer, Snapshot

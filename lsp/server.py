@@ -30,8 +30,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from infill.diff import Edit
-from infill.errors import InfillError
+from infill.core.diff import Edit
+from infill.core.errors import InfillError
 from lsp import actions, completion
 from lsp.diagnostics import Diagnostics
 from lsp.documents import Document, DocumentWorkspace

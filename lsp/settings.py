@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from infill.errors import OptionError
-from infill.protocol import parse_address
-from infill.spans import DEFAULT_MARKER, check_marker
+from infill.core.errors import OptionError
+from infill.core.spans import DEFAULT_MARKER, check_marker
+from infill.serve.protocol import parse_address
 
 SECTION = "infill"
 

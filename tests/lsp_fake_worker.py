@@ -2,7 +2,7 @@
 pytest-lsp client driving `python -m lsp.server` over stdio.
 
 The server is the production one; it reaches the fake only through its `workerAddress`
-setting (a Unix socket served by `infill.worker.Worker` on a thread of the test process),
+setting (a Unix socket served by `infill.serve.worker.Worker` on a thread of the test process),
 so nothing in the server knows about tests. The fake fills a span with the target whose
 key ends the text just before the span (`TARGETS`, then worker_fake_main.TARGETS), else
 `FALLBACK`; it scores every context character as itself except `-` (it expects `+`); and
@@ -36,8 +36,8 @@ from fakes import CTX_BASE, FILL_BASE  # noqa: E402
 from worker_fake_main import TARGETS as WORKER_TARGETS  # noqa: E402
 from worker_fake_main import WorkerFake, running  # noqa: E402
 
-from infill.worker import Limits, Worker  # noqa: E402
-from infill.worker import run as serve  # noqa: E402
+from infill.serve.worker import Limits, Worker  # noqa: E402
+from infill.serve.worker import run as serve  # noqa: E402
 from model.denoiser import CacheHint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

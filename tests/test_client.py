@@ -19,10 +19,10 @@ from worker_fake_main import HERE, WorkerFake, running
 import model.loading
 from infill import SamplerOptions, Span, fill_text
 from infill.cli import main as cli_main
-from infill.client import TIMEOUT, UNAVAILABLE, SyncWorkerClient, WorkerClient, WorkerError
-from infill.protocol import CANCELLED, INPUT, UNAUTHORIZED, Result, Step, Welcome
-from infill.repair import fix_text
-from infill.worker import Worker
+from infill.core.repair import fix_text
+from infill.serve.client import TIMEOUT, UNAVAILABLE, SyncWorkerClient, WorkerClient, WorkerError
+from infill.serve.protocol import CANCELLED, INPUT, UNAUTHORIZED, Result, Step, Welcome
+from infill.serve.worker import Worker
 
 
 @pytest.fixture

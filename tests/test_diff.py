@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from infill.diff import Edit, apply_edits, minimal_edits, region_edits, unified_diff
+from infill.core.diff import Edit, apply_edits, minimal_edits, region_edits, unified_diff
 
 
 def test_hole_is_replaced_whole():

@@ -1,10 +1,10 @@
-"""infill.docstring: which function or class lacks a docstring, where one goes, and in
+"""lsp.docstring: which function or class lacks a docstring, where one goes, and in
 which indentation, quote style and line break."""
 
 from __future__ import annotations
 
-from infill.diff import apply_edits
-from infill.docstring import docstring_slot, missing_docstrings
+from infill.core.diff import apply_edits
+from lsp.docstring import docstring_slot, missing_docstrings
 
 
 def insert(text: str, at: str, body: str = "Doc.") -> str:

@@ -39,7 +39,7 @@ def test_shipped_model():
     text = "def add(a, b):\n    return <mask>\n"
 
     async def go():
-        # no workerAddress: the server spawns `python -m infill.worker` itself
+        # no workerAddress: the server spawns `python -m infill.serve.worker` itself
         async with lsp(None, {"workerAddress": None}) as (client, _):
             filled = await exercise(client, text)
             assert filled.startswith("def add(a, b):\n    return ")

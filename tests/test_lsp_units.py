@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from infill.excerpt import excerpt
-from infill.options import SamplerOptions
+from infill.core.options import SamplerOptions
 from lsp.completion import shape
+from lsp.excerpt import excerpt
 from lsp.settings import Settings, parse
 
 

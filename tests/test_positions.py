@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
-from infill.diff import Edit
+from infill.core.diff import Edit
 from lsp.documents import Document
 from lsp.positions import UTF8, UTF16, UTF32, Lines, apply_text_edits, shift
 

@@ -12,9 +12,10 @@ import pytest
 from fakes import TargetDenoiser
 
 from infill import SamplerOptions, Span, fill_text
-from infill.diff import Edit
-from infill.engine import SpanFill
-from infill.protocol import (
+from infill.core.diff import Edit
+from infill.core.engine import SpanFill
+from infill.core.repair import TokenScore
+from infill.serve.protocol import (
     BAD_REQUEST,
     CODES,
     PROTOCOL_VERSION,
@@ -44,7 +45,6 @@ from infill.protocol import (
     parse_address,
     read_frame,
 )
-from infill.repair import TokenScore
 
 ROOT = Path(__file__).resolve().parent.parent
 

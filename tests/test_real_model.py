@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import infill
-from infill.repair import fix_text, score_text
+from infill.core.repair import fix_text, score_text
 from model.loading import load_denoiser
 
 ROOT = Path(__file__).resolve().parent.parent

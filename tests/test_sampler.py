@@ -16,9 +16,9 @@ from infill import (
     prepare_fill,
     run,
 )
-from infill.canvas import Canvas, SpanSlots
-from infill.spans import find_holes
-from infill.strategies import choose, entropy, pick_tokens, softmax
+from infill.core.canvas import Canvas, SpanSlots
+from infill.core.spans import find_holes
+from infill.core.strategies import choose, entropy, pick_tokens, softmax
 
 # -- options ---------------------------------------------------------------------------
 

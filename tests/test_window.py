@@ -9,7 +9,7 @@ import pytest
 from fakes import TargetDenoiser
 
 from infill import Span, WindowError, fill_text
-from infill.window import group_spans, plan_windows
+from infill.core.window import group_spans, plan_windows
 
 SOURCE = """import os
 

@@ -20,8 +20,9 @@ from fakes import CTX_BASE, FILL_BASE
 from worker_fake_main import HERE, Raw, WorkerFake, running
 
 from infill import SamplerOptions, Span, fill_text, prepare_fill
-from infill.client import WorkerClient
-from infill.protocol import (
+from infill.core.spans import find_holes
+from infill.serve.client import WorkerClient
+from infill.serve.protocol import (
     BAD_REQUEST,
     CANCELLED,
     DEADLINE,
@@ -44,9 +45,8 @@ from infill.protocol import (
     Step,
     WorkerInfo,
 )
-from infill.scheduler import Scheduler
-from infill.spans import find_holes
-from infill.worker import Limits, Worker, WorkerSetupError, bind_unix
+from infill.serve.scheduler import Scheduler
+from infill.serve.worker import Limits, Worker, WorkerSetupError, bind_unix
 
 TEXTS = ["a = <mask>\n", "b = <mask>\nz = 0\n", "c = <mask>\n"]
 FILLED = ["a = 1 + 2\n", "b = 'xyz'\nz = 0\n", "c = [1, 2, 3]\n"]
@@ -438,16 +438,16 @@ def test_sigterm_finishes_requests_in_flight_then_exits_cleanly(sock):
 def test_the_worker_command_line(tmp_path):
     env = {**os.environ, "INFILL_WORKER_TOKEN": ""}
     run = subprocess.run(
-        [sys.executable, "-m", "infill.worker", "--listen", "tcp:127.0.0.1:0",
+        [sys.executable, "-m", "infill.serve.worker", "--listen", "tcp:127.0.0.1:0",
          "--model", str(tmp_path / "missing")],
         capture_output=True, text=True, env=env, timeout=60)
     assert run.returncode == 1 and "needs a token" in run.stderr
     run = subprocess.run(
-        [sys.executable, "-m", "infill.worker", "--socket", str(tmp_path / "w.sock"),
+        [sys.executable, "-m", "infill.serve.worker", "--socket", str(tmp_path / "w.sock"),
          "--model", str(tmp_path / "missing")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     assert "cannot load the model: model directory not found" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "infill.worker", "--max-batch", "0"],
+    run = subprocess.run([sys.executable, "-m", "infill.serve.worker", "--max-batch", "0"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "max_batch must be a positive number" in run.stderr
 
@@ -455,7 +455,7 @@ def test_the_worker_command_line(tmp_path):
 def test_a_spawned_worker_ends_with_its_parent(tiny_model_dir: Path) -> None:
     """The client spawns workers with --exit-with-stdin: when the parent's end of the stdin
     pipe closes (the parent exited or was killed), the worker stops cleanly."""
-    from infill.client import spawn_command
+    from infill.serve.client import spawn_command
 
     sock = Path(tempfile.mkdtemp(prefix="infill-t-")) / "w.sock"
     cmd = spawn_command(sock, model=tiny_model_dir)

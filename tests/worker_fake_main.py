@@ -2,7 +2,7 @@
 
     python tests/worker_fake_main.py --socket PATH [--delay S] [--confidence P] [--token T]
 
-Runs the production `infill.worker.run` (signals, socket file, shutdown) with a
+Runs the production `infill.serve.worker.run` (signals, socket file, shutdown) with a
 `WorkerFake` instead of a model, so tests can SIGKILL / SIGTERM a real worker process.
 The tests that run a worker in a thread import `WorkerFake` from here too.
 """
@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import CTX_BASE, VOCAB, TargetDenoiser, is_slot  # noqa: E402
 
-from infill.protocol import Hello, Message, Welcome, decode_reply, pack, parse_address  # noqa: E402
-from infill.worker import Limits, Worker, run  # noqa: E402
+from infill.serve.protocol import Hello, Message, Welcome, decode_reply, pack, parse_address  # noqa: E402
+from infill.serve.worker import Limits, Worker, run  # noqa: E402
 from model.denoiser import CacheHint  # noqa: E402
 
 HERE = Path(__file__).resolve()

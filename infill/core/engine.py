@@ -20,13 +20,13 @@ from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any
 
-from infill.canvas import Canvas, SpanSlots, fill_ids, render
-from infill.diff import Edit, minimal_edits, unified_diff
-from infill.errors import InputError, SpanError, line_col
-from infill.options import SamplerOptions
-from infill.sampler import DenoiseJob, Slot, run
-from infill.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
-from infill.window import Window, plan_windows
+from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
+from infill.core.diff import Edit, minimal_edits, unified_diff
+from infill.core.errors import InputError, SpanError, line_col
+from infill.core.options import SamplerOptions
+from infill.core.sampler import DenoiseJob, Slot, run
+from infill.core.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
+from infill.core.window import Window, plan_windows
 from model.denoiser import Denoiser
 
 PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines

@@ -5,7 +5,7 @@
         result = await client.fill("x = <mask>\\n")          # protocol.Result
     client = WorkerClient("tcp:gpu-box:7777", token=token)  # a worker somebody else runs
 
-A spawned worker is `python -m infill.worker --socket PATH ...`; the client waits for its
+A spawned worker is `python -m infill.serve.worker --socket PATH ...`; the client waits for its
 socket (bounded by `connect_timeout`, failing at once if the process exits) and restarts
 it on the next request after it died. Every failure is a `WorkerError` whose `code` is one
 of the worker's error codes (protocol.CODES) or the client's own: `unavailable` (the worker
@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.options import SamplerOptions
-from infill.protocol import (
+from infill.core.options import SamplerOptions
+from infill.core.repair import TokenScore
+from infill.core.spans import DEFAULT_MARKER, Span
+from infill.serve.protocol import (
     Cancel,
     Error,
     FillRequest,
@@ -52,10 +54,8 @@ from infill.protocol import (
     parse_address,
     read_frame,
 )
-from infill.repair import TokenScore
-from infill.spans import DEFAULT_MARKER, Span
 
-log = logging.getLogger("infill.client")
+log = logging.getLogger("infill.serve.client")
 T = TypeVar("T")
 M = TypeVar("M", bound=Message)
 
@@ -80,7 +80,8 @@ def spawn_command(socket: str | Path, *, model: str | Path | None = None,
     """The command line of a local worker listening on `socket`."""
     # --exit-with-stdin: the worker stops when this process goes away and its end of the
     # worker's stdin pipe closes, so an editor that kills its language server leaks nothing.
-    cmd = [sys.executable, "-m", "infill.worker", "--socket", str(socket), "--exit-with-stdin"]
+    cmd = [sys.executable, "-m", "infill.serve.worker", "--socket", str(socket),
+           "--exit-with-stdin"]
     if model is not None:
         cmd += ["--model", str(model)]
     if device is not None:
@@ -138,7 +139,7 @@ class WorkerClient:
     def spawned(cls, *, model: str | Path | None = None, device: str | None = None,
                 args: Sequence[str] = (), socket: str | Path | None = None,
                 **kw: Any) -> WorkerClient:
-        """A client that runs its own worker (`python -m infill.worker`) on a private
+        """A client that runs its own worker (`python -m infill.serve.worker`) on a private
         socket; `args` are extra worker flags (e.g. `["--no-batching"]`)."""
         path = Path(socket) if socket is not None else private_socket_path()
         return cls(f"unix:{path}", spawn=spawn_command(path, model=model, device=device,

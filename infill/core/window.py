@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
 
-from infill.errors import WindowError, line_col
-from infill.spans import Span
+from infill.core.errors import WindowError, line_col
+from infill.core.spans import Span
 
 CountTokens = Callable[[str], int]
 
@@ -111,7 +111,7 @@ def group_spans(
 
 
 @cache
-def _python_parser():  # noqa: ANN202 - tree_sitter types
+def python_parser():  # noqa: ANN202 - tree_sitter types
     import tree_sitter
     import tree_sitter_python
 
@@ -124,7 +124,7 @@ class PythonScopes:
     def __init__(self, source: str) -> None:
         self.data = source.encode("utf-8")
         self.source = source
-        self.tree = _python_parser().parse(self.data)
+        self.tree = python_parser().parse(self.data)
 
     def _char(self, b: int) -> int:
         return len(self.data[:b].decode("utf-8", errors="replace"))

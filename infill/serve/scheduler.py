@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 
-from infill.errors import DenoiserError
-from infill.protocol import INTERNAL, MODEL, Message
-from infill.sampler import DenoiseJob, Request
+from infill.core.errors import DenoiserError
+from infill.core.sampler import DenoiseJob, Request
+from infill.serve.protocol import INTERNAL, MODEL, Message
 from model.denoiser import Denoiser
 
-log = logging.getLogger("infill.worker")
+log = logging.getLogger("infill.serve.worker")
 
 
 class Refused(Exception):

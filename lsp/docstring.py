@@ -20,10 +20,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from infill.diff import Edit
-from infill.errors import InfillError
-from infill.spans import DEFAULT_MARKER, find_holes, neutralise
-from infill.window import _python_parser
+from infill.core.diff import Edit
+from infill.core.errors import InfillError
+from infill.core.spans import DEFAULT_MARKER, find_holes, neutralise
+from infill.core.window import python_parser
 
 DEFS = {"function_definition": "function", "class_definition": "class"}
 _STRING = {"string", "concatenated_string"}
@@ -76,7 +76,7 @@ class _Source:
         except InfillError:  # no holes, or a malformed marker: parse as it is
             parse_text = text
         self.data = parse_text.encode("utf-8")
-        self.tree = _python_parser().parse(self.data)
+        self.tree = python_parser().parse(self.data)
         self.ascii = len(self.data) == len(text)
 
     def char(self, b: int) -> int:

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from infill.engine import PYTHON, Fill, FillResult, check_text, prepare_fill
-from infill.errors import SpanError
-from infill.options import SamplerOptions
-from infill.sampler import run
-from infill.spans import Span
-from infill.strategies import softmax
-from infill.window import plan_windows
+from infill.core.engine import PYTHON, Fill, FillResult, check_text, prepare_fill
+from infill.core.errors import SpanError
+from infill.core.options import SamplerOptions
+from infill.core.sampler import run
+from infill.core.spans import Span
+from infill.core.strategies import softmax
+from infill.core.window import plan_windows
 from model.denoiser import Denoiser
 
 _WORD = re.compile(r"\w+|[^\w\s]+")  # an identifier / number, or a run of operator characters

@@ -37,10 +37,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from infill.canvas import Canvas
-from infill.errors import DenoiserError
-from infill.options import SamplerOptions
-from infill.strategies import STRATEGIES, choose, pick_tokens, softmax
+from infill.core.canvas import Canvas
+from infill.core.errors import DenoiserError
+from infill.core.options import SamplerOptions
+from infill.core.strategies import STRATEGIES, choose, pick_tokens, softmax
 from model.denoiser import CacheHint, Denoiser, SpecialIds
 
 Slot = tuple[int, int]  # (span index in the request, slot index in the span)

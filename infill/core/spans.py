@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from infill.errors import MarkerError, NoHolesError, OptionError, SpanError, line_col
+from infill.core.errors import MarkerError, NoHolesError, OptionError, SpanError, line_col
 
 DEFAULT_MARKER = "<mask>"
 

@@ -38,11 +38,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.canvas import render as render_slots
-from infill.engine import Fill, check_text, prepare_fill
-from infill.errors import InfillError
-from infill.options import SamplerOptions
-from infill.protocol import (
+from infill.core.canvas import render as render_slots
+from infill.core.engine import Fill, check_text, prepare_fill
+from infill.core.errors import InfillError
+from infill.core.options import SamplerOptions
+from infill.core.repair import TokenScore, prepare_fix, score_text
+from infill.core.sampler import DenoiseJob
+from infill.core.spans import find_holes, neutralise
+from infill.serve.protocol import (
     BAD_REQUEST,
     CANCELLED,
     DEADLINE,
@@ -74,14 +77,11 @@ from infill.protocol import (
     parse_address,
     read_frame,
 )
-from infill.repair import TokenScore, prepare_fix, score_text
-from infill.sampler import DenoiseJob
-from infill.scheduler import Refused, Scheduler
-from infill.spans import find_holes, neutralise
+from infill.serve.scheduler import Refused, Scheduler
 from model.denoiser import Denoiser, ModelLoadError
 from model.loading import load_denoiser
 
-log = logging.getLogger("infill.worker")
+log = logging.getLogger("infill.serve.worker")
 T = TypeVar("T")
 
 

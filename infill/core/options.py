@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from infill.errors import OptionError
-from infill.strategies import STRATEGIES
+from infill.core.errors import OptionError
+from infill.core.strategies import STRATEGIES
 
 DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no budget is given
 
@@ -16,7 +16,7 @@ DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no bu
 class SamplerOptions:
     """How to denoise. See docs/ARCHITECTURE.md ("Sampler") for the semantics."""
 
-    order: str = "confidence"  # commit order: a name in infill.strategies.STRATEGIES
+    order: str = "confidence"  # commit order: a name in infill.core.strategies.STRATEGIES
     threshold: float | None = None  # commit rule of the order; None: the order's default
     tokens_per_step: int | None = None  # commit exactly k per step by score (no threshold)
     max_steps: int | None = None  # cap on passes per canvas; the last one commits the rest

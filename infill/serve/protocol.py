@@ -25,11 +25,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import msgpack
 
-from infill.diff import Edit
-from infill.engine import FillResult, FillStats, SpanFill
-from infill.options import SamplerOptions
-from infill.repair import TokenScore
-from infill.spans import DEFAULT_MARKER, Span
+from infill.core.diff import Edit
+from infill.core.engine import FillResult, FillStats, SpanFill
+from infill.core.options import SamplerOptions
+from infill.core.repair import TokenScore
+from infill.core.spans import DEFAULT_MARKER, Span
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")  # the frame length prefix
