@@ -72,7 +72,7 @@ async def run_clients(address: str, texts: list[str], clients: int, deadline: fl
             t0 = time.perf_counter()
             try:
                 result = await client.fill(text, deadline=deadline)
-                tokens += int(result.stats["tokens"])
+                tokens += result.stats.tokens if result.stats else 0
             except WorkerError as exc:
                 errors += 1
                 tqdm.write(f"request failed: {exc.code}: {exc.message}", file=sys.stderr)
@@ -107,8 +107,8 @@ async def run_mode(args: argparse.Namespace, extra: list[str], texts: list[str],
             before = (await owner.info()).counters
             row = await run_clients(str(owner.address), texts, n, args.deadline, bar)
             after = (await owner.info()).counters
-            passes = max(1, after["passes"] - before["passes"])
-            row["canvases_per_pass"] = (after["canvases"] - before["canvases"]) / passes
+            passes = max(1, after.passes - before.passes)
+            row["canvases_per_pass"] = (after.canvases - before.canvases) / passes
             out[str(n)] = row
         return out, {"model": info.model, "device": info.device}
     finally:

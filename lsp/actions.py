@@ -220,9 +220,9 @@ async def run(ls: InfillServer, snap: Snapshot, op: Op, progress: WorkProgress
                                      language=snap.language, options=options)
         edits = shift(result.edits, ex.offset)
     ms = (asyncio.get_running_loop().time() - started) * 1000
-    ls.trace(f"{op.op}: {len(edits)} edits, {result.stats.get('tokens', 0)} tokens, "
-             f"{result.stats.get('nfe', 0)} passes, sent {len(ex.text)} of {len(text)} "
-             f"characters, {ms:.0f} ms")
+    tokens, passes = (result.stats.tokens, result.stats.nfe) if result.stats else (0, 0)
+    ls.trace(f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
+             f"{len(ex.text)} of {len(text)} characters, {ms:.0f} ms")
     if not edits:
         return [], ("nothing looked suspicious" if op.op == "fix"
                     else "the model left the text as it was")

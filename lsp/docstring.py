@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 
 from infill.core.diff import Edit
 from infill.core.errors import InfillError
+from infill.core.scopes import python_parser
 from infill.core.spans import DEFAULT_MARKER, find_holes, neutralise
-from infill.core.window import python_parser
 
 DEFS = {"function_definition": "function", "class_definition": "class"}
 _STRING = {"string", "concatenated_string"}

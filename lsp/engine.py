@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from infill.core.repair import TokenScore
+from infill.core.results import TokenScore
 from infill.core.spans import Span
 from infill.serve.client import WorkerClient, WorkerError
 from infill.serve.protocol import INPUT, Result, Step, WorkerInfo

@@ -279,8 +279,7 @@ def create_server() -> InfillServer:
             info = await ls.engine.info()
         except EngineError as exc:
             raise ls.fail(exc, "infill.workerInfo", show=False) from None
-        return {"model": info.model, "device": info.device, "versions": info.versions,
-                "limits": info.limits, "batching": info.batching, "counters": info.counters}
+        return info.to_dict()
 
     @ls.feature(types.SHUTDOWN)
     async def shutdown(ls: InfillServer, params: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from infill.core.errors import OptionError
 from infill.core.spans import DEFAULT_MARKER, check_marker
-from infill.serve.protocol import parse_address
+from infill.serve.sockets import parse_address
 
 SECTION = "infill"
 

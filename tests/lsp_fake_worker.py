@@ -36,8 +36,8 @@ from fakes import CTX_BASE, FILL_BASE  # noqa: E402
 from worker_fake_main import TARGETS as WORKER_TARGETS  # noqa: E402
 from worker_fake_main import WorkerFake, running  # noqa: E402
 
-from infill.serve.worker import Limits, Worker  # noqa: E402
-from infill.serve.worker import run as serve  # noqa: E402
+from infill.serve.protocol import Limits  # noqa: E402
+from infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
 from model.denoiser import CacheHint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--socket", required=True)
     args = p.parse_args(argv)
-    return serve(Worker(denoiser=LspFake(), limits=Limits(grace=1.0)), f"unix:{args.socket}")
+    return serve_until_stopped(Worker(denoiser=LspFake(), limits=Limits(grace=1.0)),
+                               f"unix:{args.socket}")
 
 
 if __name__ == "__main__":

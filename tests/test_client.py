@@ -17,11 +17,12 @@ from fakes import TargetDenoiser
 from worker_fake_main import HERE, WorkerFake, running
 
 import model.loading
-from infill import SamplerOptions, Span, fill_text
+from infill import InfillError, SamplerOptions, Span, fill_text
 from infill.cli import main as cli_main
 from infill.core.repair import fix_text
-from infill.serve.client import TIMEOUT, UNAVAILABLE, SyncWorkerClient, WorkerClient, WorkerError
+from infill.serve.client import TIMEOUT, UNAVAILABLE, WorkerClient, WorkerError
 from infill.serve.protocol import CANCELLED, INPUT, UNAUTHORIZED, Result, Step, Welcome
+from infill.serve.sync_client import SyncWorkerClient
 from infill.serve.worker import Worker
 
 
@@ -57,7 +58,7 @@ def test_fill_fix_score_info_match_the_in_process_engine(sock):
     assert (fix.text, fix.edits, fix.scores) == (local_fix.text, local_fix.edits, local_scores)
     assert fix.text == "y = x + 1\n"
     assert scores == [s for s in local_scores if s.start >= 4]
-    assert info.counters["requests"] == 4
+    assert info.counters.requests == 4
 
 
 def test_on_step_streams_the_canvas_settling(sock):
@@ -68,7 +69,7 @@ def test_on_step_streams_the_canvas_settling(sock):
                 return await c.fill("c = <mask>\n", on_step=steps.append)
 
         result = _run(go())
-    assert [s.step for s in steps] == list(range(1, result.stats["steps"] + 1))
+    assert [s.step for s in steps] == list(range(1, result.stats.steps + 1))
     assert steps[0].spans == [(0, "[" + "░" * 15)]
     assert steps[-1].spans[0][1].rstrip("∅") == "[1, 2, 3]"
 
@@ -89,7 +90,7 @@ def test_cancelling_the_caller_cancels_the_request_in_the_worker(sock):
                 return info, await c.fill("a = <mask>\n")
 
         info, after = _run(go())
-        assert info.counters["active"] == 0 and len(w.scheduler) == 0
+        assert info.counters.active == 0 and len(w.scheduler) == 0
         assert after.text == "a = 1 + 2\n"
 
 
@@ -103,7 +104,7 @@ def test_a_request_timeout_is_a_timeout_error_and_cancels_the_request(sock):
 
         error, info = _run(go())
         assert error.code == TIMEOUT and "0.05 s" in error.message
-        assert info.counters["active"] == 0 and len(w.scheduler) == 0
+        assert info.counters.active == 0 and len(w.scheduler) == 0
 
 
 def test_worker_errors_are_worker_errors_with_the_code(sock):
@@ -166,7 +167,7 @@ def test_the_sync_client(sock):
         assert c.fill("b = <mask>\n").text == "b = 'xyz'\n"
         assert c.info().model == "fake"
         assert c.score("a")[0].text == "a"
-        with pytest.raises(WorkerError) as info:
+        with pytest.raises(InfillError) as info:  # refused before it is sent
             c.fill("b = <mask>\n", options={"order": "sideways"})
         assert info.value.code == INPUT and "unknown order 'sideways'" in info.value.message
 

@@ -32,7 +32,7 @@ def test_fill_single_hole():
     assert r.edits == [infill.Edit(21, 27, "x + 1")]
     assert r.fills[0].text == "x + 1" and r.fills[0].tokens == 5
     s = r.stats
-    assert (s.spans, s.groups, s.tokens, s.nfe, s.steps) == (1, 1, 5, 1, 1)
+    assert (s.spans, s.windows, s.tokens, s.nfe, s.steps) == (1, 1, 5, 1, 1)
     assert s.model == "fake" and s.nfe_per_token == pytest.approx(0.2) and s.ms >= 0
     assert s.scored == 16  # the default allocation: 16 slots, one pass
     _check_consistent(r)
@@ -103,7 +103,7 @@ def test_joint_spans_share_one_canvas():
     d = TargetDenoiser(["a", "b"])
     r = fill_text("def f():\n    x = <mask:2>\n    y = <mask:2>\n", denoiser=d)
     assert r.text == "def f():\n    x = a\n    y = b\n"
-    assert r.stats.groups == 1
+    assert r.stats.windows == 1
     canvases, positions = d.calls[0]
     assert len(canvases) == 1 and len(d.spans_of(canvases[0])) == 2
     assert len(positions[0]) == 4
@@ -115,7 +115,7 @@ def test_far_apart_spans_go_to_separate_canvases_in_one_batch():
     d = TargetDenoiser({"a = ": "1", "b = ": "2"}, max_length=64)
     r = fill_text(text, denoiser=d, grow=0)
     assert r.text == text.replace("<mask:4>", "1", 1).replace("<mask:4>", "2", 1)
-    assert r.stats.groups == 2 and len(r.windows) == 2
+    assert r.stats.windows == 2 and len(r.windows) == 2
     canvases, _ = d.calls[0]
     assert len(canvases) == 2  # both windows in one forward call
     assert all(len(c) <= 64 for cs, _ in d.calls for c in cs)

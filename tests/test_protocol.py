@@ -13,8 +13,7 @@ from fakes import TargetDenoiser
 
 from infill import SamplerOptions, Span, fill_text
 from infill.core.diff import Edit
-from infill.core.engine import SpanFill
-from infill.core.repair import TokenScore
+from infill.core.results import FillStats, SpanFill, TokenScore
 from infill.serve.protocol import (
     BAD_REQUEST,
     CODES,
@@ -23,28 +22,28 @@ from infill.serve.protocol import (
     REQUESTS,
     TOO_LARGE,
     VERSION,
-    Address,
     Cancel,
+    Counters,
     Error,
     FillRequest,
     FixRequest,
     Hello,
     InfoRequest,
+    Limits,
     ProtocolError,
     Result,
     ScoreRequest,
     Scores,
     Step,
+    Versions,
     Welcome,
     WorkerInfo,
     decode_reply,
     decode_request,
-    default_socket_path,
-    options_to_wire,
     pack,
-    parse_address,
     read_frame,
 )
+from infill.serve.sockets import Address, default_socket_path, parse_address
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,21 +52,21 @@ MESSAGES = [
     Hello("s3cret"),
     FillRequest(1, "x = <mask>\n"),
     FillRequest(2, "x = 1\n", spans=[Span(4, 5), Span(5, 5, 3, True)], marker="??",
-                language=None, options={"threshold": 0.8, "order": "margin"}, stream=True,
+                language=None, options=SamplerOptions(threshold=0.8, order="margin"), stream=True,
                 deadline=2.5),
     FixRequest(3, "y = x - 1\n", start=2, end=9, max_fixes=2, min_suspicion=0.25,
-               options={"max_steps": 4}, deadline=1.0),
+               options=SamplerOptions(max_steps=4), deadline=1.0),
     ScoreRequest(4, "é😀\n", start=0, end=None, language="python"),
     Cancel(5),
     InfoRequest(6),
     Welcome("fake", "cpu"),
     Result(7, "x = 42\n", [Edit(4, 10, "42")], [SpanFill(Span(4, 10), "42", 2)],
-           {"model": "fake", "nfe": 2, "ms": 1.5}),
-    Result(8, "y\n", [], [], {}, scores=[TokenScore(0, 1, "y", 0.75, "x")]),
+           FillStats("fake", 1, 1, 2, 2, 2, 1.5, 1.0, 2, 0, 0, 0)),
+    Result(8, "y\n", [], [], None, scores=[TokenScore(0, 1, "y", 0.75, "x")]),
     Scores(9, [TokenScore(0, 2, "é😀", 0.0, "é😀")]),
     Step(10, 3, [(0, "ab░░"), (1, "∅")]),
-    WorkerInfo(11, "fake", "cuda:0", {"infill": "0.1.0", "torch": None, "protocol": 1},
-               {"max_frame": 4096, "deadline": 30.0}, True, {"passes": 3}),
+    WorkerInfo(11, "fake", "cuda:0", Versions("0.1.0", None, "5.0", 1),
+               Limits(max_frame=4096, deadline=30.0), True, Counters(4, 3, 5, 1, 0)),
     Error(12, "cancelled", "cancelled by the client"),
     Error(None, "unauthorized", "wrong or missing token"),
 ]
@@ -227,10 +226,32 @@ def test_default_socket_path(monkeypatch):
 
 def test_options_on_the_wire_are_the_non_defaults():
     opts = SamplerOptions(order="margin", threshold=0.5, grow=0)
-    wire = options_to_wire(opts)
+    wire = FillRequest(1, "a", options=opts).to_wire()["options"]
     assert wire == {"order": "margin", "threshold": 0.5, "grow": 0}
-    assert SamplerOptions.build(None, **wire) == opts
-    assert options_to_wire(None) == {} and options_to_wire({"seed": 1}) == {"seed": 1}
+    assert decode_request(pack(FillRequest(1, "a", options=opts))[4:]).options == opts
+    assert FillRequest(1, "a").to_wire()["options"] == {}
+
+
+def test_a_bad_option_is_the_engines_input_error_with_the_id():
+    with pytest.raises(ProtocolError) as info:
+        decode_request(_wire(type="fill", id=7, text="a", options={"threshold": 3}))
+    assert (info.value.code, info.value.id) == ("input", 7)
+    assert info.value.message.startswith("threshold for order 'confidence' must be in")
+
+
+def test_stats_and_worker_records_are_typed_maps():
+    wire = msgpack.unpackb(pack(MESSAGES[9])[4:])
+    assert wire["stats"]["windows"] == 1 and wire["stats"]["ms"] == 1.5
+    info = msgpack.unpackb(pack(MESSAGES[13])[4:])
+    assert info["limits"]["max_frame"] == 4096 and info["counters"]["passes"] == 3
+    with pytest.raises(ProtocolError, match="stats: unknown field 'colour'"):
+        decode_reply(_wire(type="result", id=1, text="", edits=[], fills=[],
+                           stats={**wire["stats"], "colour": 1}))
+    with pytest.raises(ProtocolError, match=r"stats.nfe must be an integer"):
+        decode_reply(_wire(type="result", id=1, text="", edits=[], fills=[],
+                           stats={**wire["stats"], "nfe": "2"}))
+    with pytest.raises(ProtocolError, match="limit max_frame must be a positive number"):
+        decode_reply(msgpack.packb({**info, "limits": {"max_frame": 0}}))
 
 
 def test_a_result_rebuilds_the_engines_fill_result():

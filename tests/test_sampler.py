@@ -12,13 +12,11 @@ from infill import (
     DenoiserError,
     OptionError,
     SamplerOptions,
+    denoise,
     fill_text,
-    prepare_fill,
-    run,
 )
 from infill.core.canvas import Canvas, SpanSlots
-from infill.core.spans import find_holes
-from infill.core.strategies import choose, entropy, pick_tokens, softmax
+from infill.core.scoring import choose, entropy, pick_tokens, softmax
 
 # -- options ---------------------------------------------------------------------------
 
@@ -189,7 +187,7 @@ def test_exact_span_never_gets_null():
     job = DenoiseJob(
         [_canvas(2, exact=True)], SamplerOptions(), special=d.special, vocab_size=VOCAB
     )
-    run(job, d)
+    denoise(job, d)
     assert job.canvases[0].spans[0].ids == [505, 505]
 
 
@@ -203,31 +201,8 @@ def test_special_ids_are_never_committed():
     job = DenoiseJob(
         [_canvas(2, exact=True)], SamplerOptions(), special=d.special, vocab_size=VOCAB
     )
-    run(job, d)
+    denoise(job, d)
     assert job.canvases[0].spans[0].ids == [600, 600]
-
-
-def test_worker_style_batching_of_two_requests_in_one_forward_pass():
-    """Two fills advanced together: one denoiser call per step serves both."""
-    d = TargetDenoiser({"a = ": "1 + 2", "b = ": "'x'"})
-    fills = []
-    for text in ["a = <mask>\n", "b = <mask>\nc = 3\n"]:
-        fills.append(
-            prepare_fill(
-                text, find_holes(text), denoiser=d, options=SamplerOptions(), rewrite=False
-            )
-        )
-    while not all(f.job.done for f in fills):
-        live = [f for f in fills if not f.job.done]
-        batches = [f.job.requests() for f in live]
-        flat = [r for b in batches for r in b]
-        out = d.logits([r.canvas for r in flat], [r.positions for r in flat])
-        for f, b in zip(live, batches, strict=True):
-            f.job.advance(out[: len(b)])
-            out = out[len(b) :]
-    assert [f.result().text for f in fills] == ["a = 1 + 2\n", "b = 'x'\nc = 3\n"]
-    assert len(d.calls) == max(f.job.steps for f in fills)
-    assert len(d.calls[0][0]) == 2  # both canvases in the first pass
 
 
 @pytest.mark.parametrize("order", ["confidence", "margin", "entropy", "left-to-right"])

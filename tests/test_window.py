@@ -9,7 +9,7 @@ import pytest
 from fakes import TargetDenoiser
 
 from infill import Span, WindowError, fill_text
-from infill.core.window import group_spans, plan_windows
+from infill.core.window import plan_windows, spans_per_window
 
 SOURCE = """import os
 
@@ -130,7 +130,7 @@ def test_growth_stops_when_the_canvas_is_full_of_slots():
 def test_grouping_joins_near_spans_and_splits_far_ones():
     text = "a = X\nb = X\n" + "#" * 100 + "\nc = X\n"
     spans = [Span(i, i + 1) for i, ch in enumerate(text) if ch == "X"]
-    groups = group_spans(text, spans, [4, 4, 4], [0, 0, 0], 40, len)
+    groups = spans_per_window(text, spans, [4, 4, 4], [0, 0, 0], 40, len)
     assert groups == [[0, 1], [2]]
     windows = plan_windows(text, spans, allocs=[4] * 3, room=[0] * 3, budget=40, count=len)
     assert [w.spans for w in windows] == [(0, 1), (2,)]
@@ -141,10 +141,10 @@ def test_growth_room_counts_against_joining():
     text = "a = X\n" + "#" * 20 + "\nb = X\n"
     spans = [Span(i, i + 1) for i, ch in enumerate(text) if ch == "X"]
     gap = text.index("b = X") + 4 - text.index("X") - 1
-    assert group_spans(text, spans, [4, 4], [0, 0], 8 + gap, len) == [[0, 1]]
-    assert group_spans(text, spans, [4, 4], [16, 16], 8 + gap, len) == [[0], [1]]
+    assert spans_per_window(text, spans, [4, 4], [0, 0], 8 + gap, len) == [[0, 1]]
+    assert spans_per_window(text, spans, [4, 4], [16, 16], 8 + gap, len) == [[0], [1]]
 
 
 def test_a_span_larger_than_the_budget_is_a_window_error():
     with pytest.raises(WindowError, match="1:5: the span needs 50 tokens"):
-        group_spans("x = X", [Span(4, 5)], [50], [0], 40, len)
+        spans_per_window("x = X", [Span(4, 5)], [50], [0], 40, len)

@@ -39,6 +39,7 @@ from infill.serve.protocol import (
     FixRequest,
     Hello,
     InfoRequest,
+    Limits,
     Result,
     ScoreRequest,
     Scores,
@@ -46,7 +47,8 @@ from infill.serve.protocol import (
     WorkerInfo,
 )
 from infill.serve.scheduler import Scheduler
-from infill.serve.worker import Limits, Worker, WorkerSetupError, bind_unix
+from infill.serve.sockets import WorkerSetupError, bind_unix
+from infill.serve.worker import Worker
 
 TEXTS = ["a = <mask>\n", "b = <mask>\nz = 0\n", "c = <mask>\n"]
 FILLED = ["a = 1 + 2\n", "b = 'xyz'\nz = 0\n", "c = [1, 2, 3]\n"]
@@ -90,7 +92,7 @@ def test_concurrent_clients_get_correct_results_from_shared_forward_passes(sock)
     assert max(len(canvases) for canvases, _ in fake.calls) > 1  # steps were batched
     for text, r in zip(TEXTS, results, strict=True):  # the same as filling in-process
         local = fill_text(text, denoiser=WorkerFake(confidence=0.5))
-        assert (r.edits, r.fills, r.stats["steps"]) == (local.edits, local.fills,
+        assert (r.edits, r.fills, r.stats.steps) == (local.edits, local.fills,
                                                         local.stats.steps)
 
 
@@ -117,7 +119,7 @@ def test_scheduler_batches_round_robin_up_to_max_batch(batching, max_batch, widt
         with ThreadPoolExecutor(1) as pool:
             s = Scheduler(fake, pool, batching=batching, max_batch=max_batch)
             jobs = _jobs(fake, TEXTS)
-            runs = [asyncio.ensure_future(s.run(j)) for j in jobs]
+            runs = [asyncio.ensure_future(s.denoise(j)) for j in jobs]
             loop = asyncio.create_task(s.serve())
             await asyncio.gather(*runs)
             loop.cancel()
@@ -183,9 +185,9 @@ def test_a_closed_connection_cancels_its_requests(sock):
         for _ in range(1000):
             probe.send(InfoRequest(1))
             info = probe.recv()
-            if info.counters["active"] == 0:
+            if info.counters.active == 0:
                 break
-        assert info.counters["active"] == 0 and len(w.scheduler) == 0
+        assert info.counters.active == 0 and len(w.scheduler) == 0
 
 
 # -- requests and errors --------------------------------------------------------------
@@ -208,12 +210,17 @@ def test_fill_spans_fix_score_and_info(sock):
         raw.send(FixRequest(4, "y = x - 1\n", min_suspicion=1.0))
         nothing = raw.recv()
         assert (nothing.text, nothing.edits, nothing.fills, nothing.stats) == (
-            "y = x - 1\n", [], [], {})
+            "y = x - 1\n", [], [], None)
         raw.send(InfoRequest(5))
         info = raw.recv()
         assert isinstance(info, WorkerInfo) and info.model == "fake"
-        assert info.versions["protocol"] == PROTOCOL_VERSION and info.batching
-        assert info.limits == Limits().to_dict() and info.counters["requests"] == 4
+        assert info.versions.protocol == PROTOCOL_VERSION and info.batching
+        assert info.limits == Limits() and info.counters.requests == 4
+
+
+def _fill_with_options(**options) -> bytes:
+    """A fill frame's body with options as a client that does not check them sends them."""
+    return msgpack.packb({**FillRequest(1, "x = <mask>\n").to_wire(), "options": options})
 
 
 @pytest.mark.parametrize(
@@ -221,16 +228,17 @@ def test_fill_spans_fix_score_and_info(sock):
     [
         (FillRequest(1, "no holes\n"), INPUT, "no hole"),
         (FillRequest(1, "x = <mask:>\n"), INPUT, "1:5"),
-        (FillRequest(1, "x = <mask>\n", options={"threshold": 3}), INPUT, "threshold"),
-        (FillRequest(1, "x = <mask>\n", options={"colour": 3}), INPUT, "unknown option"),
+        (_fill_with_options(threshold=3), INPUT, "threshold"),
+        (_fill_with_options(colour=3), INPUT, "unknown option"),
         (FillRequest(1, "x\x00 = <mask>\n"), INPUT, "NUL"),
         (FillRequest(1, "x = 1\n", spans=[]), INPUT, ""),
         (FillRequest(1, "x = 1\n", spans=[Span(9, 10)]), INPUT, "range"),
         (FillRequest(1, "x" * 101), TOO_LARGE, "101 characters"),
         (FillRequest(1, "<mask>" * 5), TOO_LARGE, "5 holes"),
-        (FillRequest(1, "x = <mask>\n", options={"max_span_tokens": 999}), TOO_LARGE,
+        (FillRequest(1, "x = <mask>\n", options=SamplerOptions(max_span_tokens=999)), TOO_LARGE,
          "max_span_tokens"),
-        (FillRequest(1, "x = <mask>\n", options={"max_steps": 10**6}), TOO_LARGE, "max_steps"),
+        (FillRequest(1, "x = <mask>\n", options=SamplerOptions(max_steps=10**6)), TOO_LARGE,
+         "max_steps"),
         (FixRequest(1, "x = 1\n", max_fixes=5), TOO_LARGE, "max_fixes"),
         (ScoreRequest(1, "x = 1\n", start=3, end=99), INPUT, "outside the text"),
     ],
@@ -239,7 +247,10 @@ def test_bad_requests_get_typed_errors(sock, msg, code, needle):
     limits = Limits(max_text=100, max_spans=4, max_span_tokens=300, max_steps=1000)
     with running(Worker(denoiser=WorkerFake(confidence=0.99), limits=limits), sock):
         raw = Raw(sock)
-        raw.send(msg)
+        if isinstance(msg, bytes):
+            raw.send_body(msg)
+        else:
+            raw.send(msg)
         reply = raw.recv()
         assert isinstance(reply, Error) and (reply.id, reply.code) == (1, code), reply
         assert needle in reply.message
@@ -301,7 +312,7 @@ def _wire(**fields):
         (_wire(type="fill", id=3, text=5), 3, BAD_REQUEST),
         (_wire(type="fill", id=3, text="a", spans=[["a", 1]]), 3, BAD_REQUEST),
         (_wire(type="launch", id=4), 4, BAD_REQUEST),
-        (_wire(type="result", id=4, text="", edits=[], fills=[], stats={}), 4, BAD_REQUEST),
+        (_wire(type="result", id=4, text="", edits=[], fills=[], stats=None), 4, BAD_REQUEST),
         (msgpack.packb({"v": 2, "type": "info", "id": 5}), 5, VERSION),
         (_wire(type="hello"), None, BAD_REQUEST),
     ],

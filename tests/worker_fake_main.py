@@ -2,8 +2,9 @@
 
     python tests/worker_fake_main.py --socket PATH [--delay S] [--confidence P] [--token T]
 
-Runs the production `infill.serve.worker.run` (signals, socket file, shutdown) with a
-`WorkerFake` instead of a model, so tests can SIGKILL / SIGTERM a real worker process.
+Runs the production `infill.serve.worker.serve_until_stopped` (signals, socket file,
+shutdown) with a `WorkerFake` instead of a model, so tests can SIGKILL / SIGTERM a real
+worker process.
 The tests that run a worker in a thread import `WorkerFake` from here too.
 """
 
@@ -26,8 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import CTX_BASE, VOCAB, TargetDenoiser, is_slot  # noqa: E402
 
-from infill.serve.protocol import Hello, Message, Welcome, decode_reply, pack, parse_address  # noqa: E402
-from infill.serve.worker import Limits, Worker, run  # noqa: E402
+from infill.serve.protocol import Hello, Limits, Message, Welcome, decode_reply, pack  # noqa: E402
+from infill.serve.sockets import parse_address  # noqa: E402
+from infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
 from model.denoiser import CacheHint  # noqa: E402
 
 HERE = Path(__file__).resolve()
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     worker = Worker(denoiser=WorkerFake(delay=args.delay, confidence=args.confidence),
                     token=args.token, limits=Limits(grace=5.0))
-    return run(worker, f"unix:{args.socket}")
+    return serve_until_stopped(worker, f"unix:{args.socket}")
 
 
 if __name__ == "__main__":

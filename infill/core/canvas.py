@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from model.denoiser import SpecialIds
 
+Slot = tuple[int, int]  # (span index in the request, slot index in the span)
+
 MASK_GLYPH = "░"  # a masked slot, in traces
 NULL_GLYPH = "∅"  # a null slot, in traces
 

@@ -1,11 +1,12 @@
 """Fill masked regions of a text: spans -> windows -> canvases -> DenoiseJob -> text + edits.
 
-    result = fill_text("def f(x):\\n    return <mask>\\n")
-    result = fill_spans(text, [Span(10, 24)])          # rewrite a selection
+    result = fill_text("def f(x):\\n    return <mask>\\n", denoiser=den)
+    result = fill_spans(text, [Span(10, 24)], denoiser=den)    # rewrite a selection
 
-Both build a `Fill` (`prepare_fill`), run its job with the denoiser and read the result. A
-worker that batches several requests calls `prepare_fill` itself, drives the jobs together
-(`Fill.job.requests()` / `.advance()`), and calls `Fill.result()` when a job is done.
+Both prepare a fill (`prepare_holes` / `prepare_fill`: a `PreparedFill`), denoise its job
+and read the result. A worker that batches several requests prepares the fills itself,
+drives their jobs together (`job.requests()` / `job.advance()`), and calls
+`PreparedFill.result()` when a job is done.
 
 The result is the original text with each span's range replaced by the decoded fill (null
 tokens dropped); text outside the spans is copied, never decoded, so it comes back byte
@@ -15,97 +16,22 @@ for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
-from infill.core.diff import Edit, minimal_edits, unified_diff
-from infill.core.errors import InputError, SpanError, line_col
+from infill.core.diff import minimal_edits
+from infill.core.errors import InputError, LimitError, SpanError, line_col
 from infill.core.options import SamplerOptions
-from infill.core.sampler import DenoiseJob, Slot, run
+from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
+from infill.core.sampler import DenoiseJob, denoise
 from infill.core.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
 from infill.core.window import Window, plan_windows
 from model.denoiser import Denoiser
 
 PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines
-
-
-@dataclass(frozen=True)
-class SpanFill:
-    span: Span  # the span, in original-text offsets
-    text: str  # what replaced it (null tokens dropped)
-    tokens: int  # non-null tokens generated for it
-
-
-@dataclass(frozen=True)
-class FillStats:
-    model: str  # the denoiser's name
-    spans: int
-    groups: int  # canvases (windows) the spans went into
-    tokens: int  # non-null tokens generated, all spans
-    nfe: int  # forward passes (one per canvas per step)
-    steps: int  # denoising steps (batched passes)
-    ms: float  # wall time of the whole fill, milliseconds
-    nfe_per_token: float  # nfe / max(tokens, 1)
-    scored: int  # logit rows requested, all passes
-    remasks: int  # committed tokens masked again
-    grown: int  # slots appended to spans that ran out of room
-    trimmed: int  # context tokens dropped to make room for growth
-
-
-@dataclass(frozen=True)
-class TraceStep:
-    """One step of one canvas, for people and tests."""
-
-    step: int
-    group: int
-    scored: int  # positions whose logits were requested
-    committed: tuple[Slot, ...]  # (span, slot) committed in this step
-    remasked: tuple[Slot, ...]
-    grown: tuple[tuple[int, int], ...]  # (span, slots appended)
-    spans: tuple[tuple[int, str], ...]  # (span, text after the step; ░ masked, ∅ null)
-
-    def format(self) -> str:
-        parts = [f"step {self.step} canvas {self.group}: scored {self.scored}"]
-        parts.append("committed " + (" ".join(f"{k}:{j}" for k, j in self.committed) or "-"))
-        if self.remasked:
-            parts.append("remasked " + " ".join(f"{k}:{j}" for k, j in self.remasked))
-        if self.grown:
-            parts.append("grown " + " ".join(f"{k}+{n}" for k, n in self.grown))
-        lines = [", ".join(parts)]
-        lines += [f"  span {k}: {text!r}" for k, text in self.spans]
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class FillResult:
-    text: str  # the filled text
-    original: str  # the text as given (markers included)
-    edits: list[Edit]  # original -> text, minimal, in original character offsets
-    fills: list[SpanFill]  # per span, sorted by position
-    windows: list[Window]  # the canvases' windows
-    stats: FillStats
-    trace: list[TraceStep]
-
-    def diff(self, path: str = "file") -> str:
-        return unified_diff(self.original, self.text, path)
-
-    def trace_text(self) -> str:
-        return "\n".join(step.format() for step in self.trace)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready)."""
-        return {
-            "text": self.text,
-            "edits": [asdict(e) for e in self.edits],
-            "fills": [
-                {"start": f.span.start, "end": f.span.end, "text": f.text, "tokens": f.tokens}
-                for f in self.fills
-            ],
-            "stats": asdict(self.stats),
-        }
 
 
 def check_text(text: str) -> None:
@@ -123,20 +49,12 @@ def check_text(text: str) -> None:
         ) from None
 
 
-class Fill:
-    """A prepared request: its DenoiseJob and what turns the job's slots into a result."""
+class PreparedFill:
+    """A request ready to denoise: its DenoiseJob, and what turns the job's slots into a
+    result once it is done."""
 
-    def __init__(
-        self,
-        text: str,
-        spans: list[Span],
-        windows: list[Window],
-        job: DenoiseJob,
-        denoiser: Denoiser,
-        *,
-        rewrite: bool,
-        started: float,
-    ) -> None:
+    def __init__(self, text: str, spans: list[Span], windows: list[Window], job: DenoiseJob,
+                 denoiser: Denoiser, *, rewrite: bool, started: float) -> None:
         self.text = text
         self.spans = spans
         self.windows = windows
@@ -145,31 +63,46 @@ class Fill:
         self.rewrite = rewrite
         self.started = started
 
+    def span_texts(self) -> list[tuple[int, str]]:
+        """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
+        what a live view shows after a step."""
+        return sorted((s.index, self._render(s.ids)) for c in self.job.canvases
+                      for s in c.spans)
+
     def result(self) -> FillResult:
         if not self.job.done:
             raise RuntimeError("the fill's job is not done")
-        special = self.denoiser.special
-        slots = {s.index: s for c in self.job.canvases for s in c.spans}
-        fills: list[SpanFill] = []
+        fills = self._span_fills()
         parts: list[str] = []
         pos = 0
-        for i, span in enumerate(self.spans):
-            ids = fill_ids(slots[i].ids, special)
-            text = self.denoiser.decode(ids) if ids else ""
-            fills.append(SpanFill(span, text, len(ids)))
-            parts += [self.text[pos : span.start], text]
-            pos = span.end
+        for f in fills:
+            parts += [self.text[pos : f.span.start], f.text]
+            pos = f.span.end
         parts.append(self.text[pos:])
-        filled = "".join(parts)
         edits = minimal_edits(
             self.text, [(f.span.start, f.span.end, f.text, self.rewrite) for f in fills]
         )
+        return FillResult("".join(parts), self.text, edits, fills, self.windows,
+                          self._stats(fills), self._trace())
+
+    def _render(self, ids: Sequence[int]) -> str:
+        return render(ids, self.denoiser.special, self.denoiser.decode)
+
+    def _span_fills(self) -> list[SpanFill]:
+        slots = {s.index: s for c in self.job.canvases for s in c.spans}
+        fills: list[SpanFill] = []
+        for i, span in enumerate(self.spans):
+            ids = fill_ids(slots[i].ids, self.denoiser.special)
+            fills.append(SpanFill(span, self.denoiser.decode(ids) if ids else "", len(ids)))
+        return fills
+
+    def _stats(self, fills: list[SpanFill]) -> FillStats:
         job = self.job
         tokens = sum(f.tokens for f in fills)
-        stats = FillStats(
+        return FillStats(
             model=getattr(self.denoiser, "name", type(self.denoiser).__name__),
             spans=len(self.spans),
-            groups=len(self.windows),
+            windows=len(self.windows),
             tokens=tokens,
             nfe=job.nfe,
             steps=job.steps,
@@ -180,20 +113,68 @@ class Fill:
             grown=sum(n for r in job.trace for _, n in r.grown),
             trimmed=sum(c.trimmed for c in job.canvases),
         )
-        decode = self.denoiser.decode
-        trace = [
-            TraceStep(
-                step=r.step,
-                group=r.group,
-                scored=r.scored,
-                committed=r.committed,
-                remasked=r.remasked,
-                grown=r.grown,
-                spans=tuple((k, render(ids, special, decode)) for k, ids in r.spans),
-            )
-            for r in job.trace
+
+    def _trace(self) -> list[TraceStep]:
+        return [
+            TraceStep(step=r.step, canvas=r.canvas, scored=r.scored, committed=r.committed,
+                      remasked=r.remasked, grown=r.grown,
+                      spans=tuple((k, self._render(ids)) for k, ids in r.spans))
+            for r in self.job.trace
         ]
-        return FillResult(filled, self.text, edits, fills, self.windows, stats, trace)
+
+
+@dataclass(frozen=True)
+class _Allocation:
+    """How many slots a span starts with and may grow to."""
+
+    slots: int  # allocated at the start
+    cap: int  # the most it may grow to
+    exact: bool  # exactly `slots`: no null, no growth
+    room: int  # growth room its window keeps free
+
+
+def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
+              count: Callable[[str], int]) -> _Allocation:
+    """The allocation of one span (the length contract, docs/ARCHITECTURE.md)."""
+    o = options
+    where = line_col(text, span.start)
+    exact = o.exact_length or span.exact
+    if exact and span.length is None:
+        raise SpanError(
+            f"{where}: exact length needs a length for every span (a hint like <mask:8>)"
+        )
+    if span.length is not None:
+        slots = span.length
+    elif rewrite and span.end > span.start:
+        # The text being rewritten is the best guess of its replacement's length.
+        slots = min(max(1, count(text[span.start : span.end])), o.max_span_tokens)
+    else:
+        slots = o.default_span_tokens
+    if slots > o.max_span_tokens:
+        raise SpanError(
+            f"{where}: the span asks for {slots} tokens; max_span_tokens is {o.max_span_tokens}"
+        )
+    cap = slots if exact else o.max_span_tokens
+    return _Allocation(slots, cap, exact, 0 if exact else min(o.grow, cap - slots))
+
+
+def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocation], *,
+            denoiser: Denoiser, budget: int) -> Canvas:
+    """The window's canvas: its context segments encoded one by one, masked slots."""
+
+    def encode(piece: str) -> list[int]:
+        return list(denoiser.encode(piece)) if piece else []
+
+    idx = list(window.spans)
+    mask = denoiser.special.mask
+    return Canvas(
+        left=encode(text[window.start : spans[idx[0]].start]),
+        spans=[SpanSlots(i, [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact)
+               for i in idx],
+        gaps=[encode(text[spans[a].end : spans[b].start]) for a, b in pairwise(idx)],
+        right=encode(text[spans[idx[-1]].end : window.end]),
+        budget=budget,
+    )
 
 
 def prepare_fill(
@@ -205,7 +186,7 @@ def prepare_fill(
     rewrite: bool,
     language: str | None = PYTHON,
     parse_text: str | None = None,
-) -> Fill:
+) -> PreparedFill:
     """Validate spans, choose windows, build canvases and the job. No forward pass yet.
 
     Args:
@@ -221,70 +202,48 @@ def prepare_fill(
     started = time.perf_counter()
     check_text(text)
     ordered = check_spans(text, list(spans))
-    o = options
     budget = denoiser.max_length
-    if o.window_tokens is not None:
-        budget = min(budget, o.window_tokens)
+    if options.window_tokens is not None:
+        budget = min(budget, options.window_tokens)
 
     def count(piece: str) -> int:
         return len(denoiser.encode(piece)) if piece else 0
 
-    allocs: list[int] = []
-    room: list[int] = []
-    exact: list[bool] = []
-    caps: list[int] = []
-    for s in ordered:
-        where = line_col(text, s.start)
-        is_exact = o.exact_length or s.exact
-        if is_exact and s.length is None:
-            raise SpanError(
-                f"{where}: exact length needs a length for every span (a hint like <mask:8>)"
-            )
-        if s.length is not None:
-            alloc = s.length
-        elif rewrite and s.end > s.start:
-            # The text being rewritten is the best guess of its replacement's length.
-            alloc = min(max(1, count(text[s.start : s.end])), o.max_span_tokens)
-        else:
-            alloc = o.default_span_tokens
-        if alloc > o.max_span_tokens:
-            raise SpanError(
-                f"{where}: the span asks for {alloc} tokens; max_span_tokens is {o.max_span_tokens}"
-            )
-        cap = alloc if is_exact else o.max_span_tokens
-        allocs.append(alloc)
-        exact.append(is_exact)
-        caps.append(cap)
-        room.append(0 if is_exact else min(o.grow, cap - alloc))
-
+    allocs = [_allocate(text, s, options, rewrite=rewrite, count=count) for s in ordered]
     windows = plan_windows(
         text,
         ordered,
-        allocs=allocs,
-        room=room,
+        allocs=[a.slots for a in allocs],
+        room=[a.room for a in allocs],
         budget=budget,
         count=count,
         parse_text=(parse_text if parse_text is not None else text) if language == PYTHON else None,
     )
-    mask = denoiser.special.mask
-    canvases: list[Canvas] = []
-    for w in windows:
-        idx = list(w.spans)
+    canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget)
+                for w in windows]
+    job = DenoiseJob(canvases, options, special=denoiser.special,
+                     vocab_size=denoiser.vocab_size)
+    return PreparedFill(text, ordered, windows, job, denoiser, rewrite=rewrite,
+                        started=started)
 
-        def encode(piece: str) -> list[int]:
-            return list(denoiser.encode(piece)) if piece else []
 
-        canvases.append(
-            Canvas(
-                left=encode(text[w.start : ordered[idx[0]].start]),
-                spans=[SpanSlots(i, [mask] * allocs[i], caps[i], exact[i]) for i in idx],
-                gaps=[encode(text[ordered[a].end : ordered[b].start]) for a, b in pairwise(idx)],
-                right=encode(text[ordered[idx[-1]].end : w.end]),
-                budget=budget,
-            )
-        )
-    job = DenoiseJob(canvases, o, special=denoiser.special, vocab_size=denoiser.vocab_size)
-    return Fill(text, ordered, windows, job, denoiser, rewrite=rewrite, started=started)
+def prepare_holes(
+    text: str,
+    *,
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    marker: str = DEFAULT_MARKER,
+    language: str | None = PYTHON,
+    max_spans: int | None = None,
+) -> PreparedFill:
+    """`prepare_fill` for every hole marker in `text`; more than `max_spans` holes is a
+    LimitError (a worker's limit)."""
+    check_text(text)
+    spans = find_holes(text, marker)
+    if max_spans is not None and len(spans) > max_spans:
+        raise LimitError(f"{len(spans)} holes; the limit is {max_spans}")
+    return prepare_fill(text, spans, denoiser=denoiser, options=options, rewrite=False,
+                        language=language, parse_text=neutralise(text, spans))
 
 
 def fill_text(
@@ -308,18 +267,9 @@ def fill_text(
     Raises InfillError (a subclass naming the problem) for bad input or options.
     """
     opts = SamplerOptions.build(options, **overrides)
-    check_text(text)
-    spans = find_holes(text, marker)
-    fill = prepare_fill(
-        text,
-        spans,
-        denoiser=denoiser,
-        options=opts,
-        rewrite=False,
-        language=language,
-        parse_text=neutralise(text, spans),
-    )
-    run(fill.job, denoiser)
+    fill = prepare_holes(text, denoiser=denoiser, options=opts, marker=marker,
+                         language=language)
+    denoise(fill.job, denoiser)
     return fill.result()
 
 
@@ -338,8 +288,7 @@ def fill_spans(
     Args: as for `fill_text`, with `spans` instead of markers (Span(start, end, length)).
     """
     opts = SamplerOptions.build(options, **overrides)
-    check_text(text)
     fill = prepare_fill(text, spans, denoiser=denoiser, options=opts, rewrite=True,
                         language=language)
-    run(fill.job, denoiser)
+    denoise(fill.job, denoiser)
     return fill.result()

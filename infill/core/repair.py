@@ -13,30 +13,23 @@ comes back as edits.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from infill.core.engine import PYTHON, Fill, FillResult, check_text, prepare_fill
+from infill.core.engine import PYTHON, PreparedFill, check_text, prepare_fill
 from infill.core.errors import SpanError
 from infill.core.options import SamplerOptions
-from infill.core.sampler import run
+from infill.core.results import FillResult, TokenScore
+from infill.core.sampler import denoise
+from infill.core.scoring import softmax
 from infill.core.spans import Span
-from infill.core.strategies import softmax
 from infill.core.window import plan_windows
 from model.denoiser import Denoiser
 
 _WORD = re.compile(r"\w+|[^\w\s]+")  # an identifier / number, or a run of operator characters
-
-
-@dataclass(frozen=True)
-class TokenScore:
-    start: int  # character range of the token in the text
-    end: int
-    text: str  # the token as written
-    suspicion: float  # 1 - p(this token | everything else), in [0, 1]
-    likely: str  # the model's most likely token here (a hint, not a fix)
 
 
 def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, int]] | None:
@@ -54,24 +47,11 @@ def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, i
     return [(bounds[k], bounds[k + 1]) for k in range(len(ids))]
 
 
-def score_text(
-    text: str,
-    *,
-    denoiser: Denoiser,
-    start: int = 0,
-    end: int | None = None,
-    language: str | None = PYTHON,
-) -> list[TokenScore]:
-    """Suspicion of every token in text[start:end], one forward pass per window."""
-    check_text(text)
-    end = len(text) if end is None else end
-    if not 0 <= start <= end <= len(text):
-        raise SpanError(f"range {start}..{end} is outside the text (0..{len(text)})")
-    den = denoiser
-    count = lambda s: len(den.encode(s))  # noqa: E731
-    # Long ranges are scored in chunks of whole lines, each inside its own window.
+def _chunks(text: str, start: int, end: int, budget: int, count: Callable[[str], int]
+            ) -> list[tuple[int, int]]:
+    """text[start:end] cut into ranges of whole lines of at most `budget` tokens (a line
+    longer than that is cut at the budget's characters)."""
     chunks: list[tuple[int, int]] = []
-    budget = den.max_length // 2
     pos = start
     while pos < end:
         stop, used = pos, 0
@@ -87,36 +67,75 @@ def score_text(
                 break
         chunks.append((pos, stop))
         pos = stop
-    canvases: list[list[int]] = []
-    positions: list[list[int]] = []
-    metas: list[tuple[int, list[int], list[tuple[int, int]] | None]] = []
-    for a, b in chunks:
-        (win,) = plan_windows(text, [Span(a, b)], allocs=[count(text[a:b])], room=[0],
-                              budget=den.max_length, count=count,
-                              parse_text=text if language == PYTHON else None)
-        before, middle, after = (den.encode(text[win.start:a]), den.encode(text[a:b]),
-                                 den.encode(text[b:win.end]))
-        canvases.append(before + middle + after)
-        positions.append(list(range(len(before), len(before) + len(middle))))
-        metas.append((a, middle, _char_offsets(den, middle, text[a:b])))
+    return chunks
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One range to score, on its own canvas (its window around it)."""
+
+    start: int  # the range's first character in the text
+    canvas: list[int]  # window ids: before + tokens + after
+    first: int  # canvas position of the range's first token
+    tokens: list[int]  # the range's own ids
+    offsets: list[tuple[int, int]] | None  # each token's characters, relative to `start`
+
+
+def _chunk(den: Denoiser, text: str, a: int, b: int, language: str | None) -> _Chunk:
+    count = lambda s: len(den.encode(s))  # noqa: E731
+    (win,) = plan_windows(text, [Span(a, b)], allocs=[count(text[a:b])], room=[0],
+                          budget=den.max_length, count=count,
+                          parse_text=text if language == PYTHON else None)
+    before, middle, after = (den.encode(text[win.start:a]), den.encode(text[a:b]),
+                             den.encode(text[b:win.end]))
+    return _Chunk(a, before + middle + after, len(before), middle,
+                  _char_offsets(den, middle, text[a:b]))
+
+
+def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
+                  ) -> list[TokenScore]:
+    """Suspicion and likeliest token of each token of the chunk (tokens that share a
+    character with the next one are left out)."""
+    if not chunk.tokens or chunk.offsets is None:
+        return []
+    probs = softmax(logits)  # (n, V)
+    seen = probs[np.arange(len(chunk.tokens)), chunk.tokens]
+    sp = den.special
+    best = np.where(np.isin(np.arange(probs.shape[1]), [sp.mask, sp.pad, sp.null]), -1.0,
+                    probs).argmax(axis=-1)  # the hint is never a special token
     scores: list[TokenScore] = []
-    for logits, (a, middle, offsets) in zip(den.logits(canvases, positions), metas,
-                                            strict=True):
-        if not middle:
+    for k, tok in enumerate(chunk.tokens):
+        s, e = chunk.offsets[k]
+        if s == e:
             continue
-        probs = softmax(logits)  # (n, V)
-        seen = probs[np.arange(len(middle)), middle]
-        sp = den.special
-        best = np.where(np.isin(np.arange(probs.shape[1]), [sp.mask, sp.pad, sp.null]), -1.0,
-                        probs).argmax(axis=-1)  # the hint is never a special token
-        for k, tok in enumerate(middle):
-            s, e = offsets[k] if offsets is not None else (0, 0)
-            if offsets is None or s == e:
-                continue
-            scores.append(TokenScore(a + s, a + e, text[a + s:a + e], float(1 - seen[k]),
-                                     den.decode([int(best[k])]) if best[k] != tok else
-                                     text[a + s:a + e]))
+        written = text[chunk.start + s:chunk.start + e]
+        likely = den.decode([int(best[k])]) if best[k] != tok else written
+        scores.append(TokenScore(chunk.start + s, chunk.start + e, written,
+                                 float(1 - seen[k]), likely))
     return scores
+
+
+def score_text(
+    text: str,
+    *,
+    denoiser: Denoiser,
+    start: int = 0,
+    end: int | None = None,
+    language: str | None = PYTHON,
+) -> list[TokenScore]:
+    """Suspicion of every token in text[start:end], one forward pass per window (long
+    ranges are scored in chunks of whole lines, each inside its own window)."""
+    check_text(text)
+    end = len(text) if end is None else end
+    if not 0 <= start <= end <= len(text):
+        raise SpanError(f"range {start}..{end} is outside the text (0..{len(text)})")
+    den = denoiser
+    ranges = _chunks(text, start, end, den.max_length // 2, lambda s: len(den.encode(s)))
+    chunks = [_chunk(den, text, a, b, language) for a, b in ranges]
+    logits = den.logits([c.canvas for c in chunks],
+                        [list(range(c.first, c.first + len(c.tokens))) for c in chunks])
+    return [score for c, rows in zip(chunks, logits, strict=True)
+            for score in _token_scores(den, text, c, rows)]
 
 
 def _widen(text: str, s: int, e: int) -> tuple[int, int]:
@@ -160,7 +179,7 @@ def prepare_fix(
     max_fixes: int = 1,
     min_suspicion: float = 0.5,
     language: str | None = PYTHON,
-) -> tuple[Fill | None, list[TokenScore]]:
+) -> tuple[PreparedFill | None, list[TokenScore]]:
     """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens:
     None when no token reached `min_suspicion`. The worker runs the fill in its scheduler;
     `fix_text` runs it here."""
@@ -196,5 +215,5 @@ def fix_text(
                                language=language)
     if fill is None:
         return None, scores
-    run(fill.job, denoiser)
+    denoise(fill.job, denoiser)
     return fill.result(), scores

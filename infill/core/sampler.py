@@ -5,7 +5,7 @@
         batch = job.requests()                  # [(canvas ids, positions to score)]
         job.advance(denoiser.logits(...batch))  # one forward pass per canvas
 
-`run(job, denoiser)` is that loop. The job never calls the network itself, so a worker can
+`denoise(job, denoiser)` is that loop. The job never calls the network itself, so a worker can
 put the steps of many jobs into one batched forward pass (concatenate their requests, split
 the logits back). The job knows nothing about text either: it works on ids.
 
@@ -13,7 +13,7 @@ One step of one canvas:
 1. Remask (only with `remask_threshold`): committed, non-null span tokens whose probability
    under this pass fell below the threshold are masked again, lowest first, while the
    request's `remask_budget` lasts (ReMDM-style self-correction).
-2. Commit: the order's strategy picks masked positions (infill/strategies.py); each gets
+2. Commit: the order's strategy picks masked positions (infill/core/strategies.py); each gets
    its argmax token, or a draw at temperature > 0. A committed null ends its span: every
    later slot of that span that is still masked becomes null too (nulls fill the tail).
    The step that reaches `max_steps` commits every masked position.
@@ -37,13 +37,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from infill.core.canvas import Canvas
+from infill.core.canvas import Canvas, Slot, SpanSlots
 from infill.core.errors import DenoiserError
 from infill.core.options import SamplerOptions
-from infill.core.strategies import STRATEGIES, choose, pick_tokens, softmax
+from infill.core.scoring import SCORES, choose, pick_tokens, softmax
+from infill.core.strategies import STRATEGIES
 from model.denoiser import CacheHint, Denoiser, SpecialIds
-
-Slot = tuple[int, int]  # (span index in the request, slot index in the span)
 
 _job_serial = itertools.count()  # makes cache keys unique within a process
 
@@ -59,7 +58,7 @@ class StepRecord:
     """What one step did to one canvas (trace)."""
 
     step: int  # 1-based, counted per job
-    group: int  # canvas index in the job
+    canvas: int  # canvas index in the job
     scored: int  # positions whose logits were requested
     committed: tuple[Slot, ...]  # slots committed, in slot order (null tails included)
     remasked: tuple[Slot, ...]  # slots masked again
@@ -206,90 +205,22 @@ class DenoiseJob:
             self._step(p, arr)
 
     def _step(self, p: _Pending, arr: np.ndarray) -> None:
-        o, sp = self.options, self.special
+        """Remask, commit, grow and maybe finish canvas `p.canvas` with its logits."""
         canvas = self.canvases[p.canvas]
         by_index = {s.index: s for s in canvas.spans}
         self._canvas_steps[p.canvas] += 1
-        last = o.max_steps is not None and self._canvas_steps[p.canvas] >= o.max_steps
-
-        x = arr.astype(np.float32, copy=True)
-        x[:, [sp.mask, sp.pad]] = -np.inf
-        slots = p.masked + p.committed
-        exact_rows = [r for r, (k, _) in enumerate(slots) if by_index[k].exact]
-        if exact_rows:
-            x[exact_rows, sp.null] = -np.inf
-        probs = softmax(x)
-
-        remasked: list[Slot] = []
-        if p.committed and not last:
-            rows = np.arange(len(p.masked), len(slots))
-            current = np.array([by_index[k].ids[j] for k, j in p.committed])
-            prob = probs[rows, current]
-            low = [int(i) for i in np.argsort(prob, kind="stable") if prob[i] < o.remask_threshold]
-            for i in low[: self._remask_left]:
-                k, j = p.committed[i]
-                by_index[k].ids[j] = sp.mask
-                remasked.append((k, j))
-            self._remask_left -= len(remasked)
-            self.remasks += len(remasked)
-
-        committed: list[Slot] = []
-        if p.masked:
-            n = len(p.masked)
-            tokens = pick_tokens(x[:n], o.temperature, self._rng)
-            if last or self.strategy.sequential:
-                chosen = np.arange(n)
-            else:
-                scores = self.strategy.score(probs[:n], tokens)
-                chosen = choose(scores, cut=self._cut, k=o.tokens_per_step)
-            for r in chosen:  # ascending rows = slot order, so a null ends its span first
-                k, j = p.masked[int(r)]
-                span = by_index[k]
-                if span.ids[j] != sp.mask:  # nulled by an earlier commit of this step
-                    continue
-                tok = int(tokens[int(r)])
-                span.ids[j] = tok
-                committed.append((k, j))
-                if tok == sp.null:
-                    for j2 in range(j + 1, len(span.ids)):
-                        if span.ids[j2] == sp.mask:
-                            span.ids[j2] = sp.null
-                            committed.append((k, j2))
-
-        grown: list[tuple[int, int]] = []
-        if not last:
-            for span in canvas.spans:
-                if (
-                    span.exact
-                    or o.grow == 0
-                    or not span.can_grow
-                    or len(span.ids) >= span.cap
-                    or sp.mask in span.ids
-                    or sp.null in span.ids
-                ):
-                    continue
-                n_new = canvas.make_room(min(o.grow, span.cap - len(span.ids)))
-                if n_new == 0:
-                    span.can_grow = False
-                    continue
-                span.ids.extend([sp.mask] * n_new)
-                grown.append((span.index, n_new))
-                self._moved[p.canvas] = True  # positions after the span shifted
-
-        masked_left = any(sp.mask in s.ids for s in canvas.spans)
-        if last:
-            self._done[p.canvas] = True
-        elif not masked_left:
-            has_tokens = any(t != sp.null for s in canvas.spans for t in s.ids)
-            changed = bool(committed or remasked)
-            # With remasking, one more pass checks that the finished fill is stable.
-            self._done[p.canvas] = not (self._remask_left > 0 and has_tokens and changed)
-
+        last = self.options.max_steps is not None and (
+            self._canvas_steps[p.canvas] >= self.options.max_steps)
+        x, probs = self._probabilities(p, arr, by_index)
+        remasked = self._remask(p, probs, by_index) if p.committed and not last else []
+        committed = self._commit(p, x, probs, by_index, last) if p.masked else []
+        grown = [] if last else self._grow(p.canvas)
+        self._settle(p.canvas, last, changed=bool(committed or remasked))
         self.trace.append(
             StepRecord(
                 step=self.steps,
-                group=p.canvas,
-                scored=len(slots),
+                canvas=p.canvas,
+                scored=len(p.masked) + len(p.committed),
                 committed=tuple(sorted(committed)),
                 remasked=tuple(remasked),
                 grown=tuple(grown),
@@ -297,8 +228,102 @@ class DenoiseJob:
             )
         )
 
+    def _probabilities(self, p: _Pending, arr: np.ndarray, by_index: dict[int, SpanSlots]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """(logits, probabilities) of the rows, over the ids a slot may take: never mask or
+        pad, and no null in an exact span."""
+        sp = self.special
+        x = arr.astype(np.float32, copy=True)  # (rows, V)
+        x[:, [sp.mask, sp.pad]] = -np.inf
+        exact_rows = [r for r, (k, _) in enumerate(p.masked + p.committed)
+                      if by_index[k].exact]
+        if exact_rows:
+            x[exact_rows, sp.null] = -np.inf
+        return x, softmax(x)
 
-def run(job: DenoiseJob, denoiser: Denoiser) -> DenoiseJob:
+    def _remask(self, p: _Pending, probs: np.ndarray, by_index: dict[int, SpanSlots]
+                ) -> list[Slot]:
+        """Mask again the committed slots whose probability fell below the threshold,
+        lowest first, while the budget lasts."""
+        rows = np.arange(len(p.masked), len(p.masked) + len(p.committed))
+        current = np.array([by_index[k].ids[j] for k, j in p.committed])
+        prob = probs[rows, current]
+        cut = self.options.remask_threshold
+        low = [int(i) for i in np.argsort(prob, kind="stable") if prob[i] < cut]
+        remasked: list[Slot] = []
+        for i in low[: self._remask_left]:
+            k, j = p.committed[i]
+            by_index[k].ids[j] = self.special.mask
+            remasked.append((k, j))
+        self._remask_left -= len(remasked)
+        self.remasks += len(remasked)
+        return remasked
+
+    def _commit(self, p: _Pending, x: np.ndarray, probs: np.ndarray,
+                by_index: dict[int, SpanSlots], last: bool) -> list[Slot]:
+        """Commit the masked slots the order picks (all of them in the last step); a
+        committed null ends its span."""
+        sp, n = self.special, len(p.masked)
+        tokens = pick_tokens(x[:n], self.options.temperature, self._rng)
+        if last or self.strategy.sequential:
+            chosen = np.arange(n)
+        else:
+            scores = SCORES[self.strategy.name](probs[:n], tokens)
+            chosen = choose(scores, cut=self._cut, k=self.options.tokens_per_step)
+        committed: list[Slot] = []
+        for r in chosen:  # ascending rows = slot order, so a null ends its span first
+            k, j = p.masked[int(r)]
+            span = by_index[k]
+            if span.ids[j] != sp.mask:  # nulled by an earlier commit of this step
+                continue
+            tok = int(tokens[int(r)])
+            span.ids[j] = tok
+            committed.append((k, j))
+            if tok == sp.null:
+                for j2 in range(j + 1, len(span.ids)):
+                    if span.ids[j2] == sp.mask:
+                        span.ids[j2] = sp.null
+                        committed.append((k, j2))
+        return committed
+
+    def _grow(self, ci: int) -> list[tuple[int, int]]:
+        """Append `grow` masked slots to each span that filled up without a null."""
+        o, sp = self.options, self.special
+        canvas = self.canvases[ci]
+        grown: list[tuple[int, int]] = []
+        for span in canvas.spans:
+            if (
+                span.exact
+                or o.grow == 0
+                or not span.can_grow
+                or len(span.ids) >= span.cap
+                or sp.mask in span.ids
+                or sp.null in span.ids
+            ):
+                continue
+            n_new = canvas.make_room(min(o.grow, span.cap - len(span.ids)))
+            if n_new == 0:
+                span.can_grow = False
+                continue
+            span.ids.extend([sp.mask] * n_new)
+            grown.append((span.index, n_new))
+            self._moved[ci] = True  # positions after the span shifted
+        return grown
+
+    def _settle(self, ci: int, last: bool, *, changed: bool) -> None:
+        """Mark canvas `ci` done: after its last step, or when nothing is masked (and,
+        with remasking, one more pass found the fill stable)."""
+        sp = self.special
+        spans = self.canvases[ci].spans
+        if last:
+            self._done[ci] = True
+        elif not any(sp.mask in s.ids for s in spans):
+            has_tokens = any(t != sp.null for s in spans for t in s.ids)
+            # With remasking, one more pass checks that the finished fill is stable.
+            self._done[ci] = not (self._remask_left > 0 and has_tokens and changed)
+
+
+def denoise(job: DenoiseJob, denoiser: Denoiser) -> DenoiseJob:
     """Drive `job` to the end with `denoiser`, one batched forward pass per step.
 
     Args:

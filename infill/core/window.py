@@ -1,21 +1,23 @@
 """Context windows: which spans share a canvas, and which text around them it holds.
 
-A canvas holds at most `budget` tokens (the denoiser's max_length, or less by option):
+A window is a range of the text; its canvas (infill/core/canvas.py) is the window's token
+ids, with the spans' slots in place. One canvas per window. A canvas holds at most
+`budget` tokens (the denoiser's max_length, or less by option):
 
     canvas tokens = context tokens + allocated span tokens + room for growth
 
-1. Grouping: spans are taken in order; a span joins the current group when the group,
+1. Spans per window: spans are taken in order; a span joins the current window when it,
    from its first span to this one (allocations + the text between them + room for one
-   growth chunk), still fits the budget. Otherwise it starts a new group: spans too far
+   growth chunk), still fits the budget. Otherwise it starts a new window: spans too far
    apart are denoised in separate canvases (one batch, but they do not see each other).
-2. Context: the group's core (first span start .. last span end) is widened to whole
+2. Context: the window's core (first span start .. last span end) is widened to whole
    lines. For Python, the enclosing scopes found with tree-sitter (function, class, their
    decorators, the module-level statement, the module) are tried smallest first, and the
    window ascends to the next one while it fits: a window that ends at scope edges is
    better context than one that ends mid-function. Then whole lines are added, one above
    and one below in turn, while the budget allows. Other languages and text whose scopes
    do not parse get the line expansion alone. A window never reaches into another
-   group's spans (that text would be hole markers or text being rewritten).
+   window's spans (that text would be hole markers or text being rewritten).
 """
 
 from __future__ import annotations
@@ -23,17 +25,15 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from itertools import pairwise
 
 from infill.core.errors import WindowError, line_col
+from infill.core.scopes import PythonScopes
 from infill.core.spans import Span
 
 CountTokens = Callable[[str], int]
 
 _MAX_CHARS_PER_TOKEN = 64  # a generous bound, used only to skip hopeless scopes early
-# Node types that delimit a scope worth keeping whole.
-_SCOPE_TYPES = {"function_definition", "class_definition"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class _Lines:
         return self.start(self.index(start)), self.end(last)
 
 
-def group_spans(
+def spans_per_window(
     text: str,
     spans: Sequence[Span],
     allocs: Sequence[int],
@@ -88,75 +88,33 @@ def group_spans(
     budget: int,
     count: CountTokens,
 ) -> list[list[int]]:
-    """Greedy grouping of (sorted) spans into canvases of at most `budget` tokens."""
+    """Which (sorted) spans share a window: greedily, while the window's canvas fits
+    `budget` tokens. One list of span indices per window."""
     for i, s in enumerate(spans):
         if allocs[i] > budget:
             raise WindowError(
                 f"{line_col(text, s.start)}: the span needs {allocs[i]} tokens but a canvas "
                 f"holds at most {budget}"
             )
-    groups: list[list[int]] = [[0]]
-    cost = allocs[0]  # allocations + text between the group's spans
+    per_window: list[list[int]] = [[0]]
+    cost = allocs[0]  # allocations + text between the window's spans
     for i in range(1, len(spans)):
         gap = count(text[spans[i - 1].end : spans[i].start])
-        group = groups[-1]
-        reserve = max(room[j] for j in [*group, i])
+        members = per_window[-1]
+        reserve = max(room[j] for j in [*members, i])
         if cost + gap + allocs[i] + reserve <= budget:
-            group.append(i)
+            members.append(i)
             cost += gap + allocs[i]
         else:
-            groups.append([i])
+            per_window.append([i])
             cost = allocs[i]
-    return groups
-
-
-@cache
-def python_parser():  # noqa: ANN202 - tree_sitter types
-    import tree_sitter
-    import tree_sitter_python
-
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
-
-
-class PythonScopes:
-    """Enclosing scopes in Python source, parsed once with tree-sitter."""
-
-    def __init__(self, source: str) -> None:
-        self.data = source.encode("utf-8")
-        self.source = source
-        self.tree = python_parser().parse(self.data)
-
-    def _char(self, b: int) -> int:
-        return len(self.data[:b].decode("utf-8", errors="replace"))
-
-    def around(self, start: int, end: int) -> list[tuple[int, int, str]]:
-        """Scopes enclosing characters [start, end), smallest first, as (start, end, node
-        type). Scopes that tree-sitter could not parse cleanly are left out: their extent is
-        a guess."""
-        b_start = len(self.source[:start].encode("utf-8"))
-        b_end = b_start + len(self.source[start:end].encode("utf-8"))
-        node = self.tree.root_node.descendant_for_byte_range(b_start, b_end)
-        scopes: list[tuple[int, int, str]] = []
-        while node is not None:
-            parent = node.parent
-            take = None
-            if node.type in _SCOPE_TYPES:
-                decorated = parent is not None and parent.type == "decorated_definition"
-                take = parent if decorated else node
-            elif node.type == "module" or (parent is not None and parent.type == "module"):
-                take = node
-            if take is not None and not take.has_error:
-                scope = (self._char(take.start_byte), self._char(take.end_byte), take.type)
-                if not scopes or scopes[-1][:2] != scope[:2]:
-                    scopes.append(scope)
-            node = parent
-        return scopes
+    return per_window
 
 
 def choose_window(
     text: str,
     spans: Sequence[Span],
-    group: Sequence[int],
+    members: Sequence[int],
     *,
     limits: tuple[int, int],
     context_budget: int,
@@ -164,38 +122,57 @@ def choose_window(
     lines: _Lines,
     scopes: PythonScopes | None,
 ) -> tuple[int, int, str]:
-    """The window [start, end) for one group and what it was built from.
+    """The window [start, end) around spans `members` and what it was built from.
 
-    `limits` bounds the window (neighbouring groups' spans); `context_budget` is the number
-    of tokens the text outside the core may take.
+    `limits` bounds the window (neighbouring windows' spans); `context_budget` is the
+    number of tokens the text outside the core may take.
     """
     lo, hi = limits
-    core_start, core_end = spans[group[0]].start, spans[group[-1]].end
+    core = spans[members[0]].start, spans[members[-1]].end
 
     def cost(ws: int, we: int) -> int:
-        return count(text[ws:core_start]) + count(text[core_end:we])
+        return count(text[ws : core[0]]) + count(text[core[1] : we])
 
-    ws, we = lines.widen(core_start, core_end)
+    ws, we = lines.widen(*core)
     ws, we = max(ws, lo), min(we, hi)
-    scope = "lines"
     if cost(ws, we) > context_budget:
-        return _shrink(text, core_start, core_end, ws, we, context_budget, cost, lines)
+        return _shrink(text, core, ws, we, context_budget, cost, lines)
+    scope = "lines"
     if scopes is not None:
-        for s_start, s_end, kind in scopes.around(core_start, core_end):
-            c_start, c_end = lines.widen(s_start, s_end)
-            if c_start < lo or c_end > hi:
-                break
-            # Cheap rejection before encoding a huge scope (a module of a long file): no
-            # tokenizer packs more than _MAX_CHARS_PER_TOKEN characters into a token.
-            if c_end - c_start > _MAX_CHARS_PER_TOKEN * (context_budget + 1):
-                break
-            if cost(c_start, c_end) > context_budget:
-                break
-            ws, we, scope = c_start, c_end, kind
+        ws, we, scope = _ascend_scopes(scopes, core, (ws, we), limits=limits,
+                                       context_budget=context_budget, cost=cost, lines=lines)
+    ws, we = _add_lines(text, (ws, we), limits=limits, used=cost(ws, we),
+                        context_budget=context_budget, lines=lines)
+    return _shrink(text, core, ws, we, context_budget, cost, lines, scope)
 
-    # Whole lines above and below, in turn, while they fit. The running cost adds line
-    # counts (exact for tokenizers that split at "\n"); _shrink corrects any excess.
-    used = cost(ws, we)
+
+def _ascend_scopes(scopes: PythonScopes, core: tuple[int, int], window: tuple[int, int], *,
+                   limits: tuple[int, int], context_budget: int,
+                   cost: Callable[[int, int], int], lines: _Lines) -> tuple[int, int, str]:
+    """The largest enclosing scope (smallest first) whose whole lines fit, or `window`."""
+    lo, hi = limits
+    (ws, we), scope = window, "lines"
+    for s_start, s_end, kind in scopes.around(*core):
+        c_start, c_end = lines.widen(s_start, s_end)
+        if c_start < lo or c_end > hi:
+            break
+        # Cheap rejection before encoding a huge scope (a module of a long file): no
+        # tokenizer packs more than _MAX_CHARS_PER_TOKEN characters into a token.
+        if c_end - c_start > _MAX_CHARS_PER_TOKEN * (context_budget + 1):
+            break
+        if cost(c_start, c_end) > context_budget:
+            break
+        ws, we, scope = c_start, c_end, kind
+    return ws, we, scope
+
+
+def _add_lines(text: str, window: tuple[int, int], *, limits: tuple[int, int], used: int,
+               context_budget: int, lines: _Lines) -> tuple[int, int]:
+    """Whole lines above and below `window`, in turn, while they fit. The running cost
+    adds line counts (exact for tokenizers that split at "\\n"); _shrink corrects any
+    excess."""
+    lo, hi = limits
+    ws, we = window
     up, down = lines.index(ws) - 1, lines.index(we) if we < len(text) else len(lines.starts)
     grow_up, grow_down = ws > lo and ws == lines.start(lines.index(ws)), we < hi
     while grow_up or grow_down:
@@ -217,13 +194,12 @@ def choose_window(
                 down += 1
             else:
                 grow_down = False
-    return _shrink(text, core_start, core_end, ws, we, context_budget, cost, lines, scope)
+    return ws, we
 
 
 def _shrink(
     text: str,
-    core_start: int,
-    core_end: int,
+    core: tuple[int, int],
     ws: int,
     we: int,
     context_budget: int,
@@ -232,6 +208,7 @@ def _shrink(
     scope: str = "lines",
 ) -> tuple[int, int, str]:
     """Drop outer lines (from the side with more text) until the exact count fits."""
+    core_start, core_end = core
     while cost(ws, we) > context_budget:
         if core_start - ws >= we - core_end and ws < core_start:
             nxt = lines.end(lines.index(ws))
@@ -255,7 +232,7 @@ def plan_windows(
     count: CountTokens,
     parse_text: str | None = None,
 ) -> list[Window]:
-    """Group `spans` (sorted, non-overlapping) and choose each group's window.
+    """Share `spans` (sorted, non-overlapping) out among windows and choose each window.
 
     Args:
         text: the original text.
@@ -269,23 +246,23 @@ def plan_windows(
     """
     lines = _Lines(text, count)
     scopes = PythonScopes(parse_text) if parse_text is not None else None
-    groups = group_spans(text, spans, allocs, room, budget, count)
+    per_window = spans_per_window(text, spans, allocs, room, budget, count)
     windows: list[Window] = []
-    for gi, group in enumerate(groups):
-        lo = spans[groups[gi - 1][-1]].end if gi > 0 else 0
-        hi = spans[groups[gi + 1][0]].start if gi + 1 < len(groups) else len(text)
-        gaps = sum(count(text[spans[a].end : spans[b].start]) for a, b in pairwise(group))
-        core = sum(allocs[j] for j in group) + gaps
-        reserve = min(max(room[j] for j in group), budget - core)
+    for wi, members in enumerate(per_window):
+        lo = spans[per_window[wi - 1][-1]].end if wi > 0 else 0
+        hi = spans[per_window[wi + 1][0]].start if wi + 1 < len(per_window) else len(text)
+        gaps = sum(count(text[spans[a].end : spans[b].start]) for a, b in pairwise(members))
+        core = sum(allocs[j] for j in members) + gaps
+        reserve = min(max(room[j] for j in members), budget - core)
         ws, we, scope = choose_window(
             text,
             spans,
-            group,
+            members,
             limits=(lo, hi),
             context_budget=budget - core - reserve,
             count=count,
             lines=lines,
             scopes=scopes,
         )
-        windows.append(Window(ws, we, tuple(group), scope, reserve))
+        windows.append(Window(ws, we, tuple(members), scope, reserve))
     return windows

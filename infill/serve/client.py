@@ -1,17 +1,17 @@
-"""The worker's client: an async core (for the language server) and a blocking wrapper
-(for the CLI).
+"""The worker's client, async (the language server; infill/serve/sync_client.py wraps it
+for the CLI).
 
     async with WorkerClient.spawned(model="runs/small/export") as client:
         result = await client.fill("x = <mask>\\n")          # protocol.Result
     client = WorkerClient("tcp:gpu-box:7777", token=token)  # a worker somebody else runs
 
-A spawned worker is `python -m infill.serve.worker --socket PATH ...`; the client waits for its
-socket (bounded by `connect_timeout`, failing at once if the process exits) and restarts
-it on the next request after it died. Every failure is a `WorkerError` whose `code` is one
-of the worker's error codes (protocol.CODES) or the client's own: `unavailable` (the worker
-cannot be reached or started, or it died: every request in flight fails at once) and
-`timeout` (no reply within the request's timeout; the request is cancelled). Cancelling a
-caller's task sends `cancel` to the worker.
+A spawned worker (infill/serve/spawn.py) listens on a private socket; the client waits for
+its socket (bounded by `connect_timeout`, failing at once if the process exits) and
+restarts it on the next request after it died. Every failure is a `WorkerError` (an
+InfillError) whose `code` is one of the worker's error codes (protocol.CODES) or the
+client's own: `unavailable` (the worker cannot be reached or started, or it died: every
+request in flight fails at once) and `timeout` (no reply within the request's timeout;
+the request is cancelled). Cancelling a caller's task sends `cancel` to the worker.
 """
 
 from __future__ import annotations
@@ -19,17 +19,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 import subprocess
-import sys
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from infill.core.errors import InfillError
 from infill.core.options import SamplerOptions
-from infill.core.repair import TokenScore
+from infill.core.results import TokenScore
 from infill.core.spans import DEFAULT_MARKER, Span
 from infill.serve.protocol import (
     Cancel,
@@ -47,51 +46,39 @@ from infill.serve.protocol import (
     Welcome,
     WorkerInfo,
     decode_reply,
-    default_socket_dir,
-    default_socket_path,
-    options_to_wire,
     pack,
-    parse_address,
     read_frame,
 )
+from infill.serve.sockets import default_socket_path, parse_address
+from infill.serve.spawn import WorkerProcess, private_socket_path, spawn_command
 
 log = logging.getLogger("infill.serve.client")
-T = TypeVar("T")
 M = TypeVar("M", bound=Message)
 
 UNAVAILABLE = "unavailable"  # the worker cannot be reached or started, or it died
 TIMEOUT = "timeout"  # no reply within the request timeout
 MAX_REPLY = 64 * 1024 * 1024  # bytes in one reply frame (a result holds a whole text)
 _POLL = 0.05  # seconds between looks for a spawned worker's socket
-_serial = itertools.count()
 
 
-class WorkerError(Exception):
+class WorkerError(InfillError):
     """A request to the worker failed. `code`: a protocol error code, `unavailable` or
     `timeout`; `message`: for people (the engine's own message for code `input`)."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
+        super().__init__(message, code=code)
+
+    @classmethod
+    def of(cls, reply: Error) -> WorkerError:
+        """The error that a worker's `error` reply stands for."""
+        return cls(reply.code, reply.message)
 
 
-def spawn_command(socket: str | Path, *, model: str | Path | None = None,
-                  device: str | None = None, args: Sequence[str] = ()) -> list[str]:
-    """The command line of a local worker listening on `socket`."""
-    # --exit-with-stdin: the worker stops when this process goes away and its end of the
-    # worker's stdin pipe closes, so an editor that kills its language server leaks nothing.
-    cmd = [sys.executable, "-m", "infill.serve.worker", "--socket", str(socket),
-           "--exit-with-stdin"]
-    if model is not None:
-        cmd += ["--model", str(model)]
-    if device is not None:
-        cmd += ["--device", device]
-    return cmd + list(args)
-
-
-def private_socket_path() -> Path:
-    """A socket path for a worker of this process alone (in the per-user 0700 directory)."""
-    return default_socket_dir() / f"worker-{os.getpid()}-{next(_serial)}.sock"
+def _options(options: SamplerOptions | Mapping[str, Any] | None) -> SamplerOptions:
+    """SamplerOptions from a map of its fields (OptionError, code `input`, when bad)."""
+    if isinstance(options, SamplerOptions):
+        return options
+    return SamplerOptions.build(None, **(options or {}))
 
 
 @dataclass
@@ -128,7 +115,7 @@ class WorkerClient:
         self.request_timeout = request_timeout
         self.log = Path(log) if log is not None else None
         self.welcome: Welcome | None = None  # the worker's greeting on the live connection
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._worker = WorkerProcess(spawn, self.log) if spawn is not None else None
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -148,7 +135,7 @@ class WorkerClient:
     @property
     def process(self) -> subprocess.Popen[bytes] | None:
         """The spawned worker process (None when not spawned or not started)."""
-        return self._proc
+        return self._worker.proc if self._worker is not None else None
 
     @property
     def connected(self) -> bool:
@@ -176,7 +163,7 @@ class WorkerClient:
         when the deadline is longer)."""
         return await self._call(
             lambda rid: FillRequest(rid, text, list(spans) if spans is not None else None,
-                                    marker, language, options_to_wire(options),
+                                    marker, language, _options(options),
                                     on_step is not None, deadline),
             Result, timeout=self._timeout(timeout, deadline), on_step=on_step)
 
@@ -190,7 +177,7 @@ class WorkerClient:
         `min_suspicion`."""
         return await self._call(
             lambda rid: FixRequest(rid, text, start, end, max_fixes, min_suspicion, language,
-                                   options_to_wire(options), deadline),
+                                   _options(options), deadline),
             Result, timeout=self._timeout(timeout, deadline))
 
     async def score(self, text: str, *, start: int = 0, end: int | None = None,
@@ -230,7 +217,7 @@ class WorkerClient:
         finally:
             self._pending.pop(rid, None)
         if isinstance(reply, Error):
-            raise WorkerError(reply.code, reply.message)
+            raise WorkerError.of(reply)
         if not isinstance(reply, kind):
             raise WorkerError(UNAVAILABLE, f"the worker answered {reply.TYPE} to a request "
                               f"expecting {kind.TYPE}")
@@ -250,8 +237,10 @@ class WorkerClient:
         """Tell the worker to drop request `rid` (best effort, never blocks)."""
         writer = self._writer
         if writer is not None and not writer.is_closing():
-            with suppress(Exception):
+            try:
                 writer.write(pack(Cancel(rid)))
+            except (ConnectionError, OSError, RuntimeError) as exc:  # the link just went
+                log.warning("could not cancel request %d: %s", rid, exc)
 
     # -- connection ---------------------------------------------------------------------
 
@@ -259,16 +248,18 @@ class WorkerClient:
         """Connect (starting the worker first when this client spawns one) unless connected.
         Requests call this themselves."""
         async with self._lock:
-            if self._proc is not None and self._proc.poll() is not None and self.connected:
+            w = self._worker
+            if w is not None and w.proc is not None and not w.running and self.connected:
                 self._lost(self._writer, self._exit_reason())  # died between two calls
             if self.connected and self.welcome is not None:
                 return self.welcome
             return await self._connect()
 
     async def _connect(self) -> Welcome:
-        if self.spawn is None:
+        worker = self._worker
+        if worker is None:
             return await self._handshake()
-        fresh = self._proc is None or self._proc.poll() is not None
+        fresh = not worker.running
         if fresh:
             self._start()
         try:
@@ -276,35 +267,36 @@ class WorkerClient:
         except WorkerError:
             # A worker that just lost our connection may still be dying (its socket closes
             # before its exit status can be read): once it is gone, start a fresh one.
-            if fresh or not await self._exited(2.0):
-                self._stop_process()
+            if fresh or not await worker.exited(2.0):
+                worker.kill()
                 raise
         self._start()
         try:
             return await self._handshake()
         except WorkerError:
-            self._stop_process()
+            worker.kill()
             raise
 
-    async def _exited(self, timeout: float) -> bool:
-        proc = self._proc
-        if proc is None:
-            return True
-        with suppress(subprocess.TimeoutExpired):
-            await asyncio.get_running_loop().run_in_executor(None, proc.wait, timeout)
-        return proc.poll() is not None
-
-    def _stop_process(self) -> None:
-        """Kill a worker we started but cannot use."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-            self._reap()
-
     async def _handshake(self) -> Welcome:
-        writer: asyncio.StreamWriter | None = None
+        streams: list[asyncio.StreamWriter] = []  # the writer, once open
+        try:
+            reader, writer, msg = await self._greet(streams)
+        except WorkerError:
+            for w in streams:
+                w.close()
+            raise
+        self._writer, self.welcome = writer, msg
+        self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
+        return msg
+
+    async def _greet(self, streams: list[asyncio.StreamWriter]
+                     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Welcome]:
+        """Open the connection (its writer goes into `streams`), send hello, read welcome;
+        every failure is a WorkerError."""
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await self._open()
+                streams.append(writer)
                 writer.write(pack(Hello(self.token)))
                 await writer.drain()
                 body = await read_frame(reader, MAX_REPLY)
@@ -312,37 +304,27 @@ class WorkerClient:
                 raise WorkerError(UNAVAILABLE, "the worker closed the connection at hello")
             msg = decode_reply(body)
         except TimeoutError:
-            self._give_up(writer)
             raise WorkerError(UNAVAILABLE, f"the worker at {self.address} did not answer "
                               f"within {self.connect_timeout:g} s") from None
-        except WorkerError:
-            self._give_up(writer)
-            raise
         except ProtocolError as exc:
-            self._give_up(writer)
             raise WorkerError(exc.code, f"bad welcome from the worker: {exc}") from None
         except (ConnectionError, OSError) as exc:
-            self._give_up(writer)
             raise WorkerError(UNAVAILABLE, f"cannot connect to the worker at {self.address}: "
                               f"{exc.strerror or exc}") from None
         if isinstance(msg, Error):
-            self._give_up(writer)
-            raise WorkerError(msg.code, msg.message)
+            raise WorkerError.of(msg)
         if not isinstance(msg, Welcome):
-            self._give_up(writer)
             raise WorkerError(UNAVAILABLE, f"the worker answered hello with {msg.TYPE}")
-        self._writer, self.welcome = writer, msg
-        self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
-        return msg
+        return reader, writer, msg
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         a = self.address
         if a.kind == "tcp":
             return await asyncio.open_connection(a.host, a.port)
-        if self._proc is None:
+        if self._worker is None or self._worker.proc is None:
             return await asyncio.open_unix_connection(a.path)
         while True:  # a spawned worker: its socket appears once the model is loaded
-            if self._proc.poll() is not None:
+            if not self._worker.running:
                 raise WorkerError(UNAVAILABLE, f"the worker exited before listening: "
                                   f"{self._exit_reason()}")
             try:
@@ -351,36 +333,16 @@ class WorkerClient:
                 await asyncio.sleep(_POLL)
 
     def _start(self) -> None:
-        assert self.spawn is not None
-        self._reap()
-        err = self.log.open("ab") if self.log is not None else None
+        assert self._worker is not None
         try:
-            # stdout is never the worker's: a language server's stdout is its protocol.
-            self._proc = subprocess.Popen(self.spawn, stdin=subprocess.PIPE,
-                                          stdout=subprocess.DEVNULL, stderr=err)
+            self._worker.start()
         except OSError as exc:
             raise WorkerError(UNAVAILABLE, f"cannot start the worker: {exc}") from None
-        finally:
-            if err is not None:
-                err.close()
-        log.info("started worker %d: %s", self._proc.pid, " ".join(self.spawn))
 
     def _exit_reason(self) -> str:
-        rc = self._proc.poll() if self._proc is not None else None
-        if rc is None:
+        if self._worker is None:
             return "the worker closed the connection"
-        how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-        where = f"; see {self.log}" if self.log is not None else ""
-        return f"the worker process ended ({how}{where})"
-
-    def _give_up(self, writer: asyncio.StreamWriter | None) -> None:
-        if writer is not None:
-            writer.close()
-
-    def _reap(self) -> None:
-        if self._proc is not None:
-            with suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=5)
+        return self._worker.exit_reason()
 
     async def _read_loop(self, reader: asyncio.StreamReader,
                          writer: asyncio.StreamWriter) -> None:
@@ -434,60 +396,5 @@ class WorkerClient:
             with suppress(asyncio.CancelledError):
                 await task
         self._lost(self._writer, "the client was closed")
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            loop = asyncio.get_running_loop()
-            try:
-                await loop.run_in_executor(None, proc.wait, 10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                await loop.run_in_executor(None, proc.wait)
-
-
-class SyncWorkerClient:
-    """Blocking calls to a worker over a private event loop (for the CLI and scripts).
-    Same arguments as WorkerClient; use as a context manager or call `close()`."""
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self.client = WorkerClient(*args, **kw)
-
-    @classmethod
-    def spawned(cls, **kw: Any) -> SyncWorkerClient:
-        self = cls.__new__(cls)
-        self._loop = asyncio.new_event_loop()
-        self.client = WorkerClient.spawned(**kw)
-        return self
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coro)
-
-    def connect(self) -> Welcome:
-        return self._run(self.client.connect())
-
-    def fill(self, text: str, **kw: Any) -> Result:
-        return self._run(self.client.fill(text, **kw))
-
-    def fix(self, text: str, **kw: Any) -> Result:
-        return self._run(self.client.fix(text, **kw))
-
-    def score(self, text: str, **kw: Any) -> list[TokenScore]:
-        return self._run(self.client.score(text, **kw))
-
-    def info(self, **kw: Any) -> WorkerInfo:
-        return self._run(self.client.info(**kw))
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        try:
-            self._run(self.client.close())
-        finally:
-            self._loop.close()
-
-    def __enter__(self) -> SyncWorkerClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        if self._worker is not None:
+            await self._worker.stop()

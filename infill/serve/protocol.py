@@ -2,206 +2,119 @@
 
 A frame is a 4-byte big-endian length and a msgpack map of that many bytes. Every map
 carries `v` (PROTOCOL_VERSION) and `type`; the other keys are the fields of the message
-class registered for that type. Decoding validates every field and raises a
-`ProtocolError` whose `code` is the error code to reply with. docs/PROTOCOL.md is the
-specification; the worker (infill/worker.py), the client (infill/client.py) and the tests
-all use these classes, never raw dicts. No pickle anywhere: msgpack carries only plain
-data (ext types are refused).
-
-Addresses are strings: `unix:/path/worker.sock` (or a bare path) and `tcp:HOST:PORT`
-(`tcp:[::1]:7777` for IPv6).
+class registered for that type, each checked by its field kind (infill/serve/wire.py).
+Decoding validates every field and raises a `ProtocolError` whose `code` is the error code
+to reply with. docs/PROTOCOL.md is the specification; the worker, the client and the tests
+all use these classes, never raw dicts. The messages carry the engine's value types (spans,
+edits, fills, stats, scores, sampler options) and depend on nothing else of the engine. No
+pickle anywhere: msgpack carries only plain data (ext types are refused).
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import os
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import msgpack
 
 from infill.core.diff import Edit
-from infill.core.engine import FillResult, FillStats, SpanFill
+from infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
 from infill.core.options import SamplerOptions
-from infill.core.repair import TokenScore
+from infill.core.results import FillResult, FillStats, SpanFill, TokenScore
 from infill.core.spans import DEFAULT_MARKER, Span
+from infill.serve.wire import (
+    BAD_REQUEST,
+    BOOL,
+    CANCELLED,
+    CODES,
+    DEADLINE,
+    EDITS,
+    FILLS,
+    INTERNAL,
+    OPTIONS,
+    POS,
+    SCORES,
+    SHUTTING_DOWN,
+    SPANS,
+    STATS,
+    STEP_SPANS,
+    STR,
+    SUSPICION,
+    UNAUTHORIZED,
+    VERSION,
+    Kind,
+    ProtocolError,
+    integer,
+    is_int,
+    number,
+    one_of,
+    optional,
+    record,
+)
+
+__all__ = [  # the error codes, with the messages, for the worker, the client and tests
+    "BAD_REQUEST", "CANCELLED", "CODES", "DEADLINE", "INPUT", "INTERNAL", "MODEL",
+    "SHUTTING_DOWN", "TOO_LARGE", "UNAUTHORIZED", "VERSION", "ProtocolError",
+]
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")  # the frame length prefix
-MAX_ID = 2**63 - 1
-
-# Error codes (the `code` of an `error` reply); docs/PROTOCOL.md says when each is used.
-BAD_REQUEST = "bad_request"
-TOO_LARGE = "too_large"
-UNAUTHORIZED = "unauthorized"
-CANCELLED = "cancelled"
-DEADLINE = "deadline"
-INPUT = "input"
-MODEL = "model"
-INTERNAL = "internal"
-SHUTTING_DOWN = "shutting_down"
-VERSION = "version"
-CODES = frozenset(
-    {BAD_REQUEST, TOO_LARGE, UNAUTHORIZED, CANCELLED, DEADLINE, INPUT, MODEL, INTERNAL,
-     SHUTTING_DOWN, VERSION}
-)
 
 
-class ProtocolError(Exception):
-    """A frame that breaks the protocol. `code` is the error code to answer with; `id` is
-    the request's id when the frame had a readable one (so its sender can match it)."""
-
-    def __init__(self, code: str, message: str, id: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.id = id
+def _f(kind: Kind, **kw: Any) -> Any:
+    return field(metadata={"kind": kind}, **kw)
 
 
-# -- field kinds: validate a wire value, and turn a Python value back into wire data ---
+# -- what a worker reports about itself -------------------------------------------------
+
+
+def _limit(default: float, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
-class _Kind:
-    check: Callable[[Any, str], Any]  # (wire value, field name) -> Python value
-    dump: Callable[[Any], Any] = lambda v: v  # Python value -> msgpack-ready value
+class Limits:
+    """What one request (and one connection) may ask of the worker."""
+
+    max_frame: int = _limit(4 * 1024 * 1024, "bytes in one incoming frame")
+    max_text: int = _limit(2_000_000, "characters in a request's text")
+    max_spans: int = _limit(64, "spans (holes) in one fill, fixes in one fix")
+    max_span_tokens: int = _limit(1024, "highest max_span_tokens option accepted")
+    max_steps: int = _limit(4096, "denoising steps per canvas (the cap when none is asked)")
+    max_requests: int = _limit(16, "requests in flight per connection")
+    max_batch: int = _limit(32, "canvases in one batched forward pass")
+    deadline: float = _limit(30.0, "seconds a request may take when it names no deadline")
+    max_deadline: float = _limit(300.0, "the longest deadline a request may ask for")
+    handshake_timeout: float = _limit(10.0, "seconds a new connection has to say hello")
+    grace: float = _limit(5.0, "seconds requests in flight get to finish at shutdown")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"limit {f.name} must be a positive number, got {value!r}")
 
 
-def _bad(name: str, what: str, value: Any) -> ProtocolError:
-    shown = repr(value)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return ProtocolError(BAD_REQUEST, f"{name} must be {what}, got {shown}")
+@dataclass(frozen=True)
+class Versions:
+    infill: str | None  # package versions; None: not installed
+    torch: str | None
+    transformers: str | None
+    protocol: int
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+@dataclass(frozen=True)
+class Counters:
+    """Since the worker started."""
 
-
-def _int(lo: int = 0, hi: int = MAX_ID) -> _Kind:
-    def check(v: Any, name: str) -> int:
-        if not _is_int(v) or not lo <= v <= hi:
-            raise _bad(name, f"an integer in [{lo}, {hi}]", v)
-        return v
-
-    return _Kind(check)
-
-
-def _real(lo: float, hi: float) -> _Kind:
-    def check(v: Any, name: str) -> float:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                or not lo <= v <= hi:
-            raise _bad(name, f"a number in [{lo:g}, {hi:g}]", v)
-        return float(v)
-
-    return _Kind(check)
-
-
-def _check_str(v: Any, name: str) -> str:
-    if not isinstance(v, str):
-        raise _bad(name, "a string", v)
-    return v
-
-
-def _check_bool(v: Any, name: str) -> bool:
-    if not isinstance(v, bool):
-        raise _bad(name, "true or false", v)
-    return v
-
-
-_STR = _Kind(_check_str)
-_BOOL = _Kind(_check_bool)
-
-
-def _optional(kind: _Kind) -> _Kind:
-    return _Kind(lambda v, n: None if v is None else kind.check(v, n),
-                 lambda v: None if v is None else kind.dump(v))
-
-
-def _check_scalars(v: Any, name: str) -> dict[str, Any]:
-    if not isinstance(v, dict):
-        raise _bad(name, "a map", v)
-    for k, x in v.items():
-        if not isinstance(k, str):
-            raise _bad(f"{name} key", "a string", k)
-        if x is not None and not isinstance(x, bool | int | float | str):
-            raise _bad(f"{name}.{k}", "null, a boolean, a number or a string", x)
-    return dict(v)
-
-
-_SCALARS = _Kind(_check_scalars, dict)
-
-
-def _rows(build: Callable[[list[Any], str], Any], dump: Callable[[Any], list[Any]]) -> _Kind:
-    """A list of rows (arrays), each checked and built by `build(row, where)`."""
-
-    def check(v: Any, name: str) -> list[Any]:
-        if not isinstance(v, list):
-            raise _bad(name, "an array", v)
-        out = []
-        for i, row in enumerate(v):
-            if not isinstance(row, list):
-                raise _bad(f"{name}[{i}]", "an array", row)
-            out.append(build(row, f"{name}[{i}]"))
-        return out
-
-    return _Kind(check, lambda v: [dump(x) for x in v])
-
-
-def _row(row: list[Any], where: str, kinds: list[_Kind], at_least: int) -> list[Any]:
-    if not at_least <= len(row) <= len(kinds):
-        n = str(len(kinds)) if at_least == len(kinds) else f"{at_least} to {len(kinds)}"
-        raise _bad(where, f"an array of {n} items", row)
-    return [k.check(x, f"{where}[{i}]") for i, (k, x) in enumerate(zip(kinds, row,
-                                                                        strict=False))]
-
-
-_POS = _int()
-_SUSPICION = _real(0.0, 1.0)
-
-
-def _span(row: list[Any], where: str) -> Span:
-    start, end, *rest = _row(row, where, [_POS, _POS, _optional(_int(1)), _BOOL], 2)
-    return Span(start, end, rest[0] if rest else None, rest[1] if len(rest) > 1 else False)
-
-
-def _edit(row: list[Any], where: str) -> Edit:
-    return Edit(*_row(row, where, [_POS, _POS, _STR], 3))
-
-
-def _fill(row: list[Any], where: str) -> SpanFill:
-    start, end, text, tokens = _row(row, where, [_POS, _POS, _STR, _POS], 4)
-    return SpanFill(Span(start, end), text, tokens)
-
-
-def _score(row: list[Any], where: str) -> TokenScore:
-    return TokenScore(*_row(row, where, [_POS, _POS, _STR, _SUSPICION, _STR], 5))
-
-
-def _step_span(row: list[Any], where: str) -> tuple[int, str]:
-    index, text = _row(row, where, [_POS, _STR], 2)
-    return index, text
-
-
-_SPANS = _rows(_span, lambda s: [s.start, s.end, s.length, s.exact])
-_EDITS = _rows(_edit, lambda e: [e.start, e.end, e.new_text])
-_FILLS = _rows(_fill, lambda f: [f.span.start, f.span.end, f.text, f.tokens])
-_SCORES = _rows(_score, lambda s: [s.start, s.end, s.text, s.suspicion, s.likely])
-_STEP_SPANS = _rows(_step_span, list)
-
-
-def _check_code(v: Any, name: str) -> str:
-    if v not in CODES:
-        raise _bad(name, f"one of {', '.join(sorted(CODES))}", v)
-    return v
-
-
-def _f(kind: _Kind, **kw: Any) -> Any:
-    return field(metadata={"kind": kind}, **kw)
+    requests: int  # requests received
+    passes: int  # forward passes (logits calls)
+    canvases: int  # canvases scored
+    shared_passes: int  # passes that served more than one request
+    active: int  # denoising jobs in the scheduler now
 
 
 # -- messages ---------------------------------------------------------------------------
@@ -223,28 +136,29 @@ class Message:
     @classmethod
     def from_wire(cls: type[M], obj: Mapping[str, Any]) -> M:
         """Validate a decoded map (its `v` and `type` already checked) into a message."""
-        rid = obj.get("id") if _is_int(obj.get("id")) else None
+        rid = obj.get("id") if is_int(obj.get("id")) else None
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(str(k) for k in obj if k not in known and k not in ("v", "type"))
         if unknown:
-            raise ProtocolError(BAD_REQUEST, f"{cls.TYPE}: unknown field {unknown[0]!r}", rid)
+            raise ProtocolError(f"{cls.TYPE}: unknown field {unknown[0]!r}", id=rid)
         values: dict[str, Any] = {}
         for name, f in known.items():
             if name not in obj:
                 if f.default is MISSING and f.default_factory is MISSING:
-                    raise ProtocolError(BAD_REQUEST, f"{cls.TYPE}: missing field {name!r}", rid)
+                    raise ProtocolError(f"{cls.TYPE}: missing field {name!r}", id=rid)
                 continue
             try:
                 values[name] = f.metadata["kind"].check(obj[name], name)
             except ProtocolError as exc:
-                raise ProtocolError(exc.code, f"{cls.TYPE}: {exc.message}", rid) from None
+                raise ProtocolError(f"{cls.TYPE}: {exc.message}", code=exc.code, id=rid) from None
+            except InfillError as exc:  # the engine refused a value (options): its message
+                raise ProtocolError(exc.message, code=exc.code, id=rid) from None
         return cls(**values)
 
 
-_ID = _int()
-_TEXT = _STR
-_LANGUAGE = _optional(_STR)
-_DEADLINE = _optional(_real(0.001, 86400.0))
+_ID = integer()
+_LANGUAGE = optional(STR)
+_DEADLINE = optional(number(0.001, 86400.0))
 
 
 # client -> worker ------------------------------------------------------------------
@@ -255,7 +169,7 @@ class Hello(Message):
     """The first frame of every connection; `token` is required when the worker has one."""
 
     TYPE: ClassVar[str] = "hello"
-    token: str | None = _f(_optional(_STR), default=None)
+    token: str | None = _f(optional(STR), default=None)
 
 
 @dataclass(frozen=True)
@@ -264,12 +178,12 @@ class FillRequest(Message):
 
     TYPE: ClassVar[str] = "fill"
     id: int = _f(_ID)
-    text: str = _f(_TEXT)
-    spans: list[Span] | None = _f(_optional(_SPANS), default=None)  # null: use markers
-    marker: str = _f(_STR, default=DEFAULT_MARKER)
+    text: str = _f(STR)
+    spans: list[Span] | None = _f(optional(SPANS), default=None)  # null: use markers
+    marker: str = _f(STR, default=DEFAULT_MARKER)
     language: str | None = _f(_LANGUAGE, default="python")  # null: plain line windows
-    options: dict[str, Any] = _f(_SCALARS, default_factory=dict)  # SamplerOptions fields
-    stream: bool = _f(_BOOL, default=False)  # send a `step` event after every step
+    options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
+    stream: bool = _f(BOOL, default=False)  # send a `step` event after every step
     deadline: float | None = _f(_DEADLINE, default=None)  # seconds; null: worker default
 
 
@@ -279,13 +193,13 @@ class FixRequest(Message):
 
     TYPE: ClassVar[str] = "fix"
     id: int = _f(_ID)
-    text: str = _f(_TEXT)
-    start: int = _f(_POS, default=0)
-    end: int | None = _f(_optional(_POS), default=None)  # null: the end of the text
-    max_fixes: int = _f(_int(1), default=1)
-    min_suspicion: float = _f(_SUSPICION, default=0.5)
+    text: str = _f(STR)
+    start: int = _f(POS, default=0)
+    end: int | None = _f(optional(POS), default=None)  # null: the end of the text
+    max_fixes: int = _f(integer(1), default=1)
+    min_suspicion: float = _f(SUSPICION, default=0.5)
     language: str | None = _f(_LANGUAGE, default="python")
-    options: dict[str, Any] = _f(_SCALARS, default_factory=dict)
+    options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
     deadline: float | None = _f(_DEADLINE, default=None)
 
 
@@ -295,9 +209,9 @@ class ScoreRequest(Message):
 
     TYPE: ClassVar[str] = "score"
     id: int = _f(_ID)
-    text: str = _f(_TEXT)
-    start: int = _f(_POS, default=0)
-    end: int | None = _f(_optional(_POS), default=None)
+    text: str = _f(STR)
+    start: int = _f(POS, default=0)
+    end: int | None = _f(optional(POS), default=None)
     language: str | None = _f(_LANGUAGE, default="python")
     deadline: float | None = _f(_DEADLINE, default=None)
 
@@ -322,40 +236,43 @@ class InfoRequest(Message):
 @dataclass(frozen=True)
 class Welcome(Message):
     TYPE: ClassVar[str] = "welcome"
-    model: str = _f(_STR)
-    device: str = _f(_STR)
+    model: str = _f(STR)
+    device: str = _f(STR)
 
 
 @dataclass(frozen=True)
 class Result(Message):
     """The answer to `fill` and `fix`. `scores` is set for `fix` only; a fix that found
-    nothing suspicious has no edits, no fills and empty stats."""
+    nothing suspicious has no edits, no fills and no stats (it filled nothing)."""
 
     TYPE: ClassVar[str] = "result"
     id: int = _f(_ID)
-    text: str = _f(_TEXT)  # the whole text after the edits
-    edits: list[Edit] = _f(_EDITS)  # minimal, in the request text's character offsets
-    fills: list[SpanFill] = _f(_FILLS)  # per span: [start, end, text, tokens]
-    stats: dict[str, Any] = _f(_SCALARS)  # FillStats fields (nfe, steps, ms, ...)
-    scores: list[TokenScore] | None = _f(_optional(_SCORES), default=None)
+    text: str = _f(STR)  # the whole text after the edits
+    edits: list[Edit] = _f(EDITS)  # minimal, in the request text's character offsets
+    fills: list[SpanFill] = _f(FILLS)  # per span: [start, end, text, tokens]
+    stats: FillStats | None = _f(optional(STATS))  # None: nothing was filled
+    scores: list[TokenScore] | None = _f(optional(SCORES), default=None)
 
     @classmethod
     def of(cls, id: int, result: FillResult,
            scores: list[TokenScore] | None = None) -> Result:
-        return cls(id, result.text, list(result.edits), list(result.fills),
-                   asdict(result.stats), scores)
+        return cls(id, result.text, list(result.edits), list(result.fills), result.stats,
+                   scores)
 
     def to_fill_result(self, original: str) -> FillResult:
-        """The engine's FillResult (no windows, no trace), e.g. for the CLI's output."""
+        """The engine's FillResult (no windows, no trace), e.g. for the CLI's output, of a
+        result that filled something (`stats` set)."""
+        if self.stats is None:
+            raise ValueError("this result filled nothing")
         return FillResult(self.text, original, list(self.edits), list(self.fills), [],
-                          FillStats(**self.stats), [])
+                          self.stats, [])
 
 
 @dataclass(frozen=True)
 class Scores(Message):
     TYPE: ClassVar[str] = "scores"
     id: int = _f(_ID)
-    scores: list[TokenScore] = _f(_SCORES)
+    scores: list[TokenScore] = _f(SCORES)
 
 
 @dataclass(frozen=True)
@@ -365,20 +282,26 @@ class Step(Message):
 
     TYPE: ClassVar[str] = "step"
     id: int = _f(_ID)
-    step: int = _f(_int(1))
-    spans: list[tuple[int, str]] = _f(_STEP_SPANS)
+    step: int = _f(integer(1))
+    spans: list[tuple[int, str]] = _f(STEP_SPANS)
 
 
 @dataclass(frozen=True)
 class WorkerInfo(Message):
     TYPE: ClassVar[str] = "worker_info"
     id: int = _f(_ID)
-    model: str = _f(_STR)
-    device: str = _f(_STR)
-    versions: dict[str, Any] = _f(_SCALARS)  # infill, torch, transformers, protocol
-    limits: dict[str, Any] = _f(_SCALARS)  # the worker's Limits
-    batching: bool = _f(_BOOL)  # steps of concurrent requests share forward passes
-    counters: dict[str, Any] = _f(_SCALARS)  # requests, passes, canvases (since start)
+    model: str = _f(STR)
+    device: str = _f(STR)
+    versions: Versions = _f(record(Versions))
+    limits: Limits = _f(record(Limits))
+    batching: bool = _f(BOOL)  # steps of concurrent requests share forward passes
+    counters: Counters = _f(record(Counters))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready), without the id: what `infill.workerInfo` returns."""
+        return {"model": self.model, "device": self.device,
+                "versions": asdict(self.versions), "limits": asdict(self.limits),
+                "batching": self.batching, "counters": asdict(self.counters)}
 
 
 @dataclass(frozen=True)
@@ -386,9 +309,14 @@ class Error(Message):
     """A request failed (`id` set), or the connection is refused (`id` null)."""
 
     TYPE: ClassVar[str] = "error"
-    id: int | None = _f(_optional(_ID))
-    code: str = _f(_Kind(_check_code))
-    message: str = _f(_STR)
+    id: int | None = _f(optional(_ID))
+    code: str = _f(one_of(CODES))
+    message: str = _f(STR)
+
+    @classmethod
+    def of(cls, id: int | None, exc: InfillError) -> Error:
+        """The reply for a request that failed with `exc`: its code, its message."""
+        return cls(id, exc.code, exc.message)
 
 
 REQUESTS: dict[str, type[Message]] = {
@@ -397,17 +325,6 @@ REQUESTS: dict[str, type[Message]] = {
 REPLIES: dict[str, type[Message]] = {
     m.TYPE: m for m in (Welcome, Result, Scores, Step, WorkerInfo, Error)
 }
-
-
-def options_to_wire(options: SamplerOptions | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The `options` map of a request: the fields that differ from the defaults."""
-    if options is None:
-        return {}
-    if isinstance(options, SamplerOptions):
-        default = SamplerOptions()
-        return {f.name: getattr(options, f.name) for f in fields(options)
-                if getattr(options, f.name) != getattr(default, f.name)}
-    return dict(options)
 
 
 # -- frames -----------------------------------------------------------------------------
@@ -423,20 +340,19 @@ def decode(body: bytes, kinds: Mapping[str, type[Message]]) -> Message:
     """Validate one frame's body into a message of one of `kinds` (REQUESTS or REPLIES)."""
     try:
         obj = msgpack.unpackb(body, raw=False, strict_map_key=True)
-    except Exception as exc:  # noqa: BLE001 - msgpack raises several types for bad input
-        raise ProtocolError(BAD_REQUEST, f"not a msgpack frame ({type(exc).__name__})") from None
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:  # every bad byte string
+        raise ProtocolError(f"not a msgpack frame ({type(exc).__name__})") from None
     if not isinstance(obj, dict):
-        raise ProtocolError(BAD_REQUEST, f"a frame must be a msgpack map, got {type(obj).__name__}")
-    rid = obj.get("id") if _is_int(obj.get("id")) else None
+        raise ProtocolError(f"a frame must be a msgpack map, got {type(obj).__name__}")
+    rid = obj.get("id") if is_int(obj.get("id")) else None
     version = obj.get("v")
-    if version != PROTOCOL_VERSION or not _is_int(version):
-        raise ProtocolError(
-            VERSION, f"protocol version {version!r} is not spoken here (this side speaks "
-            f"{PROTOCOL_VERSION})", rid)
+    if version != PROTOCOL_VERSION or not is_int(version):
+        raise ProtocolError(f"protocol version {version!r} is not spoken here (this side "
+                            f"speaks {PROTOCOL_VERSION})", code=VERSION, id=rid)
     kind = obj.get("type")
     cls = kinds.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ProtocolError(BAD_REQUEST, f"unknown message type {kind!r}", rid)
+        raise ProtocolError(f"unknown message type {kind!r}", id=rid)
     return cls.from_wire(obj)
 
 
@@ -462,52 +378,9 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> bytes | Non
         raise ConnectionError("the connection ended inside a frame header") from None
     (size,) = HEADER.unpack(head)
     if size > max_size:
-        raise ProtocolError(TOO_LARGE, f"a frame of {size} bytes exceeds the limit of "
-                            f"{max_size} bytes")
+        raise ProtocolError(f"a frame of {size} bytes exceeds the limit of {max_size} bytes",
+                            code=TOO_LARGE)
     try:
         return await reader.readexactly(size)
     except asyncio.IncompleteReadError:
         raise ConnectionError("the connection ended inside a frame") from None
-
-
-# -- addresses --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Address:
-    kind: Literal["unix", "tcp"]
-    path: str = ""  # unix
-    host: str = ""  # tcp
-    port: int = 0  # tcp (0: any free port, when listening)
-
-    def __str__(self) -> str:
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"tcp:{host}:{self.port}"
-
-
-def parse_address(text: str) -> Address:
-    """`unix:PATH`, a bare path, or `tcp:HOST:PORT`; ValueError when malformed."""
-    if text.startswith("tcp:"):
-        host, sep, port = text[4:].rpartition(":")
-        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ValueError(f"bad TCP address {text!r}; expected tcp:HOST:PORT")
-        return Address("tcp", host=host, port=int(port))
-    path = text[5:] if text.startswith("unix:") else text
-    if not path:
-        raise ValueError(f"bad address {text!r}; expected unix:PATH or tcp:HOST:PORT")
-    return Address("unix", path=path)
-
-
-def default_socket_dir() -> Path:
-    """`$XDG_RUNTIME_DIR/infill`, or `/tmp/infill-<uid>`; the worker makes it 0700."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime):
-        return Path(runtime) / "infill"
-    return Path(f"/tmp/infill-{os.getuid()}")
-
-
-def default_socket_path() -> Path:
-    return default_socket_dir() / "worker.sock"

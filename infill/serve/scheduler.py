@@ -15,29 +15,25 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
 from infill.core.errors import DenoiserError
 from infill.core.sampler import DenoiseJob, Request
-from infill.serve.protocol import INTERNAL, MODEL, Message
 from model.denoiser import Denoiser
 
 log = logging.getLogger("infill.serve.worker")
-
-
-class Refused(Exception):
-    """A request the worker answers with `code` (too_large, model, ...) and `message`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 @dataclass(eq=False)
 class _Entry:
     job: DenoiseJob
     future: asyncio.Future[None]  # done when the job is; cancelled when its request is
-    render: Callable[[DenoiseJob], Message] | None  # on the model thread, after a step
-    on_step: Callable[[Message], None] | None  # on the event loop, with render's message
+    snapshot: Callable[[], Any] | None  # on the model thread, after each step of the job
+    on_step: Callable[[Any], None] | None  # on the event loop, with the snapshot
+
+
+# What one step did to one entry: (entry, its error or None, its snapshot or None).
+_Outcome = tuple[_Entry, BaseException | None, Any]
 
 
 class Scheduler:
@@ -70,13 +66,15 @@ class Scheduler:
         """Jobs still in the scheduler (queued or in the pass in progress)."""
         return sum(not e.future.done() for e in (*self._queue, *self._running))
 
-    async def run(self, job: DenoiseJob, *, render: Callable[[DenoiseJob], Message] | None = None,
-                  on_step: Callable[[Message], None] | None = None) -> None:
-        """Denoise `job` to the end among the others. Cancelling the caller removes the job
-        before its next step; a failed pass raises `Refused(model)`."""
+    async def denoise(self, job: DenoiseJob, *, snapshot: Callable[[], Any] | None = None,
+                      on_step: Callable[[Any], None] | None = None) -> None:
+        """Denoise `job` to the end among the others. After each of its steps, `snapshot()`
+        runs on the model thread and `on_step` gets its value on the event loop (a live
+        view). Cancelling the caller removes the job before its next step; a failed pass
+        raises DenoiserError (code `model`)."""
         if job.done:
             return
-        entry = _Entry(job, asyncio.get_running_loop().create_future(), render, on_step)
+        entry = _Entry(job, asyncio.get_running_loop().create_future(), snapshot, on_step)
         self._queue.append(entry)
         self._wake.set()
         try:
@@ -100,24 +98,27 @@ class Scheduler:
             self._running = picked
             try:
                 outcome = await loop.run_in_executor(self.executor, self._step, picked)
-            except Exception as exc:  # a bug in _step: fail its jobs, keep scheduling
-                log.exception("scheduler step failed")
-                outcome = [(e, Refused(INTERNAL, f"internal error: {exc!r}"), None)
-                           for e in picked]
+            except Exception as exc:  # a bug in _step: its jobs fail (and are logged as
+                outcome = [(e, exc, None) for e in picked]  # internal), the others go on
             finally:
                 self._running = []
-            for entry, error, step in outcome:
-                if entry.future.done():  # cancelled while its step ran
-                    continue
-                if error is not None:
-                    entry.future.set_exception(error)
-                    continue
-                if step is not None and entry.on_step is not None:
-                    entry.on_step(step)
-                if entry.job.done:
-                    entry.future.set_result(None)
-                else:
-                    self._queue.append(entry)  # behind the jobs that waited: round robin
+            self._settle(outcome)
+
+    def _settle(self, outcome: list[_Outcome]) -> None:
+        """Hand each entry its step's result: an error, a snapshot, the end, or a place at
+        the back of the queue."""
+        for entry, error, snap in outcome:
+            if entry.future.done():  # cancelled while its step ran
+                continue
+            if error is not None:
+                entry.future.set_exception(error)
+                continue
+            if entry.snapshot is not None and entry.on_step is not None:
+                entry.on_step(snap)
+            if entry.job.done:
+                entry.future.set_result(None)
+            else:
+                self._queue.append(entry)  # behind the jobs that waited: round robin
 
     def _pick(self) -> list[_Entry]:
         picked: list[_Entry] = []
@@ -134,35 +135,24 @@ class Scheduler:
             size += weight
         return picked
 
-    def _step(self, entries: list[_Entry]
-              ) -> list[tuple[_Entry, BaseException | None, Message | None]]:
+    def _step(self, entries: list[_Entry]) -> list[_Outcome]:
         """One batched forward pass for `entries` (on the model thread)."""
-        out: list[tuple[_Entry, BaseException | None, Message | None]] = []
+        out: list[_Outcome] = []
         live: list[tuple[_Entry, list[Request]]] = []
         for e in entries:
             if e.future.done():  # cancelled since it was picked
                 continue
             try:
                 live.append((e, e.job.requests()))
-            except Exception as exc:  # noqa: BLE001 - reported as internal by the request
+            except Exception as exc:  # noqa: BLE001 - a bug: its request logs it as internal
                 out.append((e, exc, None))
         flat = [r for _, reqs in live for r in reqs]
         if not flat:
             return out
-        canvases, positions = [r.canvas for r in flat], [r.positions for r in flat]
         try:
-            if any(r.hint is not None for r in flat):
-                logits = self.denoiser.logits(canvases, positions, [r.hint for r in flat])
-            else:
-                logits = self.denoiser.logits(canvases, positions)
-            if len(logits) != len(flat):
-                raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
-                                    f"{len(flat)} canvases")
-        except Exception as exc:  # noqa: BLE001 - CUDA OOM, a broken checkpoint, ...
-            log.exception("forward pass failed")
-            return out + [(e, Refused(MODEL, f"the forward pass failed: "
-                                             f"{type(exc).__name__}: {exc}"), None)
-                          for e, _ in live]
+            logits = self._forward(flat)
+        except DenoiserError as exc:
+            return out + [(e, exc, None) for e, _ in live]
         self.passes += 1
         self.canvases += len(flat)
         self.shared += len(live) > 1
@@ -172,12 +162,27 @@ class Scheduler:
             at += len(reqs)
             try:
                 e.job.advance(part)
-                out.append((e, None, e.render(e.job) if e.render is not None else None))
-            except DenoiserError as exc:
-                out.append((e, Refused(MODEL, str(exc)), None))
-            except Exception as exc:  # noqa: BLE001 - reported as internal by the request
+                out.append((e, None, e.snapshot() if e.snapshot is not None else None))
+            except Exception as exc:  # noqa: BLE001 - DenoiserError (model), or a bug
                 out.append((e, exc, None))
         return out
+
+    def _forward(self, flat: list[Request]) -> list[Any]:
+        """One `logits` call for all the canvases; any failure is a DenoiserError."""
+        canvases, positions = [r.canvas for r in flat], [r.positions for r in flat]
+        try:
+            if any(r.hint is not None for r in flat):
+                logits = self.denoiser.logits(canvases, positions, [r.hint for r in flat])
+            else:
+                logits = self.denoiser.logits(canvases, positions)
+        except Exception as exc:  # noqa: BLE001 - CUDA OOM, a broken checkpoint, ...
+            log.exception("forward pass failed")
+            raise DenoiserError(f"the forward pass failed: {type(exc).__name__}: {exc}"
+                                ) from exc
+        if len(logits) != len(flat):
+            raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
+                                f"{len(flat)} canvases")
+        return logits
 
     def _forget(self, job: DenoiseJob) -> None:
         """Drop the job's cached context keys/values (on the model thread, later)."""
@@ -187,8 +192,3 @@ class Scheduler:
         keys = [job.cache_key(ci) for ci in range(len(job.canvases))]
         with suppress(RuntimeError):  # the executor is shut down: nothing to free
             self.executor.submit(lambda: [forget(k) for k in keys])
-
-
-# -- connections ------------------------------------------------------------------------
-
-

@@ -4,14 +4,16 @@
     infill-worker --socket /tmp/w.sock --model DIR --device cuda
     INFILL_WORKER_TOKEN=... infill-worker --listen tcp:0.0.0.0:7777
 
-Frames and messages are those of infill/protocol.py (docs/PROTOCOL.md). The model lives on
-one thread (`infill-model`): request preparation (windows, tokenization), forward passes
-and result building all run there, so the event loop only moves frames and stays
-responsive. The `Scheduler` drives the DenoiseJobs of every request in flight: each step it
-takes jobs in round-robin order up to `max_batch` canvases, makes ONE `denoiser.logits`
-call for all their canvases, splits the logits back and advances each job. Jobs join and
-leave between steps; a cancelled or late request leaves at the next step. With
-`batching=False` (`--no-batching`) each forward pass serves one job, for comparison.
+This is where a model is loaded (model.loading) and handed to the engine. Frames and
+messages are those of infill/serve/protocol.py (docs/PROTOCOL.md); each client connection
+is an infill.serve.connection.Connection, and infill.serve.requests turns its requests
+into engine work. The model lives on one thread (`infill-model`): request preparation
+(windows, tokenization), forward passes and result building all run there, so the event
+loop only moves frames and stays responsive. The `Scheduler` drives the DenoiseJobs of
+every request in flight: each step it takes jobs in round-robin order up to `max_batch`
+canvases, makes ONE `denoiser.logits` call for all their canvases, splits the logits back
+and advances each job. With `batching=False` (`--no-batching`) each forward pass serves
+one job, for comparison.
 
 SIGTERM / SIGINT: stop accepting, remove the socket file, give requests in flight `grace`
 seconds to finish, fail the rest with `shutting_down`, exit 0.
@@ -21,143 +23,44 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
 import logging
 import os
 import signal
-import socket
-import stat
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import fields
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
 
-from infill.core.canvas import render as render_slots
-from infill.core.engine import Fill, check_text, prepare_fill
-from infill.core.errors import InfillError
-from infill.core.options import SamplerOptions
-from infill.core.repair import TokenScore, prepare_fix, score_text
-from infill.core.sampler import DenoiseJob
-from infill.core.spans import find_holes, neutralise
+from infill.serve.connection import Connection
 from infill.serve.protocol import (
-    BAD_REQUEST,
-    CANCELLED,
-    DEADLINE,
-    INPUT,
-    INTERNAL,
     PROTOCOL_VERSION,
     SHUTTING_DOWN,
-    TOO_LARGE,
-    UNAUTHORIZED,
-    Address,
-    Cancel,
-    Error,
-    FillRequest,
-    FixRequest,
-    Hello,
-    InfoRequest,
+    Counters,
+    Limits,
     Message,
-    ProtocolError,
-    Result,
-    ScoreRequest,
-    Scores,
     Step,
+    Versions,
     Welcome,
     WorkerInfo,
-    decode_request,
-    default_socket_dir,
-    default_socket_path,
-    pack,
-    parse_address,
-    read_frame,
 )
-from infill.serve.scheduler import Refused, Scheduler
+from infill.serve.requests import Request, Requests
+from infill.serve.scheduler import Scheduler
+from infill.serve.sockets import (
+    Address,
+    WorkerSetupError,
+    bind_unix,
+    default_socket_path,
+    parse_address,
+)
 from model.denoiser import Denoiser, ModelLoadError
 from model.loading import load_denoiser
 
 log = logging.getLogger("infill.serve.worker")
-T = TypeVar("T")
-
-
-def _limit(default: float, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request (and one connection) may ask of the worker."""
-
-    max_frame: int = _limit(4 * 1024 * 1024, "bytes in one incoming frame")
-    max_text: int = _limit(2_000_000, "characters in a request's text")
-    max_spans: int = _limit(64, "spans (holes) in one fill, fixes in one fix")
-    max_span_tokens: int = _limit(1024, "highest max_span_tokens option accepted")
-    max_steps: int = _limit(4096, "denoising steps per canvas (the cap when none is asked)")
-    max_requests: int = _limit(16, "requests in flight per connection")
-    max_batch: int = _limit(32, "canvases in one batched forward pass")
-    deadline: float = _limit(30.0, "seconds a request may take when it names no deadline")
-    max_deadline: float = _limit(300.0, "the longest deadline a request may ask for")
-    handshake_timeout: float = _limit(10.0, "seconds a new connection has to say hello")
-    grace: float = _limit(5.0, "seconds requests in flight get to finish at shutdown")
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"limit {f.name} must be a positive number, got {value!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class WorkerSetupError(Exception):
-    """The worker cannot start: the address is in use or unsafe, TCP without a token."""
-
-
-class _Conn:
-    """One client connection: its requests in flight, and frame writing."""
-
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-        self.requests: dict[int, asyncio.Task[None]] = {}
-        self.reasons: dict[int, str] = {}  # why a request task was cancelled
-        self.closed = False
-        self._lock = asyncio.Lock()
-
-    def send_soon(self, msg: Message) -> None:
-        """Queue a frame without waiting for the socket (step events)."""
-        if not self.closed:
-            self.writer.write(pack(msg))
-
-    async def send(self, msg: Message) -> None:
-        if self.closed:
-            return
-        async with self._lock:  # one drain at a time
-            try:
-                self.writer.write(pack(msg))
-                await self.writer.drain()
-            except (ConnectionError, OSError):
-                self.closed = True
-
-    def cancel(self, rid: int, reason: str) -> None:
-        task = self.requests.get(rid)
-        if task is not None:
-            self.reasons[rid] = reason
-            task.cancel()
-
-    def close(self) -> None:
-        self.closed = True
-        for task in list(self.requests.values()):
-            task.cancel()
-        self.writer.close()
-
-
-# -- the worker -------------------------------------------------------------------------
 
 
 def _version(package: str) -> str | None:
@@ -196,12 +99,12 @@ class Worker:
         self.address: Address | None = None
         self.ready = threading.Event()
         self.requests = 0  # requests received since start
-        self._conns: set[_Conn] = set()
+        self.stopping = False  # new requests are refused
+        self._handler: Requests | None = None
+        self._conns: set[Connection] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._stop_asked = False
-        self._stopping = False
-        self._executor: ThreadPoolExecutor | None = None
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -224,34 +127,43 @@ class Worker:
         self._loop, self._stop_event = loop, asyncio.Event()
         if self._stop_asked:
             self._stop_event.set()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="infill-model")
+        executor = ThreadPoolExecutor(1, thread_name_prefix="infill-model")
         try:
-            if self.denoiser is None:
-                self.denoiser = await loop.run_in_executor(self._executor, partial(
-                    load_denoiser, self.model_dir, device=self.device,
-                    trust_remote_code=self.trust_remote_code))
-            self.scheduler = Scheduler(self.denoiser, self._executor, batching=self.batching,
+            denoiser = await self._load(executor)
+            self.scheduler = Scheduler(denoiser, executor, batching=self.batching,
                                        max_batch=self.limits.max_batch)
+            self._handler = Requests(denoiser, self.scheduler, executor, self.limits)
             server, cleanup = await self._listen(addr)
             scheduling = asyncio.create_task(self.scheduler.serve())
             log.info("listening on %s (model %s on %s, batching %s)", self.address,
-                     self.denoiser.name, self._device(), "on" if self.batching else "off")
+                     denoiser.name, self._device(), "on" if self.batching else "off")
             self.ready.set()
             try:
                 await self._stop_event.wait()
             finally:
-                self._stopping = True
-                server.close()
-                cleanup()
-                await self._drain()
-                for conn in list(self._conns):
-                    conn.close()
-                scheduling.cancel()
-                with suppress(asyncio.CancelledError):
-                    await scheduling
-                log.info("stopped")
+                await self._shut_down(server, cleanup, scheduling)
         finally:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _load(self, executor: ThreadPoolExecutor) -> Denoiser:
+        if self.denoiser is None:
+            self.denoiser = await asyncio.get_running_loop().run_in_executor(
+                executor, partial(load_denoiser, self.model_dir, device=self.device,
+                                  trust_remote_code=self.trust_remote_code))
+        return self.denoiser
+
+    async def _shut_down(self, server: asyncio.AbstractServer, cleanup: Callable[[], None],
+                         scheduling: asyncio.Task[None]) -> None:
+        self.stopping = True
+        server.close()
+        cleanup()
+        await self._drain()
+        for conn in list(self._conns):
+            conn.close()
+        scheduling.cancel()
+        with suppress(asyncio.CancelledError):
+            await scheduling
+        log.info("stopped")
 
     async def _drain(self) -> None:
         """Let requests in flight finish for `grace` seconds; fail the rest."""
@@ -284,255 +196,37 @@ class Worker:
 
         return server, cleanup
 
-    def _device(self) -> str:
-        return str(getattr(self.denoiser, "device", "cpu"))
-
-    # -- connections --------------------------------------------------------------------
-
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
-        conn = _Conn(writer)
+        conn = Connection(reader, writer, self)
         self._conns.add(conn)
         try:
-            if await self._handshake(reader, conn):
-                await self._read_requests(reader, conn)
-        except Exception:  # a bug; the connection goes, the worker stays
-            log.exception("connection failed")
+            await conn.serve()
         finally:
             self._conns.discard(conn)
-            conn.close()
 
-    async def _handshake(self, reader: asyncio.StreamReader, conn: _Conn) -> bool:
-        try:
-            async with asyncio.timeout(self.limits.handshake_timeout):
-                body = await read_frame(reader, self.limits.max_frame)
-            if body is None:
-                return False
-            msg = decode_request(body)
-        except TimeoutError:
-            await conn.send(Error(None, UNAUTHORIZED, "no hello within "
-                                  f"{self.limits.handshake_timeout:g} s"))
-            return False
-        except ProtocolError as exc:
-            await conn.send(Error(exc.id, exc.code, exc.message))
-            return False
-        except (ConnectionError, OSError):
-            return False
-        if not isinstance(msg, Hello):
-            await conn.send(Error(getattr(msg, "id", None), UNAUTHORIZED,
-                                  f"the first frame must be hello, got {msg.TYPE}"))
-            return False
-        if self.token is not None and (msg.token is None or not hmac.compare_digest(
-                msg.token.encode(), self.token.encode())):
-            await conn.send(Error(None, UNAUTHORIZED, "wrong or missing token"))
-            return False
+    # -- what connections ask of the worker (connection.Service) ------------------------
+
+    def welcome(self) -> Welcome:
         assert self.denoiser is not None
-        await conn.send(Welcome(self.denoiser.name, self._device()))
-        return True
+        return Welcome(self.denoiser.name, self._device())
 
-    async def _read_requests(self, reader: asyncio.StreamReader, conn: _Conn) -> None:
-        while not conn.closed:
-            try:
-                body = await read_frame(reader, self.limits.max_frame)
-            except ProtocolError as exc:  # too large: the stream cannot be resynchronised
-                await conn.send(Error(None, exc.code, exc.message))
-                return
-            except (ConnectionError, OSError):
-                return
-            if body is None:
-                return
-            try:
-                msg = decode_request(body)
-            except ProtocolError as exc:
-                await conn.send(Error(exc.id, exc.code, exc.message))
-                continue
-            await self._dispatch(conn, msg)
-
-    async def _dispatch(self, conn: _Conn, msg: Message) -> None:
-        if isinstance(msg, InfoRequest):
-            await conn.send(self._info(msg.id))
-        elif isinstance(msg, Cancel):
-            conn.cancel(msg.id, CANCELLED)  # unknown ids: it may have just finished
-        elif isinstance(msg, Hello):
-            await conn.send(Error(None, BAD_REQUEST, "hello is only the first frame"))
-        elif isinstance(msg, FillRequest | FixRequest | ScoreRequest):
-            rid = msg.id
-            if self._stopping:
-                await conn.send(Error(rid, SHUTTING_DOWN, "the worker is shutting down"))
-            elif rid in conn.requests:
-                await conn.send(Error(rid, BAD_REQUEST, f"request {rid} is already in flight "
-                                      "on this connection"))
-            elif len(conn.requests) >= self.limits.max_requests:
-                await conn.send(Error(rid, TOO_LARGE, "too many requests in flight on this "
-                                      f"connection (limit {self.limits.max_requests})"))
-            else:
-                self.requests += 1
-                conn.requests[rid] = asyncio.create_task(self._request(conn, msg))
-        else:  # a reply type sent to the worker is refused by decode_request already
-            await conn.send(Error(getattr(msg, "id", None), BAD_REQUEST,
-                                  f"unexpected {msg.TYPE}"))
-
-    def _info(self, rid: int) -> WorkerInfo:
+    def info(self, rid: int) -> WorkerInfo:
         assert self.denoiser is not None and self.scheduler is not None
         s = self.scheduler
-        return WorkerInfo(
-            rid, self.denoiser.name, self._device(),
-            {"infill": _version("diffusion-infill"), "torch": _version("torch"),
-             "transformers": _version("transformers"), "protocol": PROTOCOL_VERSION},
-            self.limits.to_dict(), self.batching,
-            {"requests": self.requests, "passes": s.passes, "canvases": s.canvases,
-             "shared_passes": s.shared, "active": len(s)})
+        versions = Versions(_version("diffusion-infill"), _version("torch"),
+                            _version("transformers"), PROTOCOL_VERSION)
+        counters = Counters(self.requests, s.passes, s.canvases, s.shared, len(s))
+        return WorkerInfo(rid, self.denoiser.name, self._device(), versions, self.limits,
+                          self.batching, counters)
 
-    # -- requests -----------------------------------------------------------------------
+    async def answer(self, msg: Request, on_step: Callable[[Step], None] | None = None
+                     ) -> Message:
+        assert self._handler is not None
+        return await self._handler.answer(msg, on_step)
 
-    async def _request(self, conn: _Conn, msg: FillRequest | FixRequest | ScoreRequest) -> None:
-        limit = min(msg.deadline or self.limits.deadline, self.limits.max_deadline)
-        reply: Message
-        try:
-            async with asyncio.timeout(limit):
-                reply = await self._handle(conn, msg)
-        except TimeoutError:
-            reply = Error(msg.id, DEADLINE, f"the request did not finish within its deadline "
-                          f"({limit:g} s)")
-        except asyncio.CancelledError:
-            if conn.closed:
-                raise  # nobody to tell
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            code = conn.reasons.pop(msg.id, CANCELLED)
-            reply = Error(msg.id, code, "cancelled by the client" if code == CANCELLED
-                          else "the worker is shutting down")
-        except Refused as exc:
-            reply = Error(msg.id, exc.code, exc.message)
-        except InfillError as exc:
-            reply = Error(msg.id, INPUT, str(exc))
-        except Exception as exc:  # a bug: say so, keep serving
-            log.exception("request %s failed", msg.id)
-            reply = Error(msg.id, INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-        finally:
-            conn.requests.pop(msg.id, None)
-        log.debug("%s %d: %s", msg.TYPE, msg.id,
-                  f"error {reply.code}: {reply.message}" if isinstance(reply, Error) else "ok")
-        await conn.send(reply)
-
-    async def _on_model_thread(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(
-            self._executor, partial(fn, *args, **kw))
-
-    async def _handle(self, conn: _Conn, msg: FillRequest | FixRequest | ScoreRequest
-                      ) -> Message:
-        assert self.scheduler is not None and self.denoiser is not None
-        if len(msg.text) > self.limits.max_text:
-            raise Refused(TOO_LARGE, f"the text has {len(msg.text)} characters; the limit is "
-                          f"{self.limits.max_text}")
-        if isinstance(msg, ScoreRequest):
-            scores = await self._on_model_thread(
-                score_text, msg.text, denoiser=self.denoiser, start=msg.start, end=msg.end,
-                language=msg.language)
-            return Scores(msg.id, scores)
-        options = self._options(msg.options)
-        if isinstance(msg, FixRequest):
-            if msg.max_fixes > self.limits.max_spans:
-                raise Refused(TOO_LARGE, f"max_fixes {msg.max_fixes} exceeds the limit of "
-                              f"{self.limits.max_spans}")
-            fix, scores = await self._on_model_thread(self._prepare_fix, msg, options)
-            if fix is None:
-                return Result(msg.id, msg.text, [], [], {}, scores)
-            await self.scheduler.run(fix.job)
-            return Result.of(msg.id, await self._on_model_thread(fix.result), scores)
-        if msg.spans is not None and len(msg.spans) > self.limits.max_spans:
-            raise Refused(TOO_LARGE, f"{len(msg.spans)} spans; the limit is "
-                          f"{self.limits.max_spans}")
-        fill = await self._on_model_thread(self._prepare_fill, msg, options)
-        if msg.stream:
-            rid = msg.id
-            await self.scheduler.run(fill.job, render=lambda job: self._step_event(rid, job),
-                                     on_step=conn.send_soon)
-        else:
-            await self.scheduler.run(fill.job)
-        return Result.of(msg.id, await self._on_model_thread(fill.result))
-
-    def _options(self, raw: dict[str, Any]) -> SamplerOptions:
-        o = SamplerOptions.build(None, **raw)  # OptionError (an InfillError): `input`
-        lim = self.limits
-        if o.max_span_tokens > lim.max_span_tokens:
-            raise Refused(TOO_LARGE, f"max_span_tokens {o.max_span_tokens} exceeds the "
-                          f"worker's limit of {lim.max_span_tokens}")
-        if o.max_steps is None:
-            return replace(o, max_steps=lim.max_steps)
-        if o.max_steps > lim.max_steps:
-            raise Refused(TOO_LARGE, f"max_steps {o.max_steps} exceeds the worker's limit of "
-                          f"{lim.max_steps}")
-        return o
-
-    # on the model thread ---------------------------------------------------------------
-
-    def _prepare_fill(self, msg: FillRequest, options: SamplerOptions) -> Fill:
-        assert self.denoiser is not None
-        check_text(msg.text)
-        if msg.spans is None:
-            spans, rewrite = find_holes(msg.text, msg.marker), False
-            parse_text: str | None = neutralise(msg.text, spans)
-        else:
-            spans, rewrite, parse_text = msg.spans, True, None
-        if len(spans) > self.limits.max_spans:
-            raise Refused(TOO_LARGE, f"{len(spans)} holes; the limit is {self.limits.max_spans}")
-        return prepare_fill(msg.text, spans, denoiser=self.denoiser, options=options,
-                            rewrite=rewrite, language=msg.language, parse_text=parse_text)
-
-    def _prepare_fix(self, msg: FixRequest, options: SamplerOptions
-                     ) -> tuple[Fill | None, list[TokenScore]]:
-        assert self.denoiser is not None
-        return prepare_fix(msg.text, denoiser=self.denoiser, options=options,
-                           start=msg.start, end=msg.end, max_fixes=msg.max_fixes,
-                           min_suspicion=msg.min_suspicion, language=msg.language)
-
-    def _step_event(self, rid: int, job: DenoiseJob) -> Step:
-        den = self.denoiser
-        assert den is not None
-        spans = sorted((s.index, render_slots(s.ids, den.special, den.decode))
-                       for c in job.canvases for s in c.spans)
-        return Step(rid, job.steps, spans)
-
-
-# -- the socket file --------------------------------------------------------------------
-
-
-def bind_unix(path: Path) -> socket.socket:
-    """A Unix socket bound at `path` with mode 0600; a stale socket file is replaced.
-
-    The parent directory is created 0700 when missing; the default directory must be the
-    user's own and not open to others (so nobody can plant a socket there)."""
-    parent = path.parent
-    if not parent.exists():
-        parent.mkdir(mode=0o700, parents=True)
-    if parent == default_socket_dir():
-        st = parent.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise WorkerSetupError(f"{parent} must belong to you and have mode 0700")
-    if path.is_symlink() or path.exists():
-        if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise WorkerSetupError(f"{path} exists and is not a socket")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(1.0)
-            try:
-                probe.connect(str(path))
-            except (ConnectionRefusedError, FileNotFoundError):
-                path.unlink(missing_ok=True)  # stale: its worker is gone
-            else:
-                raise WorkerSetupError(f"a worker is already listening on {path}")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)  # the file is created 0600, never briefly wider
-    try:
-        sock.bind(str(path))
-    except OSError as exc:
-        sock.close()
-        raise WorkerSetupError(f"cannot listen on {path}: {exc.strerror or exc}") from exc
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    return sock
+    def _device(self) -> str:
+        return str(getattr(self.denoiser, "device", "cpu"))
 
 
 # -- command line -----------------------------------------------------------------------
@@ -572,7 +266,7 @@ def _stop_at_stdin_eof(worker: Worker) -> None:
     """Stop the worker once stdin reaches end of file (the spawning parent is gone)."""
 
     def watch() -> None:
-        with suppress(OSError, ValueError):
+        with suppress(OSError, ValueError):  # stdin closed or unreadable: the parent is gone
             while sys.stdin.buffer.read(4096):
                 pass
         worker.stop()
@@ -580,8 +274,8 @@ def _stop_at_stdin_eof(worker: Worker) -> None:
     threading.Thread(target=watch, name="infill-stdin", daemon=True).start()
 
 
-def run(worker: Worker, address: str | Address | None, *, exit_with_stdin: bool = False
-        ) -> int:
+def serve_until_stopped(worker: Worker, address: str | Address | None, *,
+                        exit_with_stdin: bool = False) -> int:
     """Serve until SIGTERM / SIGINT (or stdin's end, with `exit_with_stdin`). Exit status:
     0 after a clean stop, 1 when the model or the address cannot be used."""
 
@@ -626,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(model_dir=args.model, device=args.device,
                     trust_remote_code=args.trust_remote_code, token=token, limits=limits,
                     batching=not args.no_batching)
-    return run(worker, address, exit_with_stdin=args.exit_with_stdin)
+    return serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
 
 
 if __name__ == "__main__":

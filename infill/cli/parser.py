@@ -1,0 +1,142 @@
+"""The `infill` command line: its parser, and what its flags mean to the engine."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from infill.core.options import SamplerOptions
+from infill.core.spans import DEFAULT_MARKER
+from infill.core.strategies import STRATEGIES
+from infill.serve.sockets import parse_address
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    model = p.add_argument_group("model")
+    model.add_argument("--model", metavar="DIR", help="model directory (default: shipped)")
+    model.add_argument("--device", help="torch device, e.g. cpu or cuda (default: auto)")
+    model.add_argument("--trust-remote-code", action="store_true",
+                       help="allow a model directory's own Python code to run (LLaDA, Dream)")
+    model.add_argument(
+        "--worker",
+        metavar="ADDRESS",
+        help="run through a running worker (unix:PATH, PATH or tcp:HOST:PORT; token from "
+        "$INFILL_WORKER_TOKEN), or 'spawn' to start one with --model/--device",
+    )
+
+
+def _add_sampler_args(p: argparse.ArgumentParser) -> None:
+    s = p.add_argument_group("sampler")
+    s.add_argument("--order", default="confidence", help=f"one of: {', '.join(STRATEGIES)}")
+    s.add_argument("--threshold", type=float, help="commit threshold of the order")
+    s.add_argument("--tokens-per-step", type=int, help="commit exactly K tokens per step")
+    s.add_argument("--steps", type=int, help="most denoising steps (default: until done)")
+    s.add_argument("--temperature", type=float, default=0.0, help="0: argmax (default)")
+    s.add_argument("--seed", type=int, help="seed for sampling at temperature > 0")
+    s.add_argument("--remask-threshold", type=float, help="remask tokens whose p fell below")
+    s.add_argument("--remask-budget", type=int, help="most remasks per file")
+    s.add_argument("--span-tokens", type=int, default=16, help="tokens per hole without hint")
+    s.add_argument("--max-span-tokens", type=int, default=256, help="most tokens per span")
+    s.add_argument("--grow", type=int, default=16, help="tokens added to a span that filled up")
+    s.add_argument("--exact-length", action="store_true", help="hints are exact lengths")
+    s.add_argument("--window-tokens", type=int, help="canvas size (default: model's maximum)")
+    s.add_argument(
+        "--cache-refresh",
+        type=int,
+        default=0,
+        metavar="K",
+        help="reuse context keys/values, full pass every K steps (default 0: off)",
+    )
+
+
+def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
+    out = p.add_argument_group("output")
+    out.add_argument("--in-place", action="store_true", help=f"write the {verb} files")
+    out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    return out
+
+
+def _add_language_arg(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--language", help="'python' for scope-aware windows (default: from the file suffix)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infill", description="Fill masked code regions with a diffusion language model."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fill = commands.add_parser(
+        "fill",
+        help="fill the hole markers of files",
+        description="Fill every hole marker (<mask>, or <mask:N> for a hint of N tokens) of "
+        "each FILE; print a unified diff (stdout) and a summary line (stderr) per file.",
+    )
+    fill.add_argument("files", nargs="+", metavar="FILE")
+    out = _add_output_args(fill, "filled")
+    out.add_argument("--trace", action="store_true", help="print every denoising step")
+    _add_model_args(fill)
+    text = fill.add_argument_group("text")
+    text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
+    _add_language_arg(text)
+    _add_sampler_args(fill)
+
+    fix = commands.add_parser(
+        "fix",
+        help="find improbable tokens and repair them",
+        description="Score every token of each FILE (or of --lines A:B) in one forward pass, "
+        "mask the most suspicious ones and re-denoise them; print the diff of what changed.",
+    )
+    fix.add_argument("files", nargs="+", metavar="FILE")
+    _add_output_args(fix, "repaired")
+    what = fix.add_argument_group("what to fix")
+    what.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
+    what.add_argument("--max-fixes", type=int, default=1, help="most tokens repaired (default 1)")
+    what.add_argument("--min-suspicion", type=float, default=0.5,
+                      help="repair only tokens at least this suspicious, 0..1 (default 0.5)")
+    _add_language_arg(what)
+    _add_model_args(fix)
+    _add_sampler_args(fix)
+    return parser
+
+
+def sampler_options(args: argparse.Namespace) -> SamplerOptions:
+    """The flags' SamplerOptions (OptionError when out of range or illegal together)."""
+    return SamplerOptions(
+        order=args.order,
+        threshold=args.threshold,
+        tokens_per_step=args.tokens_per_step,
+        max_steps=args.steps,
+        temperature=args.temperature,
+        seed=args.seed,
+        remask_threshold=args.remask_threshold,
+        remask_budget=args.remask_budget,
+        default_span_tokens=args.span_tokens,
+        max_span_tokens=args.max_span_tokens,
+        grow=args.grow,
+        exact_length=args.exact_length,
+        window_tokens=args.window_tokens,
+        cache_refresh=args.cache_refresh,
+    )
+
+
+def check_worker_args(args: argparse.Namespace) -> None:
+    """ValueError for flags that do not go with --worker."""
+    if args.worker is None:
+        return
+    if getattr(args, "trace", False):
+        raise ValueError("--trace is not available with --worker")
+    if args.worker != "spawn":
+        parse_address(args.worker)
+        if args.model or args.device:
+            raise ValueError("--model and --device go to the worker (infill-worker --model), "
+                             "or use --worker spawn")
+
+
+def lines_spec(spec: str) -> tuple[int, int]:
+    """(A, B) of a `--lines A:B` value, 1-based and inclusive; ValueError if malformed."""
+    m = re.fullmatch(r"(\d+):(\d+)", spec)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--lines must be A:B with 1 <= A <= B, got {spec!r}")
+    return int(m.group(1)), int(m.group(2))
