@@ -12,25 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
 
 from infill.core.diff import Edit
 from infill.core.errors import InfillError, NoHolesError
 from infill.core.spans import Span, find_holes
-from infill.serve.protocol import Result
+from infill.serve.protocol import Result, Step
 from lsp import diagnostics
 from lsp.docstring import DocstringSlot, docstring_slot
-from lsp.engine import EngineError
-from lsp.excerpt import excerpt
+from lsp.excerpt import Excerpt, excerpt
+from lsp.host import Feature, Host, Snapshot, request_failed, require_current, workspace_edit
 from lsp.positions import shift
 from lsp.progress import WorkProgress, live_view
-
-if TYPE_CHECKING:
-    from lsp.server import InfillServer, Snapshot
 
 log = logging.getLogger("infill.lsp")
 
@@ -73,10 +71,63 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
     return only is None or any(kind == o or kind.startswith(o + ".") for o in only)
 
 
-def offered(ls: InfillServer, snap: Snapshot, params: types.CodeActionParams
+class CodeActions(Feature):
+    """`textDocument/codeAction` (cheap: no model) and `codeAction/resolve` (the model)."""
+
+    def register(self) -> None:
+        self.host.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+            code_action_kinds=KINDS, resolve_provider=True))(self.code_actions)
+        self.host.feature(types.CODE_ACTION_RESOLVE)(self.resolve)
+
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        host = self.host
+        snap = host.snapshot(params.text_document.uri)
+        actions = offered(host, snap, params)
+        if resolve_supported(host):
+            return actions
+        if params.context.trigger_kind == types.CodeActionTriggerKind.Automatic:
+            return []
+        out = []
+        for action in actions:
+            if action.disabled is not None:
+                out.append(action)
+                continue
+            try:
+                out.append(await self.resolve(action, show_errors=False,
+                                              progress_token=params.work_done_token))
+            except JsonRpcContentModified:
+                return []
+            except JsonRpcException as exc:  # one action failing leaves the others
+                log.warning("code action %r failed: %s", action.title, exc)
+                host.log(f"code action {action.title!r} failed: {exc}")
+        return out
+
+    async def resolve(self, action: types.CodeAction, *, show_errors: bool = True,
+                      progress_token: types.ProgressToken | None = None) -> types.CodeAction:
+        """Run the action's operation and attach its edit (for the version it was offered
+        on)."""
+        host = self.host
+        op = Op.from_data(action.data)
+        snap = host.snapshot(op.uri)
+        if snap.version != op.version:
+            raise JsonRpcContentModified("the document changed since the action was offered")
+        try:
+            async with WorkProgress(host, action.title, token=progress_token,
+                                    delay=host.settings.progress_delay / 1000) as progress:
+                edits, note = await compute_edits(host, snap, op, progress)
+        except InfillError as exc:
+            raise request_failed(host, exc, action.title, show=show_errors) from None
+        require_current(host, snap)
+        if note and show_errors:
+            host.show(f"{action.title}: {note}")
+        action.edit = workspace_edit(host, snap, edits)
+        return action
+
+
+def offered(host: Host, snap: Snapshot, params: types.CodeActionParams
             ) -> list[types.CodeAction]:
     """The actions for this range, without edits (cheap: no model)."""
-    s = ls.settings
+    s = host.settings
     a, b = snap.lines.span(params.range)
     only = params.context.only
     out: list[types.CodeAction] = []
@@ -124,106 +175,82 @@ def find_docstring_slot(text: str, at: int, marker: str, context: int) -> Docstr
     return slot.moved(ex.offset) if slot is not None else None
 
 
-def resolve_supported(ls: InfillServer) -> bool:
-    td = ls.client_capabilities.text_document
+def resolve_supported(host: Host) -> bool:
+    td = host.client_capabilities.text_document
     ca = td.code_action if td is not None else None
     rs = ca.resolve_support if ca is not None else None
     return rs is not None and "edit" in rs.properties
 
 
-async def code_actions(ls: InfillServer, params: types.CodeActionParams
-                       ) -> list[types.CodeAction]:
-    snap = ls.snapshot(params.text_document.uri)
-    actions = offered(ls, snap, params)
-    if resolve_supported(ls):
-        return actions
-    if params.context.trigger_kind == types.CodeActionTriggerKind.Automatic:
-        return []
-    out = []
-    for action in actions:
-        if action.disabled is not None:
-            out.append(action)
-            continue
-        try:
-            out.append(await resolve(ls, action, show_errors=False,
-                                     progress_token=params.work_done_token))
-        except JsonRpcContentModified:
-            return []
-        except Exception as exc:  # one action failing leaves the others
-            log.info("code action %r failed: %s", action.title, exc)
-    return out
+# -- the operations: each asks the worker and returns (edits, result, excerpt sent) -----
+
+Done = tuple[list[Edit], Result, Excerpt]
+OnStep = Callable[[Step], None] | None
 
 
-async def resolve(ls: InfillServer, action: types.CodeAction, *, show_errors: bool = True,
-                  progress_token: types.ProgressToken | None = None) -> types.CodeAction:
-    """Run the action's operation and attach its edit (for the version it was offered on)."""
-    op = Op.from_data(action.data)
-    snap = ls.snapshot(op.uri)
-    if snap.version != op.version:
-        raise JsonRpcContentModified("the document changed since the action was offered")
-    try:
-        async with WorkProgress(ls, action.title, token=progress_token,
-                                delay=ls.settings.progress_delay / 1000) as progress:
-            edits, note = await run(ls, snap, op, progress)
-    except (InfillError, EngineError) as exc:
-        raise ls.fail(exc, action.title, show=show_errors) from None
-    ls.check_current(snap)
-    if note and show_errors:
-        ls.show(f"{action.title}: {note}")
-    action.edit = ls.workspace_edit(snap, edits)
-    return action
+async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
+    s = host.settings
+    holes = find_holes(snap.text, s.hole_marker)
+    ex = excerpt(snap.text, holes[0].start, holes[-1].end, context=s.context_chars)
+    result = await host.worker.fill(ex.text, marker=s.hole_marker, language=snap.language,
+                                    options=s.sampler_options(), on_step=on_step)
+    return shift(result.edits, ex.offset), result, ex
 
 
-async def run(ls: InfillServer, snap: Snapshot, op: Op, progress: WorkProgress
-              ) -> tuple[list[Edit], str | None]:
+async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
+    s = host.settings
+    ex = excerpt(snap.text, op.start, op.end, context=s.context_chars)
+    span = Span(op.start - ex.offset, op.end - ex.offset)
+    result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
+                                    language=snap.language, options=s.sampler_options(),
+                                    on_step=on_step)
+    return shift(result.edits, ex.offset), result, ex
+
+
+async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
+    s = host.settings
+    slot = find_docstring_slot(snap.text, op.start, s.hole_marker, s.context_chars)
+    if slot is None:
+        raise InfillError("there is no function or class without a docstring here")
+    template, at = slot.template(snap.text)
+    ex = excerpt(template, at, at, context=s.context_chars)
+    result = await host.worker.fill(ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
+                                    marker=s.hole_marker, language=snap.language,
+                                    options=s.sampler_options(), on_step=on_step)
+    body = result.fills[0].text if result.fills else ""
+    return ([slot.edit(body)] if slot.clean_body(body) else []), result, ex
+
+
+async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
+    """"fix" (the selection's worst tokens) or "fixToken" (a diagnostic's token)."""
+    s = host.settings
+    ex = excerpt(snap.text, op.start, op.end, context=s.context_chars)
+    token = op.op == "fixToken"
+    result = await host.worker.fix(ex.text, start=op.start - ex.offset, end=op.end - ex.offset,
+                                   max_fixes=1 if token else s.max_fixes,
+                                   min_suspicion=0.0 if token else s.fix_threshold,
+                                   language=snap.language, options=s.sampler_options())
+    return shift(result.edits, ex.offset), result, ex
+
+
+OPERATIONS: dict[str, Callable[[Host, Snapshot, Op, OnStep], Awaitable[Done]]] = {
+    "fill": _fill_holes, "rewrite": _rewrite, "docstring": _docstring, "fix": _fix,
+    "fixToken": _fix,
+}
+NOTHING = {"fix": "nothing looked suspicious", "docstring": "the model wrote no docstring"}
+
+
+async def compute_edits(host: Host, snap: Snapshot, op: Op, progress: WorkProgress
+                        ) -> tuple[list[Edit], str | None]:
     """The operation's edits (str offsets in the snapshot's text), and a note when it
     changed nothing."""
-    s = ls.settings
-    text = snap.text
-    on_step = live_view(ls, snap, op.op, progress)
-    options = s.sampler_options()
     started = asyncio.get_running_loop().time()
-    result: Result
-    if op.op == "fill":
-        holes = find_holes(text, s.hole_marker)
-        ex = excerpt(text, holes[0].start, holes[-1].end, context=s.context_chars)
-        result = await ls.engine.fill(ex.text, marker=s.hole_marker, language=snap.language,
-                                      options=options, on_step=on_step)
-        edits = shift(result.edits, ex.offset)
-    elif op.op == "rewrite":
-        ex = excerpt(text, op.start, op.end, context=s.context_chars)
-        span = Span(op.start - ex.offset, op.end - ex.offset)
-        result = await ls.engine.fill(ex.text, spans=[span], marker=s.hole_marker,
-                                      language=snap.language, options=options,
-                                      on_step=on_step)
-        edits = shift(result.edits, ex.offset)
-    elif op.op == "docstring":
-        slot = find_docstring_slot(text, op.start, s.hole_marker, s.context_chars)
-        if slot is None:
-            raise InfillError("there is no function or class without a docstring here")
-        template, at = slot.template(text)
-        ex = excerpt(template, at, at, context=s.context_chars)
-        result = await ls.engine.fill(ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
-                                      marker=s.hole_marker, language=snap.language,
-                                      options=options, on_step=on_step)
-        body = result.fills[0].text if result.fills else ""
-        if not slot.clean_body(body):
-            return [], "the model wrote no docstring"
-        edits = [slot.edit(body)]
-    else:  # "fix" (the selection's worst tokens) or "fixToken" (a diagnostic's token)
-        ex = excerpt(text, op.start, op.end, context=s.context_chars)
-        token = op.op == "fixToken"
-        result = await ls.engine.fix(ex.text, start=op.start - ex.offset,
-                                     end=op.end - ex.offset,
-                                     max_fixes=1 if token else s.max_fixes,
-                                     min_suspicion=0.0 if token else s.fix_threshold,
-                                     language=snap.language, options=options)
-        edits = shift(result.edits, ex.offset)
+    on_step = live_view(host, snap, op.op, progress)
+    edits, result, ex = await OPERATIONS[op.op](host, snap, op, on_step)
     ms = (asyncio.get_running_loop().time() - started) * 1000
     tokens, passes = (result.stats.tokens, result.stats.nfe) if result.stats else (0, 0)
-    ls.trace(f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
-             f"{len(ex.text)} of {len(text)} characters, {ms:.0f} ms")
+    host.log(f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
+             f"{len(ex.text)} of {len(snap.text)} characters, {ms:.0f} ms")
     if not edits:
-        return [], ("nothing looked suspicious" if op.op == "fix"
-                    else "the model left the text as it was")
+        return [], NOTHING.get(op.op, "the model left the text as it was")
     return edits, None

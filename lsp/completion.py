@@ -14,36 +14,47 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from infill.core.errors import InfillError
 from infill.core.spans import Span
-from lsp.engine import EngineError
 from lsp.excerpt import excerpt
+from lsp.host import Feature, Host, Snapshot
+from lsp.positions import LINE_BREAK
 from lsp.progress import WorkProgress, live_view
 
-if TYPE_CHECKING:
-    from lsp.server import InfillServer, Snapshot
-
 _WORD = re.compile(r"\w*$")
-_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
-class Fill:
+class Completion:
+    """What to insert at the cursor, computed for one version of the document."""
+
     snap: Snapshot
     offset: int  # the cursor, a str offset
     text: str  # what to insert at the cursor
     multiline: bool
 
 
-class Completions:
-    """The completion running for each document (at most one)."""
+class Completions(Feature):
+    """Inline completion and completion; the completion running for each document (at
+    most one)."""
 
-    def __init__(self, ls: InfillServer) -> None:
-        self.ls = ls
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
         self.tasks: dict[str, asyncio.Task[object]] = {}
+
+    def register(self) -> None:
+        self.host.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                          types.InlineCompletionOptions())(self.inline)
+        self.host.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())(self.items)
+
+    def changed(self, uri: str, line: int | None) -> None:
+        self.drop(uri)
+
+    def closed(self, uri: str) -> None:
+        self.drop(uri)
 
     def drop(self, uri: str) -> None:
         """Cancel the completion running for `uri` (the document changed or closed)."""
@@ -51,23 +62,39 @@ class Completions:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
 
-    async def fill(self, uri: str, position: types.Position,
-                   token: types.ProgressToken | None) -> Fill | None:
+    async def inline(self, params: types.InlineCompletionParams
+                     ) -> types.InlineCompletionList | None:
+        done = await self.complete(params.text_document.uri, params.position,
+                                   params.work_done_token)
+        if done is None:
+            return None
+        here = done.snap.lines.range(done.offset, done.offset)
+        return types.InlineCompletionList(items=[
+            types.InlineCompletionItem(insert_text=done.text, range=here)])
+
+    async def items(self, params: types.CompletionParams) -> types.CompletionList | None:
+        done = await self.complete(params.text_document.uri, params.position,
+                                   params.work_done_token)
+        return completion_list(done) if done is not None else None
+
+    async def complete(self, uri: str, position: types.Position,
+                       token: types.ProgressToken | None) -> Completion | None:
+        """The completion at `position`, cancelling the one still running for `uri`."""
         self.drop(uri)
         task = asyncio.current_task()
         assert task is not None
         self.tasks[uri] = task
         try:
-            return await self._fill(uri, position, token)
+            return await self._complete(uri, position, token)
         finally:
             if self.tasks.get(uri) is task:
                 del self.tasks[uri]
 
-    async def _fill(self, uri: str, position: types.Position,
-                    token: types.ProgressToken | None) -> Fill | None:
-        ls = self.ls
-        s = ls.settings
-        snap = ls.snapshot(uri)
+    async def _complete(self, uri: str, position: types.Position,
+                        token: types.ProgressToken | None) -> Completion | None:
+        host = self.host
+        s = host.settings
+        snap = host.snapshot(uri)
         at = snap.lines.offset(position)
         line = snap.lines.line_of(at)
         multiline = not snap.lines.line_text(line).strip()
@@ -79,20 +106,20 @@ class Completions:
         try:
             # Progress only with the request's own token: a server-created progress bar
             # per keystroke would be noise.
-            async with WorkProgress(ls, "Infill: completing", token=token,
+            async with WorkProgress(host, "Infill: completing", token=token,
                                     delay=None) as progress:
-                result = await ls.engine.fill(
+                result = await host.worker.fill(
                     ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
                     marker=s.hole_marker, language=snap.language, options=options,
-                    on_step=live_view(ls, snap, "completion", progress))
-        except EngineError as exc:
-            ls.trace(f"completion failed: {exc.message}")
+                    on_step=live_view(host, snap, "completion", progress))
+        except InfillError as exc:
+            host.log(f"completion failed: {exc.message}")
             return None
-        if not ls.current(snap):
+        if not host.is_current(snap):
             return None  # stale: never offer text computed for an older version
         text = result.fills[0].text if result.fills else ""
         text = shape(text, multiline=multiline, at_line_end=at == snap.lines.end(line))
-        return Fill(snap, at, text, multiline) if text else None
+        return Completion(snap, at, text, multiline) if text else None
 
 
 def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:
@@ -100,7 +127,7 @@ def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:
     trailing whitespace dropped when nothing follows on the line; "" when only
     whitespace is left."""
     if not multiline:
-        m = _BREAK.search(text)
+        m = LINE_BREAK.search(text)
         if m is not None:
             text = text[: m.start()]
     else:
@@ -110,33 +137,18 @@ def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:
     return text if text.strip() else ""
 
 
-async def inline(ls: InfillServer, params: types.InlineCompletionParams
-                 ) -> types.InlineCompletionList | None:
-    fill = await ls.completions.fill(params.text_document.uri, params.position,
-                                     params.work_done_token)
-    if fill is None:
-        return None
-    here = fill.snap.lines.range(fill.offset, fill.offset)
-    return types.InlineCompletionList(items=[
-        types.InlineCompletionItem(insert_text=fill.text, range=here)])
-
-
-async def items(ls: InfillServer, params: types.CompletionParams
-                ) -> types.CompletionList | None:
-    fill = await ls.completions.fill(params.text_document.uri, params.position,
-                                     params.work_done_token)
-    if fill is None:
-        return None
-    lines = fill.snap.lines
-    line_start = lines.start(lines.line_of(fill.offset))
-    word = _WORD.search(fill.snap.text, line_start, fill.offset)
-    start = word.start() if word is not None else fill.offset
-    new_text = fill.snap.text[start : fill.offset] + fill.text
-    first = _BREAK.split(new_text.strip(), maxsplit=1)
+def completion_list(done: Completion) -> types.CompletionList:
+    """One item whose edit starts at the word being typed (so the client's filter keeps
+    it), incomplete (the fill depends on every character typed: ask again on each)."""
+    lines = done.snap.lines
+    line_start = lines.start(lines.line_of(done.offset))
+    word = _WORD.search(done.snap.text, line_start, done.offset)
+    start = word.start() if word is not None else done.offset
+    new_text = done.snap.text[start : done.offset] + done.text
+    first = LINE_BREAK.split(new_text.strip(), maxsplit=1)
     label = first[0][:80] + ("…" if len(first) > 1 or len(first[0]) > 80 else "")
     item = types.CompletionItem(
         label=label or new_text, kind=types.CompletionItemKind.Text, detail="infill",
         filter_text=new_text, sort_text="0", insert_text_format=types.InsertTextFormat.PlainText,
-        text_edit=types.TextEdit(range=lines.range(start, fill.offset), new_text=new_text))
-    # Incomplete: the fill depends on every character typed, so ask again on each one.
+        text_edit=types.TextEdit(range=lines.range(start, done.offset), new_text=new_text))
     return types.CompletionList(is_incomplete=True, items=[item])

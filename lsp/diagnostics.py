@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified
 
-from lsp.engine import EngineError
+from infill.core.errors import InfillError
+from infill.core.results import TokenScore
 from lsp.excerpt import excerpt
-
-if TYPE_CHECKING:
-    from lsp.server import InfillServer, Snapshot
+from lsp.host import Feature, Host, Snapshot
+from lsp.settings import Settings
 
 log = logging.getLogger("infill.lsp")
 
@@ -35,16 +36,21 @@ SEVERITY = {"information": types.DiagnosticSeverity.Information,
             "hint": types.DiagnosticSeverity.Hint}
 
 
-class Diagnostics:
-    def __init__(self, ls: InfillServer) -> None:
-        self.ls = ls
+class Diagnostics(Feature):
+    """Publishes diagnostics (it registers no handler: the document events drive it)."""
+
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.focus: dict[str, int] = {}  # the line of the last change, per document
         self.published: set[str] = set()
 
+    def register(self) -> None:
+        pass
+
     @property
     def enabled(self) -> bool:
-        return self.ls.settings.diagnostics
+        return self.host.settings.diagnostics
 
     def changed(self, uri: str, line: int | None) -> None:
         """The document was opened or edited: (re)start its timer."""
@@ -68,17 +74,22 @@ class Diagnostics:
         if uri in self.published:
             self._publish(uri, None, [])
 
+    def settings_changed(self, old: Settings, new: Settings) -> None:
+        if (old.diagnostics, old.diagnostics_threshold, old.diagnostics_severity) != (
+                new.diagnostics, new.diagnostics_threshold, new.diagnostics_severity):
+            self.refresh_all()
+
     def refresh_all(self) -> None:
-        """The settings changed: rescore every open document, or clear everything."""
+        """Rescore every open document, or clear everything when diagnostics are off."""
         if self.enabled:
-            for uri in list(self.ls.workspace.text_documents):
+            for uri in self.host.open_documents():
                 self.changed(uri, None)
         else:
-            self.stop()
+            self.shutdown()
             for uri in list(self.published):
                 self._publish(uri, None, [])
 
-    def stop(self) -> None:
+    def shutdown(self) -> None:
         for task in self.tasks.values():
             task.cancel()
         self.tasks.clear()
@@ -88,8 +99,9 @@ class Diagnostics:
             self.published.add(uri)
         else:
             self.published.discard(uri)
-        self.ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        self.host.notify(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+                         types.PublishDiagnosticsParams(uri=uri, diagnostics=diags,
+                                                        version=version))
 
     def region(self, snap: Snapshot) -> tuple[int, int]:
         lines = snap.lines
@@ -102,31 +114,37 @@ class Diagnostics:
         return lines.start(first), end
 
     async def _run(self, uri: str) -> None:
-        ls = self.ls
-        s = ls.settings
-        await asyncio.sleep(s.diagnostics_delay / 1000)
+        host = self.host
+        await asyncio.sleep(host.settings.diagnostics_delay / 1000)
         try:
-            snap = ls.snapshot(uri)
-        except Exception:  # closed meanwhile
+            snap = host.snapshot(uri)
+        except JsonRpcContentModified:  # closed meanwhile: nothing to diagnose
             return
         start, end = self.region(snap)
-        ex = excerpt(snap.text, start, end, context=s.context_chars)
+        ex = excerpt(snap.text, start, end, context=host.settings.context_chars)
         try:
-            scores = await ls.engine.score(ex.text, start=start - ex.offset,
-                                           end=end - ex.offset, language=snap.language)
-        except EngineError as exc:
-            ls.trace(f"diagnostics for {uri} failed: {exc.message}")
+            scores = await host.worker.score(ex.text, start=start - ex.offset,
+                                             end=end - ex.offset, language=snap.language)
+        except InfillError as exc:
+            host.log(f"diagnostics for {uri} failed: {exc.message}")
             return
-        if not ls.current(snap) or not self.enabled:
+        if not host.is_current(snap) or not self.enabled:
             return  # stale: the change that made it so scheduled the next run
+        self._publish(uri, snap.version, self._diagnostics(snap, ex.offset, scores))
+
+    def _diagnostics(self, snap: Snapshot, offset: int, scores: list[TokenScore]
+                     ) -> list[types.Diagnostic]:
+        """The worst tokens over the threshold, in text order (`offset`: of the excerpt
+        the scores are relative to)."""
+        s = self.host.settings
         picked = [sc for sc in scores
                   if sc.suspicion >= s.diagnostics_threshold and sc.text.strip()]
         picked = sorted(picked, key=lambda sc: -sc.suspicion)[: s.max_diagnostics]
         severity = SEVERITY[s.diagnostics_severity]
         diags = []
         for sc in sorted(picked, key=lambda sc: sc.start):
-            a = ex.offset + sc.start + (len(sc.text) - len(sc.text.lstrip()))
-            b = ex.offset + sc.end - (len(sc.text) - len(sc.text.rstrip()))
+            a = offset + sc.start + (len(sc.text) - len(sc.text.lstrip()))
+            b = offset + sc.end - (len(sc.text) - len(sc.text.rstrip()))
             token = snap.text[a:b]
             diags.append(types.Diagnostic(
                 range=snap.lines.range(a, b), severity=severity, source=SOURCE, code=CODE,
@@ -134,7 +152,7 @@ class Diagnostics:
                         f"expects {sc.likely.strip() or sc.likely!r}",
                 data={"version": snap.version, "start": a, "end": b, "token": token,
                       "likely": sc.likely}))
-        self._publish(uri, snap.version, diags)
+        return diags
 
 
 def fix_range(snap: Snapshot, diag: types.Diagnostic) -> tuple[int, int, str, str] | None:

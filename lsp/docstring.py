@@ -24,10 +24,10 @@ from infill.core.diff import Edit
 from infill.core.errors import InfillError
 from infill.core.scopes import python_parser
 from infill.core.spans import DEFAULT_MARKER, find_holes, neutralise
+from lsp.positions import LINE_BREAK, line_start
 
 DEFS = {"function_definition": "function", "class_definition": "class"}
 _STRING = {"string", "concatenated_string"}
-_NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,6 @@ class _Source:
         return i if self.ascii else len(self.text[:i].encode("utf-8"))
 
 
-def _line_start(text: str, i: int) -> int:
-    return max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
-
-
 def _first_statement(body):  # noqa: ANN001, ANN202 - tree_sitter nodes
     for child in body.named_children:
         if child.type != "comment":
@@ -138,12 +134,12 @@ def _slot(src: _Source, node, quote: str) -> DocstringSlot | None:  # noqa: ANN0
     colon = src.char(colons[-1].end_byte)
     stmt = src.char(first.start_byte)
     name = text[src.char(name_node.start_byte) : src.char(name_node.end_byte)]
-    header_start = _line_start(text, src.char(node.start_byte))
+    header_start = line_start(text, src.char(node.start_byte))
     header_indent = re.match(r"[ \t]*", text[header_start:]).group(0)
-    m = _NEWLINE.search(text, colon)
+    m = LINE_BREAK.search(text, colon)
     newline = m.group(0) if m else "\n"
     if m is not None and m.start() < stmt:  # the body starts on a later line
-        line = _line_start(text, stmt)
+        line = line_start(text, stmt)
         indent = text[line:stmt]
         if indent.strip():  # something else before the statement on its line (`;`)
             return None

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lsp.positions import LINE_BREAK, line_start
+
 # A line that starts a top-level definition (`def`, `class`, a decorator) at column 0.
 # Such lines are almost never inside a string, unlike lines of prose in a docstring; a
 # wrong guess only costs the engine its scope context (it falls back to line windows).
@@ -31,13 +33,9 @@ class Excerpt:
         return self.offset + len(self.text)
 
 
-def _line_start(text: str, i: int) -> int:
-    return max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
-
-
 def _line_end(text: str, i: int) -> int:
     """Offset just past the line break of the line holding `i` (or the end)."""
-    m = re.compile(r"\r\n|\r|\n").search(text, i)
+    m = LINE_BREAK.search(text, i)
     return m.end() if m else len(text)
 
 
@@ -45,9 +43,9 @@ def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
     """Whole lines around text[start:end] with about `context` characters on each side."""
     if start <= context and len(text) - end <= context:
         return Excerpt(0, text)
-    a = _line_start(text, max(0, start - context)) if start > context else 0
+    a = line_start(text, max(0, start - context)) if start > context else 0
     b = _line_end(text, min(len(text), end + context)) if len(text) - end > context else len(text)
-    core_a = _line_start(text, start)
+    core_a = line_start(text, start)
     core_b = _line_end(text, end) if end > core_a else core_a
     # Move the upper cut down to a top-level definition within the first half of the
     # context, the lower cut up to one within the last half of it.

@@ -27,6 +27,11 @@ from infill.core.diff import Edit
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
+
+def line_start(text: str, i: int) -> int:
+    """Offset of the start of the line that holds offset `i` (LSP line breaks)."""
+    return max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
+
 UTF8 = PositionCodec(types.PositionEncodingKind.Utf8)
 UTF16 = PositionCodec(types.PositionEncodingKind.Utf16)
 UTF32 = PositionCodec(types.PositionEncodingKind.Utf32)

@@ -1,4 +1,4 @@
-"""Work-done progress (`$/progress`) for requests that take a while.
+"""Work-done progress (`$/progress`) for requests that take a while, and the live view.
 
 With a token from the request (`workDoneToken`) the progress begins at once. Otherwise,
 when the client supports `window/workDoneProgress/create`, the server creates a token only
@@ -13,31 +13,29 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
+from pygls.exceptions import JsonRpcException
 
 from infill.serve.protocol import Step
-
-if TYPE_CHECKING:
-    from lsp.server import InfillServer, Snapshot
+from lsp.host import Host, Snapshot
 
 log = logging.getLogger("infill.lsp")
 
 STEP_NOTIFICATION = "infill/denoiseStep"  # the live view (docs/LSP.md)
 
 
-def server_progress_supported(ls: LanguageServer) -> bool:
-    window = ls.client_capabilities.window
+def server_progress_supported(host: Host) -> bool:
+    window = host.client_capabilities.window
     return bool(window is not None and window.work_done_progress)
 
 
 class WorkProgress:
-    def __init__(self, ls: LanguageServer, title: str, *, token: types.ProgressToken | None,
+    def __init__(self, host: Host, title: str, *, token: types.ProgressToken | None,
                  delay: float | None) -> None:
         """`delay`: seconds before a server-created progress; None: never create one."""
-        self.ls = ls
+        self.host = host
         self.title = title
         self.given = token
         self.delay = delay
@@ -60,7 +58,7 @@ class WorkProgress:
     def visible(self) -> bool:
         """Whether the client may see this progress at all."""
         return self.given is not None or (self.delay is not None
-                                          and server_progress_supported(self.ls))
+                                          and server_progress_supported(self.host))
 
     async def _start_later(self) -> None:
         await asyncio.sleep(self.delay or 0.0)
@@ -69,8 +67,8 @@ class WorkProgress:
         # request whose future was cancelled. A reply after the work ended begins nothing.
         self._creating = True
         try:
-            await self.ls.work_done_progress.create_async(token)
-        except Exception as exc:  # the client refused: no progress, the work goes on
+            await self.host.work_done_progress.create_async(token)
+        except JsonRpcException as exc:  # the client refused: no progress, the work goes on
             log.info("window/workDoneProgress/create failed: %s", exc)
             return
         if not self._ended:
@@ -78,7 +76,7 @@ class WorkProgress:
 
     def _begin(self, token: types.ProgressToken) -> None:
         self.token = token
-        progress = self.ls.work_done_progress
+        progress = self.host.work_done_progress
         progress.begin(token, types.WorkDoneProgressBegin(
             title=self.title, cancellable=True, message=self._last or None))
         future = progress.tokens.get(token)
@@ -90,7 +88,7 @@ class WorkProgress:
     def report(self, message: str) -> None:
         self._last = message
         if self.token is not None:
-            self.ls.work_done_progress.report(
+            self.host.work_done_progress.report(
                 self.token, types.WorkDoneProgressReport(message=message))
 
     async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
@@ -104,27 +102,28 @@ class WorkProgress:
                 message = "cancelled"
             else:
                 message = "failed"
-            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-            future = self.ls.work_done_progress.tokens.pop(self.token, None)
+            progress = self.host.work_done_progress
+            progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+            future = progress.tokens.pop(self.token, None)
             if future is not None and not future.done():
                 future.set_result(None)  # release the cancel callback
 
 
-def live_view(ls: InfillServer, snap: Snapshot, kind: str, progress: WorkProgress
+def live_view(host: Host, snap: Snapshot, kind: str, progress: WorkProgress
               ) -> Callable[[Step], None] | None:
     """The `on_step` callback of a fill: progress reports, and with `liveView` the custom
     `infill/denoiseStep` notification (docs/LSP.md) with each span's text after the step
     (`░` a masked slot, `∅` a null one). None when nobody would see the steps (the worker
     then streams nothing)."""
-    request_id = ls.protocol.msg_id
-    live = ls.settings.live_view
+    request_id = host.request_id()
+    live = host.settings.live_view
     if not live and not progress.visible:
         return None
 
     def on_step(step: Step) -> None:
         progress.report(f"step {step.step}")
         if live:
-            ls.protocol.notify(STEP_NOTIFICATION, {
+            host.notify(STEP_NOTIFICATION, {
                 "uri": snap.uri, "version": snap.version, "requestId": request_id,
                 "operation": kind, "step": step.step,
                 "spans": [{"index": i, "text": t} for i, t in step.spans]})

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infill.core.errors import OptionError
+from infill.core.options import SamplerOptions
 from infill.core.spans import DEFAULT_MARKER, check_marker
 from infill.serve.sockets import parse_address
 
@@ -133,8 +134,8 @@ class Settings:
     progress_delay: int = _s("progressDelay", _int(0, 60_000), default=300)  # ms before $/progress
     context_chars: int = _s("contextChars", _int(1000, 1_000_000), default=12_000)
 
-    def sampler_options(self, **overrides: Any) -> dict[str, Any]:
-        """The SamplerOptions fields these settings set (a map for the worker request)."""
+    def sampler_options(self, **overrides: Any) -> SamplerOptions:
+        """The SamplerOptions these settings set, with `overrides` on top."""
         out: dict[str, Any] = {"max_span_tokens": self.max_tokens}
         if self.steps is not None:
             out["max_steps"] = self.steps
@@ -143,7 +144,7 @@ class Settings:
         out.update(overrides)
         if out.get("default_span_tokens", 16) > out["max_span_tokens"]:
             out["default_span_tokens"] = out["max_span_tokens"]
-        return out
+        return SamplerOptions.build(None, **out)
 
 
 KEYS = {f.metadata["key"]: f for f in fields(Settings)}

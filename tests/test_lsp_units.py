@@ -44,9 +44,8 @@ def test_unknown_settings_and_non_objects_warn():
 def test_sampler_options_from_settings_are_valid():
     s = parse({"steps": 3, "threshold": 0.7, "maxTokens": 8})[0]
     options = s.sampler_options(default_span_tokens=16)
-    assert options == {"max_span_tokens": 8, "max_steps": 3, "threshold": 0.7,
-                       "default_span_tokens": 8}
-    SamplerOptions(**options)  # accepted by the engine
+    assert options == SamplerOptions(max_span_tokens=8, max_steps=3, threshold=0.7,
+                                     default_span_tokens=8)
 
 
 def test_excerpt_of_a_short_text_is_the_text():

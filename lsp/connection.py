@@ -1,9 +1,11 @@
-"""The language server's one way to the model: a worker client, chosen by the settings.
+"""The language server's one way to the model: a connection to a worker, chosen by the
+settings.
 
 `workerAddress` set: connect to a worker somebody runs (`infill-worker --socket PATH`, or
 TCP with the token in `$INFILL_WORKER_TOKEN`). Otherwise the server spawns its own worker
 on a private Unix socket with `modelDir` / `device`; the client restarts it on the next
-request if it died. Every failure is an `EngineError`; cancelling the awaiting task sends
+request if it died. Every failure is the client's `WorkerError`, an InfillError whose code
+says what failed (`input`: the user's text or options); cancelling the awaiting task sends
 `cancel` to the worker (infill.serve.client does that).
 """
 
@@ -11,37 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from infill.core.options import SamplerOptions
 from infill.core.results import TokenScore
 from infill.core.spans import Span
-from infill.serve.client import WorkerClient, WorkerError
-from infill.serve.protocol import INPUT, Result, Step, WorkerInfo
+from infill.serve.client import WorkerClient
+from infill.serve.protocol import Result, Step, WorkerInfo
 from lsp.settings import Settings
 
 CONNECT_TIMEOUT = 180.0  # seconds: a spawned worker imports torch and loads the model first
 REQUEST_TIMEOUT = 120.0
 
 
-class EngineError(Exception):
-    """A request could not be served. `user_input`: the engine rejected the request's text
-    or options (a malformed hole marker, say): the message is for the user as it is."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-    @property
-    def user_input(self) -> bool:
-        return self.code == INPUT
-
-
 def _key(s: Settings) -> tuple[Any, ...]:
     return (s.worker_address, s.model_dir, s.device)
 
 
-class Engine:
+class WorkerConnection:
     def __init__(self) -> None:
         self._client: WorkerClient | None = None
         self._key: tuple[Any, ...] | None = None
@@ -88,31 +78,28 @@ class Engine:
 
     async def connect(self) -> str:
         """Connect now (a spawned worker loads its model); returns `description`."""
-        await self._guard(self.client.connect())
+        await self.client.connect()
         return self.description
 
     async def fill(self, text: str, *, spans: Sequence[Span] | None = None, marker: str,
-                   language: str | None, options: Mapping[str, Any],
+                   language: str | None, options: SamplerOptions,
                    on_step: Callable[[Step], None] | None = None) -> Result:
-        return await self._guard(self.client.fill(text, spans=spans, marker=marker,
-                                                  language=language, options=options,
-                                                  on_step=on_step))
+        return await self.client.fill(text, spans=spans, marker=marker, language=language,
+                                      options=options, on_step=on_step)
 
     async def fix(self, text: str, *, start: int, end: int, max_fixes: int,
                   min_suspicion: float, language: str | None,
-                  options: Mapping[str, Any]) -> Result:
-        return await self._guard(self.client.fix(text, start=start, end=end,
-                                                 max_fixes=max_fixes,
-                                                 min_suspicion=min_suspicion,
-                                                 language=language, options=options))
+                  options: SamplerOptions) -> Result:
+        return await self.client.fix(text, start=start, end=end, max_fixes=max_fixes,
+                                     min_suspicion=min_suspicion, language=language,
+                                     options=options)
 
     async def score(self, text: str, *, start: int, end: int,
                     language: str | None) -> list[TokenScore]:
-        return await self._guard(self.client.score(text, start=start, end=end,
-                                                   language=language))
+        return await self.client.score(text, start=start, end=end, language=language)
 
     async def info(self) -> WorkerInfo:
-        return await self._guard(self.client.info())
+        return await self.client.info()
 
     async def close(self) -> None:
         client, self._client, self._key = self._client, None, None
@@ -126,10 +113,3 @@ class Engine:
         proc = self._client.process if self._client is not None else None
         if proc is not None and proc.poll() is None:
             proc.terminate()
-
-    @staticmethod
-    async def _guard(call: Any) -> Any:
-        try:
-            return await call
-        except WorkerError as exc:
-            raise EngineError(exc.code, exc.message) from None

@@ -1,0 +1,113 @@
+"""The layout shows the data flow: editor -> lsp -> infill -> model, no arrow back, no
+circle (docs/ARCHITECTURE.md, "Layout"). Read from the code's own imports."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("lsp", "infill", "model")
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, at the top or inside a function."""
+    found: set[str] = set()
+    package = _module(path) if path.name == "__init__.py" else _module(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
+def _sources() -> dict[str, Path]:
+    return {_module(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+SOURCES = _sources()
+GRAPH = {m: {i for i in _imports(p) if i in SOURCES and i != m} for m, p in SOURCES.items()}
+
+
+def _within(module: str, *prefixes: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+# (importing layer, layers or libraries it must not import, why)
+RULES = [
+    ("model", ("infill", "lsp"), "the network knows nothing of the engine or the editor"),
+    ("infill", ("lsp",), "the engine and its worker know nothing of LSP"),
+    ("infill.core", ("infill.serve", "infill.cli", "torch", "transformers", "asyncio",
+                     "socket", "subprocess", "msgpack"), "the engine is pure: no I/O, no torch"),
+    ("infill.serve", ("infill.cli",), "serving does not depend on the command line"),
+    ("lsp", ("model", "torch", "transformers", "numpy"), "the server only talks to a worker"),
+]
+
+
+@pytest.mark.parametrize(("layer", "banned", "why"), RULES, ids=[r[0] for r in RULES])
+def test_no_import_runs_back_up(layer: str, banned: tuple[str, ...], why: str) -> None:
+    wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() if _within(m, layer)
+                   for i in _imports(p) if _within(i, *banned))
+    assert not wrong, f"{why}: {wrong}"
+
+
+def test_no_module_imports_itself_in_a_circle() -> None:
+    done: set[str] = set()
+
+    def visit(m: str, path: list[str]) -> None:
+        if m in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(m):] + [m]))
+        if m in done:
+            return
+        for n in sorted(GRAPH[m]):
+            visit(n, [*path, m])
+        done.add(m)
+
+    for m in sorted(GRAPH):
+        visit(m, [])
+
+
+def test_the_language_server_starts_without_torch_transformers_or_numpy() -> None:
+    """Every lsp module imported and the server built: no heavy import on the way (the
+    model lives in the worker process)."""
+    code = (
+        "import importlib, pkgutil, sys, lsp, lsp.server\n"
+        "lsp.server.create_server()\n"
+        "for m in pkgutil.iter_modules(lsp.__path__): importlib.import_module('lsp.' + m.name)\n"
+        "heavy = sorted({'torch', 'transformers', 'numpy'} & {m.split('.')[0] for m in sys.modules})\n"
+        "sys.exit(f'imported {heavy}' if heavy else 0)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+
+
+def _long_functions(path: Path, limit: int) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    return [f"{path.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+            for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.end_lineno - n.lineno + 1 > limit]
+
+
+@pytest.mark.parametrize("package", ["infill", "lsp"])
+def test_engine_worker_and_server_are_made_of_short_pieces(package: str) -> None:
+    files = sorted((ROOT / package).rglob("*.py"))
+    long_files = [f"{p.relative_to(ROOT)} ({n} lines)" for p in files
+                  if (n := len(p.read_text().splitlines())) > 400]
+    assert not long_files
+    assert not [f for p in files for f in _long_functions(p, 60)]
