@@ -89,7 +89,8 @@ def test_the_language_server_starts_without_torch_transformers_or_numpy() -> Non
         "import importlib, pkgutil, sys, lsp, lsp.server\n"
         "lsp.server.create_server()\n"
         "for m in pkgutil.iter_modules(lsp.__path__): importlib.import_module('lsp.' + m.name)\n"
-        "heavy = sorted({'torch', 'transformers', 'numpy'} & {m.split('.')[0] for m in sys.modules})\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "heavy = sorted({'torch', 'transformers', 'numpy'} & loaded)\n"
         "sys.exit(f'imported {heavy}' if heavy else 0)\n"
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,

@@ -47,7 +47,7 @@ from model.denoiser import CacheHint, Denoiser, SpecialIds
 _job_serial = itertools.count()  # makes cache keys unique within a process
 
 
-class Request(NamedTuple):
+class LogitsRequest(NamedTuple):
     canvas: list[int]  # the canvas ids
     positions: list[int]  # the canvas positions whose logits the step needs
     hint: CacheHint | None = None  # context reuse (options.cache_refresh > 0), else None
@@ -126,13 +126,13 @@ class DenoiseJob:
 
     # -- requests ---------------------------------------------------------------------
 
-    def requests(self) -> list[Request]:
+    def requests(self) -> list[LogitsRequest]:
         """The canvases that still need a pass, with the positions to score in each."""
         if self.done:
             raise RuntimeError("the job is done")
         mask, null = self.special.mask, self.special.null
         pending: list[_Pending] = []
-        out: list[Request] = []
+        out: list[LogitsRequest] = []
         for ci, canvas in enumerate(self.canvases):
             if self._done[ci]:
                 continue
@@ -156,7 +156,8 @@ class DenoiseJob:
             if self.strategy.sequential and not last:  # only the leftmost slot is decided
                 masked, positions = masked[:1], positions[:1]
             pending.append(_Pending(ci, masked, committed))
-            out.append(Request(canvas.ids(), positions + committed_pos, self._hint(ci, canvas)))
+            out.append(LogitsRequest(canvas.ids(), positions + committed_pos,
+                                     self._hint(ci, canvas)))
         self._pending = pending
         return out
 

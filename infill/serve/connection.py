@@ -39,7 +39,7 @@ from infill.serve.protocol import (
     pack,
     read_frame,
 )
-from infill.serve.requests import Request
+from infill.serve.requests import ModelRequest
 
 log = logging.getLogger("infill.serve.worker")
 
@@ -56,7 +56,7 @@ class Service(Protocol):
 
     def info(self, rid: int) -> WorkerInfo: ...
 
-    async def answer(self, msg: Request,
+    async def answer(self, msg: ModelRequest,
                      on_step: Callable[[Step], None] | None = None) -> Message: ...
 
 
@@ -166,7 +166,7 @@ class Connection:
             self.cancel(msg.id, CANCELLED)  # unknown ids: it may have just finished
         elif isinstance(msg, Hello):
             await self.send(Error(None, BAD_REQUEST, "hello is only the first frame"))
-        elif isinstance(msg, Request):
+        elif isinstance(msg, ModelRequest):
             refusal = self._refusal(msg.id)
             if refusal is not None:
                 await self.send(refusal)
@@ -191,7 +191,7 @@ class Connection:
 
     # -- one request --------------------------------------------------------------------
 
-    async def _request(self, msg: Request) -> None:
+    async def _request(self, msg: ModelRequest) -> None:
         limit = min(msg.deadline or self.limits.deadline, self.limits.max_deadline)
         reply: Message
         try:

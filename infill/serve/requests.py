@@ -1,8 +1,8 @@
 """What the worker does with a request: the engine on the model thread, the scheduler for
 the denoising, the worker's limits on top.
 
-`Requests.answer(msg)` turns a `fill`, `fix` or `score` request into its reply, or raises
-an InfillError whose code is the reply's (`input` from the engine, `too_large` for a
+`RequestHandler.answer(msg)` turns a `fill`, `fix` or `score` request into its reply, or
+raises an InfillError whose code is the reply's (`input` from the engine, `too_large` for a
 limit, `model` for a failed forward pass). Nothing here knows about sockets: the
 connection (infill/serve/connection.py) adds deadlines, cancellation and frames.
 """
@@ -34,10 +34,10 @@ from infill.serve.scheduler import Scheduler
 from model.denoiser import Denoiser
 
 T = TypeVar("T")
-Request = FillRequest | FixRequest | ScoreRequest
+ModelRequest = FillRequest | FixRequest | ScoreRequest  # the requests that need the model
 
 
-class Requests:
+class RequestHandler:
     """Answers requests with one denoiser, on its model thread, through one scheduler."""
 
     def __init__(self, denoiser: Denoiser, scheduler: Scheduler, executor: ThreadPoolExecutor,
@@ -47,7 +47,7 @@ class Requests:
         self.executor = executor
         self.limits = limits
 
-    async def answer(self, msg: Request, on_step: Callable[[Step], None] | None = None
+    async def answer(self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
                      ) -> Message:
         """The reply to `msg`; `on_step` gets the `step` events of a streamed fill."""
         if len(msg.text) > self.limits.max_text:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infill.core.errors import DenoiserError
-from infill.core.sampler import DenoiseJob, Request
+from infill.core.sampler import DenoiseJob, LogitsRequest
 from model.denoiser import Denoiser
 
 log = logging.getLogger("infill.serve.worker")
@@ -138,7 +138,7 @@ class Scheduler:
     def _step(self, entries: list[_Entry]) -> list[_Outcome]:
         """One batched forward pass for `entries` (on the model thread)."""
         out: list[_Outcome] = []
-        live: list[tuple[_Entry, list[Request]]] = []
+        live: list[tuple[_Entry, list[LogitsRequest]]] = []
         for e in entries:
             if e.future.done():  # cancelled since it was picked
                 continue
@@ -167,7 +167,7 @@ class Scheduler:
                 out.append((e, exc, None))
         return out
 
-    def _forward(self, flat: list[Request]) -> list[Any]:
+    def _forward(self, flat: list[LogitsRequest]) -> list[Any]:
         """One `logits` call for all the canvases; any failure is a DenoiserError."""
         canvases, positions = [r.canvas for r in flat], [r.positions for r in flat]
         try:

@@ -48,7 +48,7 @@ from infill.serve.protocol import (
     Welcome,
     WorkerInfo,
 )
-from infill.serve.requests import Request, Requests
+from infill.serve.requests import ModelRequest, RequestHandler
 from infill.serve.scheduler import Scheduler
 from infill.serve.sockets import (
     Address,
@@ -100,7 +100,7 @@ class Worker:
         self.ready = threading.Event()
         self.requests = 0  # requests received since start
         self.stopping = False  # new requests are refused
-        self._handler: Requests | None = None
+        self._handler: RequestHandler | None = None
         self._conns: set[Connection] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
@@ -132,7 +132,7 @@ class Worker:
             denoiser = await self._load(executor)
             self.scheduler = Scheduler(denoiser, executor, batching=self.batching,
                                        max_batch=self.limits.max_batch)
-            self._handler = Requests(denoiser, self.scheduler, executor, self.limits)
+            self._handler = RequestHandler(denoiser, self.scheduler, executor, self.limits)
             server, cleanup = await self._listen(addr)
             scheduling = asyncio.create_task(self.scheduler.serve())
             log.info("listening on %s (model %s on %s, batching %s)", self.address,
@@ -220,7 +220,7 @@ class Worker:
         return WorkerInfo(rid, self.denoiser.name, self._device(), versions, self.limits,
                           self.batching, counters)
 
-    async def answer(self, msg: Request, on_step: Callable[[Step], None] | None = None
+    async def answer(self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
                      ) -> Message:
         assert self._handler is not None
         return await self._handler.answer(msg, on_step)
