@@ -14,22 +14,28 @@ has holes (infill/cli/backends.py). A bad file gets a one-line error and the oth
 still filled.
 
 Exit status: 0 all files filled, 1 some file or the model could not be used, 2 usage
-(unknown flag, option out of range).
+(unknown flag, option out of range), 130 / 143 interrupted (SIGINT / SIGTERM), 141 stdout
+closed by its reader. `--in-place` writes are atomic (infill/cli/files.py): a file is
+either its old or its new text, whatever happens.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
 from infill.cli.backends import Backend, Repair, backend_for
-from infill.cli.files import language_for, line_range, read_text
+from infill.cli.files import Source, encode, language_for, line_range, read_source, write_atomic
 from infill.cli.parser import build_parser, check_worker_args, lines_spec, sampler_options
 from infill.core.engine import check_text
 from infill.core.errors import InfillError, line_col
@@ -40,6 +46,7 @@ from infill.serve.client import WorkerError
 from model.denoiser import ModelLoadError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_SIGINT, EXIT_SIGPIPE, EXIT_SIGTERM = 130, 141, 143  # 128 + the signal, as shells report
 T = TypeVar("T")
 
 
@@ -83,11 +90,16 @@ def _each_file(args: argparse.Namespace, backend: Backend,
     return status
 
 
-def _write(path: str, text: str) -> bool:
+def _write(path: str, source: Source, text: str) -> bool:
+    """Write `text` over the file, atomically, in the file's own encoding; False (and a
+    one-line error) when it cannot be, and then the file is as it was."""
     try:
-        Path(path).write_bytes(text.encode("utf-8"))
+        write_atomic(Path(path), encode(text, source.encoding))
+    except InfillError as exc:
+        _error(path, str(exc))
+        return False
     except OSError as exc:
-        _error(path, f"cannot write: {exc.strerror or exc}")
+        _error(path, f"cannot write: {exc.strerror or exc}; the file is unchanged")
         return False
     return True
 
@@ -96,16 +108,18 @@ def _write(path: str, text: str) -> bool:
 
 
 def _fill_file(path: str, args: argparse.Namespace, options: SamplerOptions,
-               backend: Backend) -> FillResult:
-    text = read_text(Path(path))
-    check_text(text)
-    find_holes(text, args.marker)  # no holes, bad markers: an error before any model work
-    return backend.fill(text, marker=args.marker, language=language_for(args, path),
-                        options=options)
+               backend: Backend) -> tuple[Source, FillResult]:
+    source = read_source(Path(path))
+    check_text(source.text)
+    find_holes(source.text, args.marker)  # no holes, bad markers: an error before any model
+    return source, backend.fill(source.text, marker=args.marker,
+                                language=language_for(args, path), options=options)
 
 
-def _report_fill(path: str, args: argparse.Namespace, result: FillResult) -> bool:
-    if args.in_place and result.text != result.original and not _write(path, result.text):
+def _report_fill(path: str, args: argparse.Namespace, source: Source,
+                 result: FillResult) -> bool:
+    if (args.in_place and result.text != result.original
+            and not _write(path, source, result.text)):
         return False
     if args.json:
         obj: dict[str, Any] = {"path": path, **result.to_dict()}
@@ -132,22 +146,23 @@ def cmd_fill(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     backend = backend_for(args)
     return _each_file(args, backend, lambda path: _fill_file(path, args, options, backend),
-                      lambda path, result: _report_fill(path, args, result))
+                      lambda path, done: _report_fill(path, args, *done))
 
 
 # -- infill fix -------------------------------------------------------------------------
 
 
 def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
-              backend: Backend) -> tuple[str, FillResult | None, list[TokenScore]]:
-    """(the file's text, the repair or None, every token's score)."""
-    text = read_text(Path(path))
+              backend: Backend) -> tuple[Source, FillResult | None, list[TokenScore]]:
+    """(the file, the repair or None, every token's score)."""
+    source = read_source(Path(path))
+    text = source.text
     check_text(text)
     start, end = line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))
     repair: Repair = backend.fix(text, start=start, end=end, max_fixes=args.max_fixes,
                                  min_suspicion=args.min_suspicion,
                                  language=language_for(args, path), options=options)
-    return (text, *repair)
+    return (source, *repair)
 
 
 def _fix_summary(path: str, text: str, result: FillResult | None,
@@ -162,10 +177,11 @@ def _fix_summary(path: str, text: str, result: FillResult | None,
     return f"{summary(path, result)}; {head}"
 
 
-def _report_fix(path: str, args: argparse.Namespace, original: str,
+def _report_fix(path: str, args: argparse.Namespace, source: Source,
                 result: FillResult | None, scores: list[TokenScore]) -> bool:
+    original = source.text
     changed = result is not None and result.text != original
-    if args.in_place and changed and not _write(path, result.text):
+    if args.in_place and changed and not _write(path, source, result.text):
         return False
     if args.json:
         obj: dict[str, Any] = {"path": path, "changed": changed,
@@ -202,10 +218,46 @@ def cmd_fix(args: argparse.Namespace) -> int:
 COMMANDS = {"fill": cmd_fill, "fix": cmd_fix}
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the run is, like KeyboardInterrupt for SIGINT: files being
+    written are left old or new (write_atomic removes its temporary file)."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`infill fill a.py | head`): stop quietly. stdout is
+    pointed at /dev/null so that the interpreter's last flush does not complain."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The `infill` command. SIGINT and SIGTERM end the run with one line on stderr and
+    status 130 / 143; a closed stdout ends it quietly with 141 (as if killed by SIGPIPE)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    return COMMANDS[args.command](args)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("infill: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except Terminated:
+        print("infill: terminated", file=sys.stderr)
+        return EXIT_SIGTERM
+    except BrokenPipeError:
+        return _stdout_closed()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,189 @@
+"""The `infill` command as a process: in-place writes that cannot lose a file, signals,
+a closed stdout, files that are not regular, declared encodings, a start without torch.
+Most run `tests/cli_fake_main.py` (the command's `main` on the fake model)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fakes import TargetDenoiser
+
+import model.loading
+from infill.cli import main
+
+FAKE_MAIN = Path(__file__).resolve().parent / "cli_fake_main.py"
+ORIGINAL = b"# keep me\n" + b"pad = 1\n" * 300 + b"x = <mask>\n"
+
+
+def _run(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(FAKE_MAIN), *args], capture_output=True,
+                          env={**os.environ, **(env or {})}, timeout=60, check=False, **kw)
+
+
+def _one_line(stderr: bytes, *needles: str) -> str:
+    err = stderr.decode()
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("infill: "), err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.endswith(".infill-tmp")]
+
+
+# -- in-place writes are atomic ---------------------------------------------------------
+
+
+def test_in_place_write_past_a_file_size_limit_leaves_the_file_as_it_was(tmp_path):
+    """A real failing write: the process may write at most 1 KiB per file (RLIMIT_FSIZE,
+    EFBIG, as a full disk gives ENOSPC); the new text is longer."""
+    f = tmp_path / "a.py"
+    f.write_bytes(ORIGINAL)
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    proc = _run("fill", "--in-place", str(f), preexec_fn=small_files)
+    assert proc.returncode == 1
+    _one_line(proc.stderr, str(f), "cannot write: File too large", "unchanged")
+    assert f.read_bytes() == ORIGINAL
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_write_that_raises_leaves_the_file_byte_for_byte(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(model.loading, "load_denoiser",
+                        lambda *a, **kw: TargetDenoiser({"= ": "42"}, confidence=0.99))
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    f = tmp_path / "a.py"
+    f.write_bytes(ORIGINAL)
+    assert main(["fill", "--in-place", str(f)]) == 1
+    _one_line(capsys.readouterr().err.encode(), "No space left on device", "unchanged")
+    assert f.read_bytes() == ORIGINAL
+    assert _leftovers(tmp_path) == []
+
+
+def test_in_place_keeps_the_mode_and_a_symlink(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_bytes(b"x = <mask>\n")
+    f.chmod(0o751)
+    link = tmp_path / "link.py"
+    link.symlink_to(f)
+    proc = _run("fill", "--in-place", str(link))
+    assert proc.returncode == 0, proc.stderr
+    assert f.read_bytes() == b"x = 42\n"
+    assert link.is_symlink() and oct(f.stat().st_mode & 0o7777) == oct(0o751)
+    assert _leftovers(tmp_path) == []
+
+
+# -- signals and pipes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sig", "status", "word"),
+                         [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_during_the_run_ends_with_one_line(tmp_path, sig, status, word):
+    f = tmp_path / "a.py"
+    f.write_bytes(ORIGINAL)
+    ready = tmp_path / "ready"
+    env = {**os.environ, "INFILL_FAKE_READY": str(ready), "INFILL_FAKE_DELAY": "30"}
+    proc = subprocess.Popen([sys.executable, str(FAKE_MAIN), "fill", "--in-place", str(f)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 60
+    while not ready.exists():  # the model is running
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == status
+    assert _one_line(err, word) == f"infill: {word}"
+    assert out == b""
+    assert f.read_bytes() == ORIGINAL
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_closed_stdout_ends_quietly(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_bytes(ORIGINAL)
+    proc = subprocess.Popen([sys.executable, str(FAKE_MAIN), "fill", str(f), str(f)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # `| head -c0`: the reader is gone before the diff is written
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) in (0, 141)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err and b"Exception" not in err
+
+
+# -- what is read -----------------------------------------------------------------------
+
+
+def test_a_fifo_is_refused_before_it_is_read(tmp_path):
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)  # nobody writes to it: opening it would block forever
+    proc = _run("fill", str(fifo))
+    assert proc.returncode == 1
+    _one_line(proc.stderr, str(fifo), "a FIFO, not a regular file")
+    proc = _run("fix", "/dev/null")
+    assert proc.returncode == 1
+    _one_line(proc.stderr, "/dev/null", "a device, not a regular file")
+
+
+def test_a_declared_encoding_is_read_and_written_back(tmp_path):
+    f = tmp_path / "a.py"
+    text = "# -*- coding: latin-1 -*-\nname = 'café'\nx = <mask>\n"
+    f.write_bytes(text.encode("latin-1"))
+    proc = _run("fill", "--in-place", str(f))
+    assert proc.returncode == 0, proc.stderr
+    assert f.read_bytes() == text.replace("<mask>", "42").encode("latin-1")
+
+
+def test_a_fill_the_declared_encoding_cannot_hold_leaves_the_file(tmp_path, monkeypatch,
+                                                                 capsys):
+    monkeypatch.setattr(model.loading, "load_denoiser",
+                        lambda *a, **kw: TargetDenoiser({"= ": "'€'"}, confidence=0.99))
+    f = tmp_path / "a.py"
+    original = "# coding: latin-1\nname = 'café'\nx = <mask>\n".encode("latin-1")
+    f.write_bytes(original)
+    assert main(["fill", "--in-place", str(f)]) == 1
+    _one_line(capsys.readouterr().err.encode(), "'€'", "iso8859-1", "unchanged")
+    assert f.read_bytes() == original
+
+
+def test_an_unknown_declared_encoding_is_an_error(tmp_path, capsys):
+    f = tmp_path / "a.py"
+    f.write_bytes(b"# coding: klingon\nx = <mask>\n")
+    assert main(["fill", str(f)]) == 1
+    _one_line(capsys.readouterr().err.encode(), "unknown encoding: klingon")
+
+
+# -- start-up ---------------------------------------------------------------------------
+
+
+def test_help_and_input_errors_do_not_import_torch(tmp_path):
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    (tmp_path / "hole.py").write_text("x = <mask>\n")
+    script = """
+import contextlib, io, sys
+from infill.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    codes = [main(["--help"]), main(["fill", "--help"]), main(["fill", "missing.py"]),
+             main(["fill", "plain.py"]), main(["fill", "--steps", "0", "hole.py"]),
+             main(["fix", "--lines", "9:1", "hole.py"]), main(["frob"])]
+print(codes, sorted(m for m in ("torch", "transformers") if m in sys.modules))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60, check=True)
+    assert proc.stdout.strip() == "[0, 0, 1, 1, 2, 2, 2] []"
