@@ -148,10 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--delay", type=float, default=0.0)
     p.add_argument("--confidence", type=float, default=0.5)
     p.add_argument("--token")
+    p.add_argument("--exit-with-stdin", action="store_true")
     args = p.parse_args(argv)
     worker = Worker(denoiser=WorkerFake(delay=args.delay, confidence=args.confidence),
                     token=args.token, limits=Limits(grace=5.0))
-    return serve_until_stopped(worker, f"unix:{args.socket}")
+    return serve_until_stopped(worker, f"unix:{args.socket}",
+                               exit_with_stdin=args.exit_with_stdin)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any
 
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
 from infill.core.diff import minimal_edits
-from infill.core.errors import InputError, LimitError, SpanError, line_col
+from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from infill.core.sampler import DenoiseJob, denoise
@@ -93,7 +93,8 @@ class PreparedFill:
         fills: list[SpanFill] = []
         for i, span in enumerate(self.spans):
             ids = fill_ids(slots[i].ids, self.denoiser.special)
-            fills.append(SpanFill(span, self.denoiser.decode(ids) if ids else "", len(ids)))
+            text, n = valid_text(ids, self.denoiser.decode, REPLACEMENT in self.text, i)
+            fills.append(SpanFill(span, text, n))
         return fills
 
     def _stats(self, fills: list[SpanFill]) -> FillStats:
@@ -121,6 +122,28 @@ class PreparedFill:
                       spans=tuple((k, self._render(ids)) for k, ids in r.spans))
             for r in self.job.trace
         ]
+
+
+REPLACEMENT = "\ufffd"  # what a byte-level decode puts where the bytes are not UTF-8
+
+
+def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
+               index: int) -> tuple[str, int]:
+    """A span's tokens as text, and how many were used. Byte-level tokens can spell an
+    invalid UTF-8 sequence, which decodes to U+FFFD: text the model never meant. A fill
+    that ends inside a character loses its trailing partial tokens; one whose invalid bytes
+    sit elsewhere is declined (DenoiserError), never written into the user's text. When the
+    text already holds a U+FFFD (`allowed`), the model may have copied it: kept."""
+    text = decode(ids) if ids else ""
+    if REPLACEMENT not in text or allowed:
+        return text, len(ids)
+    while ids and REPLACEMENT in decode(ids[-1:]) and REPLACEMENT in text:
+        ids = ids[:-1]
+        text = decode(ids) if ids else ""
+    if REPLACEMENT in text:
+        raise DenoiserError(f"the model's tokens for span {index + 1} are not valid UTF-8; "
+                            "nothing was changed")
+    return text, len(ids)
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.core.errors import InfillError
+from infill.core.errors import TOO_LARGE, InfillError
 from infill.core.options import SamplerOptions
 from infill.core.results import TokenScore
 from infill.core.spans import DEFAULT_MARKER, Span
 from infill.serve.protocol import (
+    HEADER,
     Cancel,
     Error,
     FillRequest,
     FixRequest,
     Hello,
     InfoRequest,
+    Limits,
     Message,
     ProtocolError,
     Result,
@@ -113,6 +115,7 @@ class WorkerClient:
         self.token = token
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
+        self.max_frame = Limits().max_frame  # the worker's default limit on a frame
         self.log = Path(log) if log is not None else None
         self.welcome: Welcome | None = None  # the worker's greeting on the live connection
         self._worker = WorkerProcess(spawn, self.log) if spawn is not None else None
@@ -227,8 +230,12 @@ class WorkerClient:
         writer = self._writer
         if writer is None or writer.is_closing():
             raise WorkerError(UNAVAILABLE, "not connected to the worker")
+        frame = pack(msg)
+        if len(frame) - HEADER.size > self.max_frame:  # the worker would drop the link
+            raise WorkerError(TOO_LARGE, f"the request is {len(frame)} bytes, over the "
+                              f"worker's frame limit of {self.max_frame} bytes")
         try:
-            writer.write(pack(msg))
+            writer.write(frame)
             await writer.drain()
         except (ConnectionError, OSError) as exc:
             raise WorkerError(UNAVAILABLE, f"lost the connection to the worker: {exc}") from None
@@ -323,8 +330,9 @@ class WorkerClient:
             return await asyncio.open_connection(a.host, a.port)
         if self._worker is None or self._worker.proc is None:
             return await asyncio.open_unix_connection(a.path)
+        worker = self._worker
         while True:  # a spawned worker: its socket appears once the model is loaded
-            if not self._worker.running:
+            if not worker.running:  # exited, or stopped (close() forgets the process)
                 raise WorkerError(UNAVAILABLE, f"the worker exited before listening: "
                                   f"{self._exit_reason()}")
             try:

@@ -144,7 +144,8 @@ class Connection:
     async def _read_requests(self) -> None:
         while not self.closed:
             try:
-                body = await read_frame(self.reader, self.limits.max_frame)
+                body = await read_frame(self.reader, self.limits.max_frame,
+                                        self.limits.frame_idle)
             except ProtocolError as exc:  # too large: the stream cannot be resynchronised
                 await self.send(Error.of(None, exc))
                 return

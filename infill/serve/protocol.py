@@ -90,6 +90,8 @@ class Limits:
     max_deadline: float = _limit(300.0, "the longest deadline a request may ask for")
     handshake_timeout: float = _limit(10.0, "seconds a new connection has to say hello")
     grace: float = _limit(5.0, "seconds requests in flight get to finish at shutdown")
+    frame_idle: float = _limit(10.0, "seconds without a byte inside a begun frame before "
+                               "the connection is closed")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -364,23 +366,38 @@ def decode_reply(body: bytes) -> Message:
     return decode(body, REPLIES)
 
 
-async def read_frame(reader: asyncio.StreamReader, max_size: int) -> bytes | None:
+async def read_frame(reader: asyncio.StreamReader, max_size: int,
+                     idle: float | None = None) -> bytes | None:
     """The next frame's body; None at a clean end of stream (between frames).
 
+    Waiting for a frame to begin is unbounded; once its first byte is in, the rest must
+    keep arriving: `idle` seconds without a byte inside a frame is a ConnectionError (a
+    peer that sent half a frame and went silent would otherwise hold the connection).
     Raises ProtocolError(too_large) when the length prefix exceeds `max_size` (the body is
     not read: the stream cannot be trusted after that), ConnectionError when the stream
     ends inside a frame."""
-    try:
-        head = await reader.readexactly(HEADER.size)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise ConnectionError("the connection ended inside a frame header") from None
+    first = await reader.read(1)
+    if not first:
+        return None
+    head = first + await _read_more(reader, HEADER.size - 1, idle, "frame header")
     (size,) = HEADER.unpack(head)
     if size > max_size:
         raise ProtocolError(f"a frame of {size} bytes exceeds the limit of {max_size} bytes",
                             code=TOO_LARGE)
-    try:
-        return await reader.readexactly(size)
-    except asyncio.IncompleteReadError:
-        raise ConnectionError("the connection ended inside a frame") from None
+    return await _read_more(reader, size, idle, "frame")
+
+
+async def _read_more(reader: asyncio.StreamReader, n: int, idle: float | None,
+                     what: str) -> bytes:
+    """`n` bytes of a frame already begun, each chunk within `idle` seconds."""
+    out = bytearray()
+    while len(out) < n:
+        try:
+            async with asyncio.timeout(idle):
+                chunk = await reader.read(min(n - len(out), 1 << 20))
+        except TimeoutError:
+            raise ConnectionError(f"no byte for {idle:g} s inside a {what}") from None
+        if not chunk:
+            raise ConnectionError(f"the connection ended inside a {what}")
+        out += chunk
+    return bytes(out)

@@ -265,9 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _stop_at_stdin_eof(worker: Worker) -> None:
     """Stop the worker once stdin reaches end of file (the spawning parent is gone)."""
 
+    # os.read on the descriptor, not sys.stdin.buffer: a daemon thread blocked inside the
+    # buffered reader holds its lock, and interpreter shutdown (after SIGTERM) then aborts
+    # with "Fatal Python error: _enter_buffered_busy".
+    fd = sys.stdin.fileno()
+
     def watch() -> None:
         with suppress(OSError, ValueError):  # stdin closed or unreadable: the parent is gone
-            while sys.stdin.buffer.read(4096):
+            while os.read(fd, 4096):
                 pass
         worker.stop()
 
