@@ -10,6 +10,7 @@ every load is `local_files_only`. Programs load through `model.loading.load_deno
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -22,6 +23,9 @@ from tokenizers import Tokenizer
 
 from model.cache import CachedModernBert, ContextCache
 from model.denoiser import CacheHint, ModelLoadError, SpecialIds
+from model.precision import Precision, pick_precision
+
+log = logging.getLogger(__name__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
 
@@ -110,7 +114,8 @@ class HFDenoiser:
     """A masked diffusion LM on one device, answering logits at requested positions."""
 
     def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, special: SpecialIds,
-                 max_length: int, name: str, device: torch.device) -> None:
+                 max_length: int, name: str, device: torch.device,
+                 precision: Precision | None = None) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.special = special
@@ -120,8 +125,11 @@ class HFDenoiser:
         self.vocab_size = int(model.config.vocab_size)
         # ModernBERT exposes body, head and decoder: the head then runs only where asked.
         self._sparse_head = all(hasattr(model, a) for a in ("model", "head", "decoder"))
-        # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA.
-        self._autocast = torch.autocast(device.type, dtype=torch.bfloat16)
+        # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA, but a
+        # CPU without bf16 instructions runs it ~3x slower than fp32: chosen per machine.
+        self.precision = precision or pick_precision(device)
+        self._autocast = torch.autocast(device.type, dtype=torch.bfloat16,
+                                        enabled=self.precision.dtype == torch.bfloat16)
         # Context key/value reuse (model/cache.py) for ModernBERT; others ignore hints.
         self._cached = (CachedModernBert(model)
                         if getattr(model.config, "model_type", "") == "modernbert" else None)
@@ -132,8 +140,8 @@ class HFDenoiser:
         self.cache_size = 64  # canvases whose context entries are kept (LRU)
 
     @classmethod
-    def load(cls, path: Path, *, device: str | None = None,
-             trust_remote_code: bool = False) -> HFDenoiser:
+    def load(cls, path: Path, *, device: str | None = None, trust_remote_code: bool = False,
+             dtype: str | None = None) -> HFDenoiser:
         """The model in `path`, a directory `model.loading.check_model_dir` accepted (call
         `model.loading.load_denoiser`, which checks it first)."""
         path = Path(path)
@@ -142,8 +150,14 @@ class HFDenoiser:
         config, model = _load_network(path, trust_remote_code)
         model.to(dev).eval()
         max_length = int(getattr(config, "max_position_embeddings", 0) or 2048)
+        try:
+            precision = pick_precision(dev, dtype)
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from exc
+        log.info("model %s on %s in %s (%s)", path, dev, precision.name, precision.reason)
         return cls(model, tokenizer, _special_ids(tokenizer, config, path), max_length,
-                   name=path.name if path.name != "weights" else "shipped", device=dev)
+                   name=path.name if path.name != "weights" else "shipped", device=dev,
+                   precision=precision)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids

@@ -52,13 +52,15 @@ def load_denoiser(
     *,
     device: str | None = None,
     trust_remote_code: bool = False,
+    dtype: str | None = None,
 ) -> Denoiser:
     """A Hugging Face model directory (default: the shipped model) behind the Denoiser
     interface, on `device` (default: CUDA when present, else the CPU).
 
     `trust_remote_code` lets a directory's own Python code run (LLaDA, Dream); it is off
-    unless the user turns it on. Raises ModelLoadError for anything wrong with the
-    directory or its files.
+    unless the user turns it on. `dtype` ("fp32", "bf16"; default: $INFILL_DTYPE, else
+    what is fast on this machine, see model.precision). Raises ModelLoadError for anything
+    wrong with the directory or its files, or an unknown dtype.
     """
     path = Path(model_dir) if model_dir is not None else default_model_dir()
     check_model_dir(path)
@@ -66,4 +68,5 @@ def load_denoiser(
         from model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
     except ImportError as exc:
         raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}") from exc
-    return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code)
+    return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code,
+                           dtype=dtype)
