@@ -25,6 +25,9 @@ PRESETS: dict[str, Preset] = {
     # For a CPU session: ~7.5M parameters (4.2M of them the tied embedding).
     "small": Preset(hidden=256, layers=4, heads=4, intermediate=768, seq_len=256,
                     local_window=128, global_every=2),
+    # Shape ablation beside `small`: narrower and twice as deep, about the same FLOPs/token.
+    "small-deep": Preset(hidden=192, layers=8, heads=3, intermediate=576, seq_len=256,
+                         local_window=128, global_every=2),
     # For a GPU: ~29M parameters, ~58 MB in bf16, inside the 64 MiB shipped-size limit.
     "base": Preset(hidden=512, layers=6, heads=8, intermediate=1536, seq_len=512,
                    local_window=128, global_every=3),

@@ -11,7 +11,11 @@ Three kinds of corruption, mixed per sequence (shares in `NoiseConfig`):
   gets an allocation of mask positions. The target is the span's own tokens followed by
   `<null>` up to the allocation ("length contract", docs/ARCHITECTURE.md); a share of
   allocations is *shorter* than the content, with the content's first tokens as target and
-  no null, which is what the engine sees while it grows an allocation.
+  no null, which is what the engine sees while it grows an allocation. Half of the other
+  allocations are sized as the engine sizes them (16 slots, grown 16 at a time), so the
+  end of a fill is learnt at every length the engine produces; and half of the holes are
+  shown part-decoded (each slot, content or null, revealed with probability 1 - t), the
+  canvas the sampler feeds back after its first pass.
 
 On top of any of these, a share of the clean positions is replaced by tokens drawn from
 the batch (random-token substitution) with the original as target, and a few clean
@@ -22,6 +26,7 @@ every token (bug finding).
 from __future__ import annotations
 
 import bisect
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,11 +38,24 @@ from tokenizers import Tokenizer
 @dataclass(frozen=True)
 class NoiseConfig:
     eps: float = 1e-3  # lower bound of the mask rate t, avoids the 1/t blow-up at 0
+    # how the mask rate t of token/block examples is drawn: "uniform" U(eps, 1); "bell"
+    # Beta(2, 2) (more mid-range t, fewer near-empty and near-full canvases); "stratified"
+    # one draw per batch row from evenly spaced strata (low-discrepancy: a batch covers
+    # (0, 1) evenly)
+    t_dist: str = "uniform"
     p_tokens: float = 0.3  # share of sequences with independent token masks
     p_block: float = 0.15  # share with one contiguous masked block
     # the remaining share gets variable-length holes
     max_extra: int = 24  # most <null> slots appended after a span's content
     p_short: float = 0.15  # share of allocations shorter than their content
+    # share of the other allocations sized as the engine sizes them: `engine_alloc` slots,
+    # grown `engine_alloc` at a time until the content fits (so nulls are learnt at every
+    # span length the engine produces, not only after short extras)
+    p_engine_alloc: float = 0.5
+    engine_alloc: int = 16  # infill's default_span_tokens and grow
+    # share of holes shown part-decoded, as the sampler's canvas is after its first pass:
+    # each slot (content or null) revealed with probability 1 - t, t ~ U(0, 1)
+    p_reveal: float = 0.5
     max_background: float = 0.2  # most extra token masking around variable holes
     p_substitute: float = 0.5  # share of sequences with random-token substitution
     max_substitute: float = 0.15  # most of a sequence's clean tokens substituted
@@ -136,6 +154,28 @@ def _line_spans(text: str, limit: int, rng: random.Random) -> list[tuple[int, in
     return sorted(spans)
 
 
+def _allocation(n: int, cfg: NoiseConfig, rng: random.Random) -> int:
+    """Slots given to a span of `n` content tokens (shorter than n: the engine must grow)."""
+    if rng.random() < cfg.p_short and n > 1:
+        return rng.randint(1, n - 1)
+    if rng.random() < cfg.p_engine_alloc:
+        return cfg.engine_alloc * max(1, math.ceil(n / cfg.engine_alloc))
+    return n + min(int(rng.expovariate(1 / 6)), cfg.max_extra)
+
+
+def _reveal(span_targets: list[int], vocab: Vocab, cfg: NoiseConfig, rng: random.Random
+            ) -> tuple[list[int], list[float]]:
+    """Span input ids and loss weights: all masked, or part-decoded (some slots shown)."""
+    if rng.random() >= cfg.p_reveal:
+        return [vocab.mask] * len(span_targets), [1.0] * len(span_targets)
+    t = draw_rates(1, cfg, rng)[0]
+    shown = [rng.random() >= t for _ in span_targets]
+    if all(shown):  # keep at least one slot to learn from
+        shown[rng.randrange(len(shown))] = False
+    ids = [tgt if s else vocab.mask for tgt, s in zip(span_targets, shown, strict=True)]
+    return ids, [0.0 if s else 1.0 for s in shown]
+
+
 def _variable_example(
     text: str, tok: Tokenizer, vocab: Vocab, seq_len: int, cfg: NoiseConfig,
     rng: random.Random,
@@ -160,15 +200,12 @@ def _variable_example(
         targets += outside
         weights += [0.0] * len(outside)
         content = tok.encode(text[a:b]).ids
-        if rng.random() < cfg.p_short and len(content) > 1:
-            alloc = rng.randint(1, len(content) - 1)
-            span_targets = content[:alloc]
-        else:
-            extra = min(int(rng.expovariate(1 / 6)), cfg.max_extra)
-            span_targets = content + [vocab.null] * extra
-        ids += [vocab.mask] * len(span_targets)
+        alloc = _allocation(len(content), cfg, rng)
+        span_targets = content[:alloc] + [vocab.null] * max(0, alloc - len(content))
+        span_ids, span_weights = _reveal(span_targets, vocab, cfg, rng)
+        ids += span_ids
         targets += span_targets
-        weights += [1.0] * len(span_targets)
+        weights += span_weights
         cursor = b
     rest = tok.encode(text[cursor:]).ids
     ids += rest
@@ -184,14 +221,28 @@ def _variable_example(
     return ids, targets, weights
 
 
+def draw_rates(n: int, cfg: NoiseConfig, rng: random.Random) -> list[float]:
+    """`n` draws in [0, 1) of the mask-rate variable, by `cfg.t_dist`."""
+    if cfg.t_dist == "uniform":
+        return [rng.random() for _ in range(n)]
+    if cfg.t_dist == "bell":
+        return [rng.betavariate(2.0, 2.0) for _ in range(n)]
+    if cfg.t_dist == "stratified":
+        offset = rng.random()
+        draws = [((i + offset) / n) % 1.0 for i in range(n)]
+        rng.shuffle(draws)
+        return draws
+    raise ValueError(f"unknown t_dist {cfg.t_dist!r}: uniform, bell or stratified")
+
+
 def _masked_example(
     text: str, tok: Tokenizer, vocab: Vocab, seq_len: int, cfg: NoiseConfig,
-    rng: random.Random, block: bool,
+    rng: random.Random, block: bool, u: float,
 ) -> tuple[list[int], list[int], list[float]]:
     targets = tok.encode(text).ids[:seq_len]
     ids = list(targets)
     weights = [0.0] * len(ids)
-    t = cfg.eps + (1 - cfg.eps) * rng.random()
+    t = cfg.eps + (1 - cfg.eps) * u
     if block:
         n = max(1, round(t * len(ids)))
         start = rng.randint(0, len(ids) - n)
@@ -209,13 +260,15 @@ def make_batch(
     cfg: NoiseConfig, rng: random.Random,
 ) -> Batch:
     rows: list[tuple[list[int], list[int], list[float]]] = []
+    rates = draw_rates(batch_size, cfg, rng)
     while len(rows) < batch_size:
         text = sampler.window()
         kind = rng.random()
+        u = rates[len(rows)]
         if kind < cfg.p_tokens:
-            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=False)
+            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=False, u=u)
         elif kind < cfg.p_tokens + cfg.p_block:
-            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=True)
+            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=True, u=u)
         else:
             row = _variable_example(text, tok, vocab, seq_len, cfg, rng)
         if row is not None and len(row[0]) >= 8:
