@@ -1,9 +1,16 @@
-"""Ship a trained export as the default model: copy it to model/weights, write the card.
+"""End a training session: ship the export as the default model, or keep it to resume from.
 
-    python -m model.ship --export runs/small/export --eval benchmarks/results/eval_small.json
+    python -m benchmarks.eval_model --model runs/long/export
+    python -m model.ship --export runs/long/export --eval benchmarks/results/eval_long.json
 
-Refuses a checkpoint that does not beat the shipped one on held-out single-line exact match
-(length left to the model) unless --force, and one over the 64 MiB size limit.
+An export that beats the shipped model on the held-out evaluation (the sum of single-line
+exact match with the engine's length and with the true length, multi-line exact match and
+top-1 bug localisation) is copied to model/weights with a new model card; one that does not
+is copied to model/resume, the one tracked folder each session overwrites, so that the
+next session continues from it (`python -m model.train --init-from model/resume`). Either
+way the point is added to the learning curve across sessions
+(benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB is
+refused; --force ships regardless of the score.
 """
 
 from __future__ import annotations
@@ -12,9 +19,14 @@ import argparse
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
-WEIGHTS = Path(__file__).resolve().parent / "weights"
+ROOT = Path(__file__).resolve().parent.parent
+WEIGHTS = ROOT / "model" / "weights"
+RESUME = ROOT / "model" / "resume"  # a checkpoint that did not beat the shipped one
+CURVE = ROOT / "benchmarks" / "results" / "learning_curve.json"
+CURVE_PNG = ROOT / "docs" / "img" / "learning_curve.png"
 SIZE_LIMIT = 64 * 2**20
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
          "training.json")
@@ -52,8 +64,8 @@ tails) and random-token substitution (model/noising.py). Loads with
 | canvas length | {t['seq_len']} tokens (the engine's window limit) |
 | files on disk | {size / 2**20:.1f} MiB (bf16 safetensors + tokenizer) |
 | training data | Python sources: standard library + pinned permissive PyPI wheels; see docs/DATA_CARD.md |
-| tokens seen | {t['tokens'] / 1e6:.1f}M ({t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
-| compute | {t['minutes']:.0f} minutes on {t['device']} ({t.get('threads', '?')} threads), bf16 autocast: {t['bf16']} |
+| tokens seen | {t.get('tokens_total', t['tokens']) / 1e6:.1f}M over all sessions ({t['tokens'] / 1e6:.1f}M in the last: {t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
+| compute (last session) | {t['minutes']:.0f} minutes on {t['device']} ({t.get('threads', '?')} threads), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
 | peak learning rate | {t['lr']} (AdamW, warm-up then cosine to 10%) |
 | validation loss | weighted {t['valid']['loss']:.3f}, masked CE {t['valid']['masked_ce']:.3f}, masked accuracy {_pct(t['valid']['masked_acc'])} |
 
@@ -76,6 +88,13 @@ repair {_pct(b['exact_repair'])} (n={b['n']}).
 |---|---|---|---|
 {kinds}
 
+## Learning curve across sessions
+
+Held-out figures and validation loss of every session's checkpoint against the tokens
+it has seen (`benchmarks/results/learning_curve.json`, drawn by `model/ship.py`):
+
+![learning curve](../../docs/img/learning_curve.png)
+
 ## Limits
 
 Trained on a 2-core CPU for the time of one session: quality is bound by training
@@ -83,6 +102,65 @@ compute (see ../shared/notes/cpu-training-probe.md). Expect the right shape and
 indentation more often than the right tokens. Python only. The `base` preset is meant for
 a GPU run (issue: train `base` on a GPU).
 """
+
+
+HELD_OUT = (("single_line", "single-line EM, engine's length"),
+            ("single_line_true_length", "single-line EM, true length"),
+            ("multi_line", "multi-line EM, engine's length"))
+
+
+def score(ev: dict) -> float:
+    """One number to compare checkpoints: the sum of the held-out target figures
+    (three exact-match rates and top-1 bug localisation)."""
+    return sum(ev[key]["exact_match"] for key, _ in HELD_OUT) + ev["bugs"]["top1_localisation"]
+
+
+def curve_point(training: dict, ev: dict, where: str) -> dict:
+    valid = training.get("valid", {})
+    return {"date": time.strftime("%Y-%m-%d"), "where": where,
+            "tokens_total": training.get("tokens_total", training.get("tokens", 0)),
+            "valid_loss": valid.get("loss"), "valid_masked_ce": valid.get("masked_ce"),
+            **{key: ev[key]["exact_match"] for key, _ in HELD_OUT},
+            "bug_top1": ev["bugs"]["top1_localisation"],
+            "bug_repair": ev["bugs"]["exact_repair"]}
+
+
+def plot_curve(points: list[dict], path: Path) -> None:
+    """Held-out exact match and validation loss against tokens seen, across sessions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = sorted(points, key=lambda p: p["tokens_total"])
+    x = [p["tokens_total"] / 1e6 for p in points]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label in HELD_OUT:
+        left.plot(x, [100 * p[key] for p in points], "o-", label=label)
+    left.plot(x, [100 * p["bug_top1"] for p in points], "o-", label="bug top-1 localisation")
+    left.set_xlabel("tokens seen (M)")
+    left.set_ylabel("held-out test packages (%)")
+    left.legend(fontsize=8)
+    left.grid(alpha=0.3)
+    right.plot(x, [p["valid_masked_ce"] for p in points], "s-", label="validation masked CE")
+    right.plot(x, [p["valid_loss"] for p in points], "o-", label="validation weighted loss")
+    right.set_xlabel("tokens seen (M)")
+    right.legend(fontsize=8)
+    right.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def copy_export(export: Path, dest: Path) -> int:
+    size = sum((export / f).stat().st_size for f in FILES)
+    if size > SIZE_LIMIT:
+        sys.exit(f"not copied: {size / 2**20:.1f} MiB is over the 64 MiB limit")
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in FILES:
+        shutil.copy2(export / f, dest / f)
+    return size
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -94,22 +172,25 @@ def main(argv: list[str] | None = None) -> None:
                         help="ship even if it does not beat the current default")
     args = parser.parse_args(argv)
     ev = json.loads(args.eval.read_text())
-    current = Path(__file__).resolve().parent.parent / "benchmarks/results/eval_shipped.json"
-    if current.exists() and not args.force:
-        old = json.loads(current.read_text())["single_line"]["exact_match"]
-        new = ev["single_line"]["exact_match"]
-        if new <= old:
-            sys.exit(f"not shipped: single-line EM {new:.3f} does not beat {old:.3f}")
-    size = sum((args.export / f).stat().st_size for f in FILES)
-    if size > SIZE_LIMIT:
-        sys.exit(f"not shipped: {size / 2**20:.1f} MiB is over the 64 MiB limit")
-    WEIGHTS.mkdir(exist_ok=True)
-    for f in FILES:
-        shutil.copy2(args.export / f, WEIGHTS / f)
     training = json.loads((args.export / "training.json").read_text())
-    (WEIGHTS / "MODEL_CARD.md").write_text(card(training, ev, size))
-    shutil.copy2(args.eval, current)
-    print(f"shipped {args.export} -> {WEIGHTS} ({size / 2**20:.1f} MiB)")
+    current = ROOT / "benchmarks/results/eval_shipped.json"
+    old = score(json.loads(current.read_text())) if current.exists() else float("-inf")
+    beats = score(ev) > old
+    if beats or args.force:
+        size = copy_export(args.export, WEIGHTS)
+        (WEIGHTS / "MODEL_CARD.md").write_text(card(training, ev, size))
+        shutil.copy2(args.eval, current)
+        where, what = "weights", f"shipped to {WEIGHTS}"
+    else:
+        size = copy_export(args.export, RESUME)
+        shutil.copy2(args.eval, RESUME / "eval.json")
+        where, what = "resume", (f"kept in {RESUME} (held-out score {score(ev):.3f} does not "
+                                 f"beat the shipped {old:.3f})")
+    points = json.loads(CURVE.read_text()) if CURVE.exists() else []
+    points.append(curve_point(training, ev, where))
+    CURVE.write_text(json.dumps(points, indent=1) + "\n")
+    plot_curve(points, CURVE_PNG)
+    print(f"{args.export}: {what} ({size / 2**20:.1f} MiB); learning curve: {CURVE_PNG}")
 
 
 if __name__ == "__main__":
