@@ -1,0 +1,141 @@
+"""Recipe ablation at a fixed token budget: train each row from scratch, score it on the
+validation split with the engine, and keep a table that grows across sessions.
+
+    python -m benchmarks.ablate [--tokens 3e6] [--rows baseline,t-bell,...]
+
+Every row trains `model.train` from scratch for the same number of tokens (same seed,
+data, batch, schedule) and differs from `baseline` in one thing (ROWS below). It is then
+scored on the validation split (packages never trained on, never in the test split) by
+`benchmarks.eval_model --split valid`: single-line exact match with the true length and
+with the engine's length (does the fill end in the right place?), multi-line exact match,
+top-1 bug localisation, masked-token accuracy, plus the validation loss of the training
+script. Rows already in the results file are skipped, so an interrupted table resumes in
+the next session. Writes benchmarks/results/ablation.json and prints the table in the
+markdown of docs/TRAINING.md; the command that reproduces each row is stored beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.results_file import RESULTS
+
+# name: (what changes, extra arguments of model.train)
+ROWS: dict[str, tuple[str, list[str]]] = {
+    "baseline": ("the current recipe (t uniform, 30% token / 15% block / 55% editor spans, "
+                 "16k vocab, small)", []),
+    "t-bell": ("mask rate t ~ Beta(2, 2) instead of U(0, 1)", ["--noise", "t_dist=bell"]),
+    "t-stratified": ("t low-discrepancy: evenly spaced strata across a batch",
+                     ["--noise", "t_dist=stratified"]),
+    "spans-80": ("80% editor-shaped spans (10% token masks, 10% block)",
+                 ["--noise", "p_tokens=0.1,p_block=0.1"]),
+    "spans-30": ("30% editor-shaped spans (50% token masks, 20% block)",
+                 ["--noise", "p_tokens=0.5,p_block=0.2"]),
+    "no-reveal": ("holes always fully masked (no part-decoded holes)",
+                  ["--noise", "p_reveal=0.0"]),
+    "no-engine-alloc": ("null tails only from short random extras, not engine-sized",
+                        ["--noise", "p_engine_alloc=0.0"]),
+    "vocab-8k": ("8,192-token BPE vocabulary (data/tokenizer8k)",
+                 ["--tokenizer", "data/tokenizer8k/tokenizer.json"]),
+    "shape-deep": ("192 wide x 8 layers instead of 256 x 4 (similar FLOPs/token)",
+                   ["--preset", "small-deep"]),
+}
+OUT = RESULTS / "ablation.json"
+
+
+def train_args(name: str, tokens: float, corpus: Path, runs: Path, threads: int | None
+               ) -> list[str]:
+    base = ["--preset", "small", "--corpus", str(corpus), "--out", str(runs / name),
+            "--tokens", f"{tokens:g}", "--eval-every", "1000000", "--save-every", "50",
+            "--quiet", "--tokenizer", "model/weights/tokenizer.json"]
+    if threads:  # only how fast, not what is computed
+        base += ["--threads", str(threads)]
+    extra = ROWS[name][1]
+    if "--tokenizer" in extra:  # the row's own tokenizer replaces the default
+        i = base.index("--tokenizer")
+        del base[i:i + 2]
+    return base + extra
+
+
+def score(export: Path, corpus: Path, n: int) -> dict:
+    from benchmarks import eval_model
+
+    path = RESULTS / "ablation_rows" / f"{export.parent.name}.json"
+    eval_model.main(["--model", str(export), "--corpus", str(corpus), "--split", "valid",
+                     "--n", str(n), "--n-multi", str(n // 2), "--n-bugs", str(n),
+                     "--out", str(path)])
+    ev = json.loads(path.read_text())
+    return {"single_line_true_length": ev["single_line_true_length"]["exact_match"],
+            "single_line": ev["single_line"]["exact_match"],
+            "multi_line": ev["multi_line"]["exact_match"],
+            "bug_top1": ev["bugs"]["top1_localisation"],
+            "masked_acc_0.5": ev["masked_token_accuracy"]["0.50"],
+            "nfe_per_token": ev["single_line"]["nfe_per_token"]}
+
+
+def table(results: dict) -> str:
+    head = ("| row | change | valid masked CE | single-line EM (true len) | single-line EM "
+            "(engine len) | engine/true | multi-line EM | bug top-1 | tokens/s | command |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for name, r in results["rows"].items():
+        s = r["scores"]
+        ratio = (s["single_line"] / s["single_line_true_length"]
+                 if s["single_line_true_length"] else float("nan"))
+        lines.append(
+            f"| {name} | {ROWS[name][0]} | {r['valid_masked_ce']:.3f} | "
+            f"{100 * s['single_line_true_length']:.1f}% | {100 * s['single_line']:.1f}% | "
+            f"{ratio:.2f} | {100 * s['multi_line']:.1f}% | {100 * s['bug_top1']:.1f}% | "
+            f"{r['tokens_per_s']:,.0f} | `{r['command']}` |")
+    return "\n".join(lines)
+
+
+def run_row(name: str, args: argparse.Namespace) -> dict:
+    from model import train
+
+    argv = train_args(name, args.tokens, args.corpus, args.runs, args.threads)
+    t0 = time.perf_counter()
+    train.main(argv)
+    seconds = time.perf_counter() - t0
+    record = json.loads((args.runs / name / "export" / "training.json").read_text())
+    return {"command": "python -m model.train " + " ".join(argv),
+            "tokens": record["tokens"], "train_minutes": record["minutes"],
+            "tokens_per_s": record["tokens"] / max(1e-9, record["minutes"] * 60),
+            "wall_seconds": round(seconds), "valid_loss": record["valid"]["loss"],
+            "valid_masked_ce": record["valid"]["masked_ce"],
+            "scores": score(args.runs / name / "export", args.corpus, args.n)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=float, default=3e6, help="training tokens per row")
+    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row names")
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
+    parser.add_argument("--runs", type=Path, default=Path("runs/ablation"))
+    parser.add_argument("--n", type=int, default=200, help="single-line / bug examples")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads per training run (1 when the cores are shared)")
+    args = parser.parse_args(argv)
+    results = json.loads(OUT.read_text()) if OUT.exists() else {"rows": {}}
+    if results.get("tokens", args.tokens) != args.tokens:
+        sys.exit(f"{OUT} holds rows at {results['tokens']:g} tokens; equal compute needs "
+                 f"--tokens {results['tokens']:g} (or a new results file)")
+    results["tokens"] = args.tokens
+    for name in args.rows.split(","):
+        if name not in ROWS:
+            sys.exit(f"unknown row {name!r}: {', '.join(ROWS)}")
+        if name in results["rows"]:
+            print(f"{name}: done before, skipped", file=sys.stderr)
+            continue
+        results["rows"][name] = run_row(name, args)
+        OUT.write_text(json.dumps(results, indent=1) + "\n")
+        print(table(results), flush=True)
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
