@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from infill.core.diff import Edit
 from infill.core.errors import InfillError, NoHolesError
@@ -39,6 +39,9 @@ DOCSTRING = "refactor.rewrite.infill.insertDocstring"
 QUICK_FIX = "quickfix.infill"
 KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite,
          FILL_HOLES, REWRITE, FIX_SELECTION, DOCSTRING, QUICK_FIX]
+
+APPLY = "infill.applyAction"  # the command of an action a non-resolving client picks
+LISTING_BUDGET = 1.5  # seconds a non-resolving client's listing may spend on edits
 
 OPS = {"fill": FILL_HOLES, "rewrite": REWRITE, "docstring": DOCSTRING,
        "fix": FIX_SELECTION, "fixToken": QUICK_FIX}
@@ -78,6 +81,7 @@ class CodeActions(Feature):
         self.host.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
             code_action_kinds=KINDS, resolve_provider=True))(self.code_actions)
         self.host.feature(types.CODE_ACTION_RESOLVE)(self.resolve)
+        self.host.command(APPLY)(self.apply)
 
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         host = self.host
@@ -87,20 +91,52 @@ class CodeActions(Feature):
             return actions
         if params.context.trigger_kind == types.CodeActionTriggerKind.Automatic:
             return []
-        out = []
-        for action in actions:
-            if action.disabled is not None:
-                out.append(action)
-                continue
-            try:
-                out.append(await self.resolve(action, show_errors=False,
-                                              progress_token=params.work_done_token))
-            except JsonRpcContentModified:
+        return await self.eager(actions, params.work_done_token)
+
+    async def eager(self, actions: list[types.CodeAction],
+                    token: types.ProgressToken | None) -> list[types.CodeAction]:
+        """For a client that cannot resolve: the actions' edits, computed side by side
+        within LISTING_BUDGET seconds; an action not done by then is offered as the
+        command `infill.applyAction`, which computes it when picked and applies it with
+        `workspace/applyEdit` (dropped when the client cannot apply edits)."""
+        tasks = {asyncio.ensure_future(self.resolve(
+            a, show_errors=False, progress_token=token)): a
+            for a in actions if a.disabled is None}
+        done: set[asyncio.Future[types.CodeAction]] = set()
+        try:
+            if tasks:
+                done, _ = await asyncio.wait(tasks, timeout=LISTING_BUDGET)
+        finally:
+            for task in tasks:
+                task.cancel()  # the late ones (and all of them if this request is cancelled)
+        out = [a for a in actions if a.disabled is not None]
+        for task, action in tasks.items():
+            if task not in done or task.cancelled():
+                if apply_edit_supported(self.host):
+                    out.append(types.CodeAction(
+                        title=action.title, kind=action.kind, data=action.data,
+                        diagnostics=action.diagnostics, is_preferred=action.is_preferred,
+                        command=types.Command(title=action.title, command=APPLY,
+                                              arguments=[action.data])))
+            elif isinstance(task.exception(), JsonRpcContentModified):
                 return []
-            except JsonRpcException as exc:  # one action failing leaves the others
-                log.warning("code action %r failed: %s", action.title, exc)
-                host.log(f"code action {action.title!r} failed: {exc}")
+            elif task.exception() is not None:  # one action failing leaves the others
+                log.warning("code action %r failed: %s", action.title, task.exception())
+                self.host.log(f"code action {action.title!r} failed: {task.exception()}")
+            else:
+                out.append(task.result())
         return out
+
+    async def apply(self, *args: Any) -> bool:
+        """`infill.applyAction` [data]: compute the action now and apply its edit."""
+        data = args[0] if len(args) == 1 else None
+        data = data[0] if isinstance(data, list) and len(data) == 1 else data
+        op = Op.from_data(data)
+        action = types.CodeAction(title=f"Infill: {op.op}", kind=OPS[op.op], data=data)
+        done = await self.resolve(action)
+        if done.edit is None:
+            return False
+        return await self.host.apply_edit(done.edit, done.title)
 
     async def resolve(self, action: types.CodeAction, *, show_errors: bool = True,
                       progress_token: types.ProgressToken | None = None) -> types.CodeAction:
@@ -175,6 +211,11 @@ def find_docstring_slot(text: str, at: int, marker: str, context: int) -> Docstr
     return slot.moved(ex.offset) if slot is not None else None
 
 
+def apply_edit_supported(host: Host) -> bool:
+    ws = host.client_capabilities.workspace
+    return ws is not None and bool(ws.apply_edit)
+
+
 def resolve_supported(host: Host) -> bool:
     td = host.client_capabilities.text_document
     ca = td.code_action if td is not None else None
@@ -204,7 +245,7 @@ async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
                                     language=snap.language, options=s.sampler_options(),
                                     on_step=on_step)
-    return shift(result.edits, ex.offset), result, ex
+    return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
 
 async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
@@ -230,7 +271,29 @@ async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
                                    max_fixes=1 if token else s.max_fixes,
                                    min_suspicion=0.0 if token else s.fix_threshold,
                                    language=snap.language, options=s.sampler_options())
-    return shift(result.edits, ex.offset), result, ex
+    return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
+
+
+def within(text: str, edits: list[Edit], start: int, end: int) -> list[Edit]:
+    """The edits, kept inside [start, end): the user asked about that range only. An edit
+    that reaches past an edge (a token widened past the selection) is trimmed when the
+    part outside leaves the text as it was, and dropped otherwise."""
+    out = []
+    for e in edits:
+        new, a, b = e.new_text, e.start, e.end
+        if a < start:
+            keep = text[a:min(start, b)]
+            if not new.startswith(keep):
+                continue
+            new, a = new[len(keep):], a + len(keep)
+        if b > end:
+            keep = text[max(end, a):b]
+            if not new.endswith(keep) or len(keep) > len(new):
+                continue
+            new, b = new[:len(new) - len(keep)], b - len(keep)
+        if start <= a <= b <= end and (a < b or new):
+            out.append(Edit(a, b, new))
+    return out
 
 
 OPERATIONS: dict[str, Callable[[Host, Snapshot, Op, OnStep], Awaitable[Done]]] = {

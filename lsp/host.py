@@ -93,6 +93,10 @@ class Host(Protocol):
 
     def notify(self, method: str, params: Any) -> None: ...
 
+    async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> bool:
+        """`workspace/applyEdit`: whether the client applied it."""
+        ...
+
     def request_id(self) -> Any:
         """The id of the LSP request being handled."""
         ...

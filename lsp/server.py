@@ -30,8 +30,6 @@ from typing import Any, TypeVar
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from infill.core.errors import InfillError
 from lsp.actions import CodeActions
@@ -39,8 +37,9 @@ from lsp.commands import WorkerInfoCommand
 from lsp.completion import Completions
 from lsp.connection import WorkerConnection
 from lsp.diagnostics import Diagnostics
-from lsp.documents import Document, DocumentWorkspace
+from lsp.documents import Document
 from lsp.host import Feature, Snapshot
+from lsp.protocol import InfillProtocol
 from lsp.settings import SECTION, Settings, parse, section
 
 log = logging.getLogger("infill.lsp")
@@ -57,25 +56,6 @@ def version() -> str:
         return metadata.version("diffusion-infill")
     except metadata.PackageNotFoundError:
         return "0+unknown"
-
-
-class InfillProtocol(LanguageServerProtocol):
-    """pygls's protocol with two changes made at `initialize`: documents split lines the
-    LSP way (lsp.documents), and `completionProvider` is left out for clients that
-    support inline completion (they would otherwise run the model twice per keystroke)."""
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams) -> Any:
-        result = yield from super().lsp_initialize(params)
-        self._workspace = DocumentWorkspace.replacing(
-            self.workspace, self._server._text_document_sync_kind)
-        if supports_inline_completion(params.capabilities):
-            result.capabilities.completion_provider = None
-        return result
-
-
-def supports_inline_completion(caps: types.ClientCapabilities) -> bool:
-    return caps.text_document is not None and caps.text_document.inline_completion is not None
 
 
 def language_of(doc: Document) -> str | None:
@@ -157,6 +137,11 @@ class InfillServer(LanguageServer):
 
     def notify(self, method: str, params: Any) -> None:
         self.protocol.notify(method, params)
+
+    async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> bool:
+        result = await self.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=label))
+        return bool(result and result.applied)
 
     def request_id(self) -> Any:
         return self.protocol.msg_id

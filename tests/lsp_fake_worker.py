@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import shutil
 import sys
@@ -157,6 +158,19 @@ def open_doc(client: LanguageClient, name: str, text: str, language: str = "pyth
     return uri
 
 
+async def raw_request(client: LanguageClient, method: str, params: Any,
+                      timeout: float = 10) -> Any:
+    """Send a request with params as given (untyped: malformed ones too) and await its
+    answer: the result, or the error as a JsonRpcException."""
+    msg_id = f"raw-{next(_raw_ids)}"
+    future = asyncio.get_running_loop().create_future()
+    client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                "params": params})
+    return await asyncio.wait_for(future, timeout)
+
+
+_raw_ids = itertools.count(1)
 CONTENT_MODIFIED = -32801
 REQUEST_CANCELLED = -32800
 
