@@ -4,8 +4,11 @@ held-out code dropped."""
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -47,7 +50,7 @@ def sdist(cache: Path, name: str, version: str, licence: str, files: dict[str, s
 
 
 @pytest.fixture()
-def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def built(tmp_path: Path) -> Path:
     cache = tmp_path / "cache"
     cache.mkdir()
     held_out = code(1)
@@ -72,9 +75,8 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
           {"gpl_pkg/c.py": code(10)})
     wheel(cache, "mpl-pkg", "1.0", "Mozilla Public License 2.0 (MPL 2.0)",
           {"mpl_pkg/d.py": code(11)})
-    monkeypatch.setattr(corpus, "PACKAGES", {"click": "1.0", "good": "2.0", "src-pkg": "3.0",
-                                             "gpl-pkg": "1.0", "mpl-pkg": "1.0"})
-    monkeypatch.setattr(corpus, "SDISTS", frozenset({"src-pkg"}))
+    packages = {"click": "1.0", "good": "2.0", "src-pkg": "3.0", "gpl-pkg": "1.0",
+                "mpl-pkg": "1.0"}
     stdlib = tmp_path / "stdlib"
     for rel, text in {"json/__init__.py": code(12), "os.py": code(13),
                       "test/test_os.py": code(14), "test/test_json/test_dump.py": code(15),
@@ -82,7 +84,7 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (stdlib / rel).parent.mkdir(parents=True, exist_ok=True)
         (stdlib / rel).write_text(text)
     out = tmp_path / "out"
-    summary = corpus.build(out, cache, stdlib)
+    summary = corpus.build(out, cache, stdlib, packages, sdists=frozenset({"src-pkg"}))
     corpus.write_card(out, tmp_path / "CARD.md", summary)
     return out
 
@@ -147,3 +149,19 @@ def test_near_copy_within_train_is_kept_below_the_within_split_bar() -> None:
 ])
 def test_licence_allowed(licence: str, allowed: bool) -> None:
     assert corpus.licence_allowed(licence) is allowed
+
+
+def test_the_builder_is_made_of_short_pieces() -> None:
+    """The project's rule (tests/test_layout.py): no file over 400 lines, no function over 60."""
+    files = sorted(Path(corpus.__file__).parent.glob("*.py"))
+    assert not [p.name for p in files if len(p.read_text().splitlines()) > 400]
+    long_functions = [f"{p.name}:{n.lineno} {n.name}" for p in files
+                      for n in ast.walk(ast.parse(p.read_text()))
+                      if isinstance(n, ast.FunctionDef) and n.end_lineno - n.lineno >= 60]
+    assert not long_functions
+
+
+def test_runs_as_a_module() -> None:
+    run = subprocess.run([sys.executable, "-m", "model.corpus", "--help"], capture_output=True,
+                         text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 0 and "--cache" in run.stdout, run.stderr

@@ -1,0 +1,78 @@
+"""Build the training corpus: Python sources from the standard library and pinned PyPI packages.
+
+Reproducible: the package list and versions are pinned (packages.py), archives (wheels, or source
+distributions where only those ship the tests) are fetched with `pip download` (the only
+network use, at build time, never at run time), and the split is by *unit* (a PyPI
+distribution, or one top-level standard-library module), so no evaluated file shares a
+package with a trained one. Test folders are included; vendored copies of other projects
+are not, and a training file that duplicates or nearly duplicates a held-out file is dropped.
+
+    python -m model.corpus --out data/corpus_v2 --cache data/sources
+
+writes train/valid/test.jsonl ({"unit", "path", "text"} per line), split.json,
+licences.json and stats.json, and prints a summary. docs/DATA_CARD.md describes the result.
+
+Modules: packages (what is pinned, what is held out), records (the file and archive records),
+sources (fetching archives, reading them and the standard library), licences, filters,
+dedupe (exact and MinHash near duplicates, the leak audit), pipeline (the build and its
+output files), card (the data card), cli (the command line, run by __main__).
+"""
+
+from model.corpus.card import write_card
+from model.corpus.cli import main
+from model.corpus.dedupe import (
+    CROSS_SPLIT_JACCARD,
+    LSH_BANDS,
+    LSH_ROWS,
+    MAX_TRAIN_CANDIDATES,
+    NEAR_DUP_JACCARD,
+    deduplicate,
+    jaccard,
+    leak_audit,
+    line_hashes,
+    minhash,
+)
+from model.corpus.filters import (
+    GENERATED,
+    GENERATED_NAMES,
+    MAX_CHARS,
+    MAX_LINE,
+    MIN_CHARS,
+    holds_held_out_copy,
+    keep,
+    normalise,
+)
+from model.corpus.licences import COPYLEFT, PERMISSIVE, licence_allowed, licence_of
+from model.corpus.packages import (
+    HELD_OUT_PACKAGES,
+    PACKAGES,
+    SDISTS,
+    SKIP_DIRS,
+    SPLITS,
+    STDLIB_SKIP,
+    TEST_UNITS,
+    VALID_UNITS,
+    canonical,
+    split_of,
+)
+from model.corpus.pipeline import build, collect
+from model.corpus.records import Source, SourceFile, is_test_path
+from model.corpus.sources import (
+    archive_files,
+    archive_in,
+    fetch,
+    stdlib_files,
+    stdlib_test_skipped,
+)
+
+__all__ = [
+    "COPYLEFT", "CROSS_SPLIT_JACCARD", "GENERATED", "GENERATED_NAMES", "HELD_OUT_PACKAGES",
+    "LSH_BANDS", "LSH_ROWS", "MAX_CHARS", "MAX_LINE", "MAX_TRAIN_CANDIDATES", "MIN_CHARS",
+    "NEAR_DUP_JACCARD", "PACKAGES", "PERMISSIVE", "SDISTS", "SKIP_DIRS", "SPLITS",
+    "STDLIB_SKIP", "TEST_UNITS", "VALID_UNITS",
+    "Source", "SourceFile",
+    "archive_files", "archive_in", "build", "canonical", "collect", "deduplicate", "fetch",
+    "holds_held_out_copy", "is_test_path", "jaccard", "keep", "leak_audit", "licence_allowed",
+    "licence_of", "line_hashes", "main", "minhash", "normalise", "split_of", "stdlib_files",
+    "stdlib_test_skipped", "write_card",
+]

@@ -1,0 +1,29 @@
+"""`python -m model.corpus`: build the corpus, write the data card, print the sizes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from model.corpus.card import write_card
+from model.corpus.pipeline import build
+
+DESCRIPTION = ("Build the training corpus: Python sources from the standard library and "
+               "pinned PyPI packages.")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m model.corpus", description=DESCRIPTION)
+    parser.add_argument("--out", type=Path, default=Path("data/corpus_v2"),
+                        help="output folder for the jsonl splits")
+    parser.add_argument("--cache", type=Path, default=Path("data/sources"),
+                        help="where downloaded archives are kept between builds")
+    parser.add_argument("--card", type=Path, default=Path("docs/DATA_CARD.md"),
+                        help="where to write the data card")
+    args = parser.parse_args(argv)
+    summary = build(args.out, args.cache)
+    write_card(args.out, args.card, summary)
+    for split in ("train", "valid", "test"):
+        s = summary[split]
+        print(f"{split:6s} {s['files']:6d} files {s['chars'] / 1e6:8.1f} M chars "
+              f"({s['test_chars'] / 1e6:.1f} M in tests)")
