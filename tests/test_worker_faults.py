@@ -102,3 +102,29 @@ def test_closing_a_client_while_its_worker_starts_is_a_clean_error(sock):
 
     err = _run(go())
     assert err.code == UNAVAILABLE
+
+
+def test_kill_9_mid_request_fails_in_flight_requests_within_1s_and_recovers_in_10s(sock):
+    cmd = [sys.executable, str(HERE), "--socket", sock, "--delay", "0.005"]
+
+    async def go():
+        client = WorkerClient(f"unix:{sock}", spawn=cmd, connect_timeout=30)
+        try:
+            events = [asyncio.Event() for _ in range(3)]
+            tasks = [asyncio.create_task(client.fill(
+                "slow = <mask>\n", on_step=lambda _, e=e: e.set())) for e in events]
+            for e in events:
+                await asyncio.wait_for(e.wait(), 10)
+            os.kill(client.process.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+            failed = time.monotonic() - killed
+            after = await client.fill("a = <mask>\n")
+            return outcomes, failed, time.monotonic() - killed, after
+        finally:
+            await client.close()
+
+    outcomes, failed, recovered, after = _run(go())
+    assert all(isinstance(o, WorkerError) and o.code == UNAVAILABLE for o in outcomes)
+    assert failed < 1.0, failed
+    assert isinstance(after, Result) and recovered < 10.0, recovered
