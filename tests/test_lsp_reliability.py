@@ -145,3 +145,27 @@ def test_fix_edits_stay_inside_the_selection():
     same_tail = [Edit(a, a + 5, "amount")]  # ends like the text past the edge: trimmed
     assert within(text, same_tail, a, b + 2) == same_tail
     assert within(text, [Edit(a - 1, a + 3, " abc")], a, b) == [Edit(a, a + 3, "abc")]
+
+
+def test_work_on_a_large_file_is_bounded_by_what_was_asked(worker):
+    body = "".join(f"v{i} = {i}\n" for i in range(30_000))
+    text = body + "result = old_value\n" + body  # 700,000 characters
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "large.py", text)
+            started = time.monotonic()
+            found = await actions(client, uri, at(text, "old_value"))
+            listed = time.monotonic() - started
+            action = pick(found, "refactor.rewrite.infill.rewriteSelection")
+            edit = (await client.code_action_resolve_async(action)).edit
+            sent = [m.message for m in client.log_messages if "sent" in m.message]
+            return listed, edit.changes[uri], sent
+
+    listed, edits, sent = run(go())
+    assert listed < 5
+    line = text[: text.index("old_value")].count("\n")
+    assert edits and all(e.range.start.line == e.range.end.line == line for e in edits)
+    (log,) = sent
+    chars = int(log.split("sent ")[1].split(" of ")[0])
+    assert chars < 30_000, log  # a window around the selection, not the file
