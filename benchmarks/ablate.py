@@ -114,17 +114,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=float, default=3e6, help="training tokens per row")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row names")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
+    parser.add_argument("--out", type=Path, default=OUT, help="the table's results file")
     parser.add_argument("--runs", type=Path, default=Path("runs/ablation"))
     parser.add_argument("--n", type=int, default=200, help="single-line / bug examples")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads per training run (1 when the cores are shared)")
     args = parser.parse_args(argv)
-    results = json.loads(OUT.read_text()) if OUT.exists() else {"rows": {}}
-    if results.get("tokens", args.tokens) != args.tokens:
-        sys.exit(f"{OUT} holds rows at {results['tokens']:g} tokens; equal compute needs "
-                 f"--tokens {results['tokens']:g} (or a new results file)")
-    results["tokens"] = args.tokens
+    out = args.out
+    results = json.loads(out.read_text()) if out.exists() else {"rows": {}}
+    for key, value in (("tokens", args.tokens), ("corpus", str(args.corpus))):
+        if results.get(key, value) != value:
+            sys.exit(f"{out} holds rows with {key}={results[key]}; rows compare only at equal "
+                     f"{key}: pass --{key} {results[key]} or --out for a new table")
+    results["tokens"], results["corpus"] = args.tokens, str(args.corpus)
     for name in args.rows.split(","):
         if name not in ROWS:
             sys.exit(f"unknown row {name!r}: {', '.join(ROWS)}")
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{name}: done before, skipped", file=sys.stderr)
             continue
         results["rows"][name] = run_row(name, args)
-        OUT.write_text(json.dumps(results, indent=1) + "\n")
+        out.write_text(json.dumps(results, indent=1) + "\n")
         print(table(results), flush=True)
     print(table(results))
 

@@ -1,6 +1,6 @@
 """Engine speed: forward passes per generated token and milliseconds per request.
 
-    python -m benchmarks.bench_engine [--model DIR] [--corpus data/corpus] [--repeats 20]
+    python -m benchmarks.bench_engine [--model DIR] [--corpus data/corpus_v2] [--repeats 20]
 
 Cases, cut from held-out test files: a one-line hole, a five-line hole, three one-line
 holes at once, and 64- and 128-token spans. Each is filled with the default sampler
@@ -111,7 +111,7 @@ def run_case(den, requests: list[Request], sampler: dict) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=None, help="model directory")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"),
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
                         help="corpus folder with test.jsonl")
     parser.add_argument("--repeats", type=int, default=20, help="examples per case")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")

@@ -3,7 +3,7 @@
     python -m benchmarks.bench_train [--preset small] [--seconds 40] [--configs a,b,...]
 
 Each configuration runs real optimiser steps of model.train (forward, backward, AdamW) on
-batches from model.noising (the training corpus when data/corpus exists, else synthetic
+batches from model.noising (the training corpus when data/corpus_v2 exists, else synthetic
 token windows with the same noise), after warm-up steps that are not timed (torch.compile
 compiles there). Configurations are run in turn, twice, in ABBA order, so that a drift in
 the machine's load falls on all of them alike; the figure is the median step.
@@ -160,7 +160,7 @@ def _texts(corpus: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="small", choices=sorted(PRESETS))
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--tokenizer", type=Path, default=WEIGHTS / "tokenizer.json")
     parser.add_argument("--seconds", type=float, default=30.0,
                         help="timed seconds per configuration and round (at least 1 step)")

@@ -1,6 +1,6 @@
 """Worker throughput and latency, with and without step batching.
 
-    python -m benchmarks.bench_worker [--model DIR] [--corpus data/corpus] [--requests 64]
+    python -m benchmarks.bench_worker [--model DIR] [--corpus data/corpus_v2] [--requests 64]
                                       [--clients 1,4,16] [--device cuda]
 
 For each mode (`batched`: the steps of concurrent requests share forward passes;

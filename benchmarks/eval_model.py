@@ -1,6 +1,6 @@
 """Held-out evaluation of a model with the engine's default sampler.
 
-    python -m benchmarks.eval_model [--model DIR] [--corpus data/corpus] [--n 200]
+    python -m benchmarks.eval_model [--model DIR] [--corpus data/corpus_v2] [--n 200]
 
 On the test split (packages never trained on, see docs/DATA_CARD.md):
 - single-line and multi-line (2-8 lines) infill exact match, with the length left to the
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=None,
                         help="model directory (default: the shipped model)")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"),
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
                         help="corpus folder with test.jsonl (python -m model.corpus)")
     parser.add_argument("--split", default="test", help="split to evaluate on")
     parser.add_argument("--n", type=int, default=200, help="single-line examples")

@@ -108,7 +108,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--preset", choices=sorted(PRESETS), default="small", help="network size")
-    add("--corpus", type=Path, default=Path("data/corpus"), help="folder with *.jsonl")
+    add("--corpus", type=Path, default=Path("data/corpus_v2"), help="folder with *.jsonl")
     add("--tokenizer", type=Path, default=None,
         help="tokenizer.json (default: --init-from's, else data/tokenizer/tokenizer.json)")
     add("--init-from", type=Path, default=None,
