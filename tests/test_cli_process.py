@@ -5,7 +5,9 @@ Most run `tests/cli_fake_main.py` (the command's `main` on the fake model)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -18,6 +20,8 @@ from fakes import TargetDenoiser
 
 import model.loading
 from infill.cli import main
+from infill.core import window
+from infill.core.repair import SCORE_BATCH
 
 FAKE_MAIN = Path(__file__).resolve().parent / "cli_fake_main.py"
 ORIGINAL = b"# keep me\n" + b"pad = 1\n" * 300 + b"x = <mask>\n"
@@ -187,3 +191,62 @@ print(codes, sorted(m for m in ("torch", "transformers") if m in sys.modules))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60, check=True)
     assert proc.stdout.strip() == "[0, 0, 1, 1, 2, 2, 2] []"
+
+
+# -- long files: work bounded by what was asked -----------------------------------------
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The fake model (it fills the first span with "y") and a count of Python parses."""
+    fake = TargetDenoiser(["y"], confidence=0.99, max_length=128)
+    monkeypatch.setattr(model.loading, "load_denoiser", lambda *a, **kw: fake)
+    parses = []
+
+    class Counted(window.PythonScopes):
+        def __init__(self, source: str) -> None:
+            parses.append(len(source))
+            super().__init__(source)
+
+    monkeypatch.setattr(window, "PythonScopes", Counted)
+    return fake, parses
+
+
+LONG = "def f(a):\n    return a + 1\n\n" * 1000  # 3,000 lines
+
+
+def test_fix_scores_a_long_file_a_few_windows_per_pass(tmp_path, counted, capsys):
+    fake, parses = counted
+    f = tmp_path / "long.py"
+    f.write_text(LONG)
+    assert main(["fix", "--progress", str(f)]) == 0
+    per_pass = [len(canvases) for canvases, _ in fake.calls]
+    assert len(per_pass) > 20 and max(per_pass) <= SCORE_BATCH  # memory: a few windows
+    assert len(parses) == 2  # once to score, once for the repair's window: not per window
+    err = capsys.readouterr().err
+    windows = re.findall(r"scoring (\d+)/(\d+) windows", err)
+    assert windows[-1][0] == windows[-1][1] and int(windows[-1][1]) > 100
+    assert err.splitlines()[-1].startswith(f"{f}: 1 spans")  # the summary on its own line
+
+
+def test_fix_lines_scores_only_the_windows_of_those_lines(tmp_path, counted, capsys):
+    fake, _ = counted
+    f = tmp_path / "long.py"
+    f.write_text(LONG)
+    assert main(["fix", "--json", "--lines", "1501:1503", str(f)]) == 0
+    scoring = fake.calls[0][0]
+    assert len(scoring) == 1 and len(scoring[0]) <= 128  # one window, around those lines
+    (edit,) = json.loads(capsys.readouterr().out)["edits"]
+    assert 1501 <= LONG[:edit["start"]].count("\n") + 1 <= 1503
+
+
+def test_fill_of_one_hole_in_a_long_file_reads_one_window(tmp_path, counted, capsys):
+    fake, parses = counted
+    f = tmp_path / "long.py"
+    f.write_text(LONG + "x = <mask>\n" + LONG)
+    assert main(["fill", "--progress", str(f)]) == 0
+    assert {len(canvases) for canvases, _ in fake.calls} == {1}
+    assert max(len(c[0]) for c, _ in fake.calls) <= 128 and len(parses) == 1
+    out, err = capsys.readouterr()
+    assert re.search(r"filling (\d+)/\1 slots 100%", err)
+    assert "\n+x = y\n" in out

@@ -29,7 +29,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 from infill.cli.backends import Backend, Repair, backend_for
 from infill.cli.files import Source, encode, language_for, line_range, read_source, write_atomic
 from infill.cli.parser import build_parser, check_worker_args, lines_spec, sampler_options
+from infill.cli.progress import ProgressLine
+from infill.cli.progress import wanted as progress_wanted
 from infill.core.engine import check_text
 from infill.core.errors import InfillError, line_col
 from infill.core.options import SamplerOptions
@@ -104,6 +106,21 @@ def _write(path: str, source: Source, text: str) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace, path: str, verb: str,
+              unit: str) -> Iterator[ProgressLine | None]:
+    """A progress line for one file's work (None when not wanted); ended however the work
+    ends, so that the summary or error starts on a line of its own."""
+    if not progress_wanted(args.progress):
+        yield None
+        return
+    line = ProgressLine(f"{path}: {verb}", unit)
+    try:
+        yield line
+    finally:
+        line.close()
+
+
 # -- infill fill ------------------------------------------------------------------------
 
 
@@ -112,8 +129,10 @@ def _fill_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     source = read_source(Path(path))
     check_text(source.text)
     find_holes(source.text, args.marker)  # no holes, bad markers: an error before any model
-    return source, backend.fill(source.text, marker=args.marker,
-                                language=language_for(args, path), options=options)
+    with _progress(args, path, "filling", "slots") as progress:
+        return source, backend.fill(source.text, marker=args.marker,
+                                    language=language_for(args, path), options=options,
+                                    progress=progress)
 
 
 def _report_fill(path: str, args: argparse.Namespace, source: Source,
@@ -159,9 +178,11 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     text = source.text
     check_text(text)
     start, end = line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))
-    repair: Repair = backend.fix(text, start=start, end=end, max_fixes=args.max_fixes,
-                                 min_suspicion=args.min_suspicion,
-                                 language=language_for(args, path), options=options)
+    with _progress(args, path, "scoring", "windows") as progress:
+        repair: Repair = backend.fix(text, start=start, end=end, max_fixes=args.max_fixes,
+                                     min_suspicion=args.min_suspicion,
+                                     language=language_for(args, path), options=options,
+                                     progress=progress)
     return (source, *repair)
 
 

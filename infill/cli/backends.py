@@ -25,14 +25,16 @@ from model import loading
 from model.denoiser import Denoiser
 
 Repair = tuple[FillResult | None, list[TokenScore]]  # the repair (None: none), every score
+Progress = Callable[[int, int], None]  # (done, in all): slots filled, or windows scored
 
 
 class Backend(Protocol):
     def fill(self, text: str, *, marker: str, language: str | None,
-             options: SamplerOptions) -> FillResult: ...
+             options: SamplerOptions, progress: Progress | None = None) -> FillResult: ...
 
     def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            language: str | None, options: SamplerOptions) -> Repair: ...
+            language: str | None, options: SamplerOptions,
+            progress: Progress | None = None) -> Repair: ...
 
     def close(self) -> None: ...
 
@@ -54,15 +56,16 @@ class InProcess:
         return self._denoiser
 
     def fill(self, text: str, *, marker: str, language: str | None,
-             options: SamplerOptions) -> FillResult:
+             options: SamplerOptions, progress: Progress | None = None) -> FillResult:
         return fill_text(text, denoiser=self.denoiser(), marker=marker, language=language,
-                         options=options)
+                         options=options, progress=progress)
 
     def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            language: str | None, options: SamplerOptions) -> Repair:
+            language: str | None, options: SamplerOptions,
+            progress: Progress | None = None) -> Repair:
         return fix_text(text, denoiser=self.denoiser(), start=start, end=end,
                         max_fixes=max_fixes, min_suspicion=min_suspicion, language=language,
-                        options=options)
+                        options=options, progress=progress)
 
     def close(self) -> None:
         pass
@@ -90,14 +93,16 @@ class ThroughWorker:
                     a.worker, token=os.environ.get("INFILL_WORKER_TOKEN") or None)
         return self._client
 
+    # A worker reports no progress: `progress` is accepted and not called.
     def fill(self, text: str, *, marker: str, language: str | None,
-             options: SamplerOptions) -> FillResult:
+             options: SamplerOptions, progress: Progress | None = None) -> FillResult:
         reply = self._ask(lambda c: c.fill(text, marker=marker, language=language,
                                            options=options))
         return reply.to_fill_result(text)
 
     def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            language: str | None, options: SamplerOptions) -> Repair:
+            language: str | None, options: SamplerOptions,
+            progress: Progress | None = None) -> Repair:
         reply = self._ask(lambda c: c.fix(text, start=start, end=end, max_fixes=max_fixes,
                                           min_suspicion=min_suspicion, language=language,
                                           options=options))

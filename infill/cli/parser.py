@@ -53,6 +53,8 @@ def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._Argumen
     out = p.add_argument_group("output")
     out.add_argument("--in-place", action="store_true", help=f"write the {verb} files")
     out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
+    out.add_argument("--progress", action="store_true",
+                     help="show progress on stderr (default: when stderr is a terminal)")
     return out
 
 

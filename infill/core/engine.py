@@ -276,6 +276,7 @@ def fill_text(
     marker: str = DEFAULT_MARKER,
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
     **overrides: Any,
 ) -> FillResult:
     """Fill every hole marker in `text` (`<mask>`, `<mask:N>` with a hint of N tokens).
@@ -286,13 +287,14 @@ def fill_text(
         marker: the hole marker (`??` means holes `??` and `??:N`).
         language: "python" for scope-aware windows; None or another name: line windows.
         options: sampler options; keyword overrides (e.g. `threshold=0.8`) apply on top.
+        progress: called after each step with (slots committed, slots in all).
 
     Raises InfillError (a subclass naming the problem) for bad input or options.
     """
     opts = SamplerOptions.build(options, **overrides)
     fill = prepare_holes(text, denoiser=denoiser, options=opts, marker=marker,
                          language=language)
-    denoise(fill.job, denoiser)
+    denoise(fill.job, denoiser, progress)
     return fill.result()
 
 

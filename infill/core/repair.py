@@ -26,10 +26,14 @@ from infill.core.results import FillResult, TokenScore
 from infill.core.sampler import denoise
 from infill.core.scoring import softmax
 from infill.core.spans import Span
-from infill.core.window import plan_windows
+from infill.core.window import Layout, plan_windows
 from model.denoiser import Denoiser
 
 _WORD = re.compile(r"\w+|[^\w\s]+")  # an identifier / number, or a run of operator characters
+# Canvases per forward pass while scoring: a long file is scored a few windows at a time,
+# so memory holds a few windows' logits (positions x vocabulary each), never the file's.
+SCORE_BATCH = 8
+Progress = Callable[[int, int], None]  # (windows done, windows in all)
 
 
 def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, int]] | None:
@@ -81,11 +85,10 @@ class _Chunk:
     offsets: list[tuple[int, int]] | None  # each token's characters, relative to `start`
 
 
-def _chunk(den: Denoiser, text: str, a: int, b: int, language: str | None) -> _Chunk:
+def _chunk(den: Denoiser, text: str, a: int, b: int, layout: Layout) -> _Chunk:
     count = lambda s: len(den.encode(s))  # noqa: E731
     (win,) = plan_windows(text, [Span(a, b)], allocs=[count(text[a:b])], room=[0],
-                          budget=den.max_length, count=count,
-                          parse_text=text if language == PYTHON else None)
+                          budget=den.max_length, count=count, layout=layout)
     before, middle, after = (den.encode(text[win.start:a]), den.encode(text[a:b]),
                              den.encode(text[b:win.end]))
     return _Chunk(a, before + middle + after, len(before), middle,
@@ -122,20 +125,29 @@ def score_text(
     start: int = 0,
     end: int | None = None,
     language: str | None = PYTHON,
+    progress: Progress | None = None,
 ) -> list[TokenScore]:
-    """Suspicion of every token in text[start:end], one forward pass per window (long
-    ranges are scored in chunks of whole lines, each inside its own window)."""
+    """Suspicion of every token in text[start:end]: long ranges are scored in chunks of
+    whole lines, each inside its own window, SCORE_BATCH windows per forward pass.
+    `progress(done, total)` is called after each pass."""
     check_text(text)
     end = len(text) if end is None else end
     if not 0 <= start <= end <= len(text):
         raise SpanError(f"range {start}..{end} is outside the text (0..{len(text)})")
     den = denoiser
-    ranges = _chunks(text, start, end, den.max_length // 2, lambda s: len(den.encode(s)))
-    chunks = [_chunk(den, text, a, b, language) for a, b in ranges]
-    logits = den.logits([c.canvas for c in chunks],
-                        [list(range(c.first, c.first + len(c.tokens))) for c in chunks])
-    return [score for c, rows in zip(chunks, logits, strict=True)
-            for score in _token_scores(den, text, c, rows)]
+    count = lambda s: len(den.encode(s))  # noqa: E731
+    ranges = _chunks(text, start, end, den.max_length // 2, count)
+    layout = Layout(text, count, text if language == PYTHON else None)
+    scores: list[TokenScore] = []
+    for first in range(0, len(ranges), SCORE_BATCH):
+        chunks = [_chunk(den, text, a, b, layout) for a, b in ranges[first:first + SCORE_BATCH]]
+        logits = den.logits([c.canvas for c in chunks],
+                            [list(range(c.first, c.first + len(c.tokens))) for c in chunks])
+        scores.extend(score for c, rows in zip(chunks, logits, strict=True)
+                      for score in _token_scores(den, text, c, rows))
+        if progress is not None:
+            progress(min(first + SCORE_BATCH, len(ranges)), len(ranges))
+    return scores
 
 
 def _widen(text: str, s: int, e: int) -> tuple[int, int]:
@@ -179,11 +191,13 @@ def prepare_fix(
     max_fixes: int = 1,
     min_suspicion: float = 0.5,
     language: str | None = PYTHON,
+    progress: Progress | None = None,
 ) -> tuple[PreparedFill | None, list[TokenScore]]:
     """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens:
     None when no token reached `min_suspicion`. The worker runs the fill in its scheduler;
     `fix_text` runs it here."""
-    scores = score_text(text, denoiser=denoiser, start=start, end=end, language=language)
+    scores = score_text(text, denoiser=denoiser, start=start, end=end, language=language,
+                        progress=progress)
     picked = suspicious_spans(scores, text=text, max_fixes=max_fixes,
                               min_suspicion=min_suspicion)
     if not picked:
@@ -203,16 +217,18 @@ def fix_text(
     min_suspicion: float = 0.5,
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
+    progress: Progress | None = None,
     **overrides: Any,
 ) -> tuple[FillResult | None, list[TokenScore]]:
     """Re-denoise the most suspicious tokens of text[start:end].
 
-    Returns the fill (None when no token reached `min_suspicion`) and the scores.
+    Returns the fill (None when no token reached `min_suspicion`) and the scores;
+    `progress(done, total)` follows the scoring passes.
     """
     opts = SamplerOptions.build(options, **overrides)
     fill, scores = prepare_fix(text, denoiser=denoiser, options=opts, start=start, end=end,
                                max_fixes=max_fixes, min_suspicion=min_suspicion,
-                               language=language)
+                               language=language, progress=progress)
     if fill is None:
         return None, scores
     denoise(fill.job, denoiser)

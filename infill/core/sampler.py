@@ -31,7 +31,7 @@ growth moved positions. Call `requests()` once per `advance()`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -123,6 +123,11 @@ class DenoiseJob:
     @property
     def done(self) -> bool:
         return all(self._done)
+
+    def slots(self) -> tuple[int, int]:
+        """(slots no longer masked, slots in all) over every canvas; growth adds slots."""
+        ids = [t for canvas in self.canvases for span in canvas.spans for t in span.ids]
+        return len(ids) - ids.count(self.special.mask), len(ids)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -324,12 +329,14 @@ class DenoiseJob:
             self._done[ci] = not (self._remask_left > 0 and has_tokens and changed)
 
 
-def denoise(job: DenoiseJob, denoiser: Denoiser) -> DenoiseJob:
+def denoise(job: DenoiseJob, denoiser: Denoiser,
+            progress: Callable[[int, int], None] | None = None) -> DenoiseJob:
     """Drive `job` to the end with `denoiser`, one batched forward pass per step.
 
     Args:
         job: a fresh DenoiseJob.
         denoiser: anything with `logits(canvases, positions)` (the Denoiser protocol).
+        progress: called after each step with `job.slots()` (committed, in all).
 
     Returns the job, done: read its canvases, counters and trace.
     """
@@ -340,6 +347,8 @@ def denoise(job: DenoiseJob, denoiser: Denoiser) -> DenoiseJob:
             job.advance(denoiser.logits(canvases, positions, [r.hint for r in batch]))
         else:  # denoisers that know nothing of hints keep working
             job.advance(denoiser.logits(canvases, positions))
+        if progress is not None:
+            progress(*job.slots())
     forget = getattr(denoiser, "forget", None)
     if job.options.cache_refresh and callable(forget):
         for ci in range(len(job.canvases)):

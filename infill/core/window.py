@@ -80,6 +80,17 @@ class _Lines:
         return self.start(self.index(start)), self.end(last)
 
 
+class Layout:
+    """A text's line geometry and Python scopes (parsed once): what planning needs of the
+    text beyond the spans. Built once and handed to every `plan_windows` call over the same
+    text, so planning many windows of a long file (bug-finding scores it chunk by chunk)
+    does not re-split and re-parse the file per window."""
+
+    def __init__(self, text: str, count: CountTokens, parse_text: str | None = None) -> None:
+        self.lines = _Lines(text, count)
+        self.scopes = PythonScopes(parse_text) if parse_text is not None else None
+
+
 def spans_per_window(
     text: str,
     spans: Sequence[Span],
@@ -231,6 +242,7 @@ def plan_windows(
     budget: int,
     count: CountTokens,
     parse_text: str | None = None,
+    layout: Layout | None = None,
 ) -> list[Window]:
     """Share `spans` (sorted, non-overlapping) out among windows and choose each window.
 
@@ -243,9 +255,11 @@ def plan_windows(
         count: token count of a piece of text (the denoiser's encode, measured).
         parse_text: the text to parse for Python scopes (holes neutralised), or None for a
             plain line window.
+        layout: the text's Layout when the caller plans several times over one text
+            (then `parse_text` is not used: the layout holds its scopes).
     """
-    lines = _Lines(text, count)
-    scopes = PythonScopes(parse_text) if parse_text is not None else None
+    layout = layout or Layout(text, count, parse_text)
+    lines, scopes = layout.lines, layout.scopes
     per_window = spans_per_window(text, spans, allocs, room, budget, count)
     windows: list[Window] = []
     for wi, members in enumerate(per_window):
