@@ -500,13 +500,19 @@ async def fuzz(args: argparse.Namespace) -> Figures:
             while not os.path.exists(sock):
                 await asyncio.sleep(0.05)
             address = f"unix:{sock}"
-        done, run = 0, 0
-        while done < args.sessions and time.monotonic() - started < args.max_seconds:
-            n = min(args.sessions_per_server, args.sessions - done)
-            await server_run(args, address, run, n, figures)
-            done, run = done + n, run + 1
-            if args.verbose:
-                print(json.dumps(asdict(figures)), flush=True)
+        runs = iter(range(-(-args.sessions // args.sessions_per_server)))
+
+        async def lane() -> None:  # one of `--jobs` servers driven side by side
+            for run in runs:
+                if time.monotonic() - started > args.max_seconds:
+                    return
+                n = min(args.sessions_per_server,
+                        args.sessions - run * args.sessions_per_server)
+                await server_run(args, address, run, n, figures)
+                if args.verbose:
+                    print(json.dumps(asdict(figures)), flush=True)
+
+        await asyncio.gather(*(lane() for _ in range(args.jobs)))
     finally:
         if worker is not None:
             worker.terminate()
@@ -523,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="sessions per server process (each run: one encoding, one client)")
     p.add_argument("--steps", type=int, default=20, help="most operations per session")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1, help="servers driven at once")
     p.add_argument("--deadline", type=float, default=30.0, help="seconds an answer may take")
     p.add_argument("--max-seconds", type=float, default=float("inf"),
                    help="stop starting server runs after this long")
