@@ -4,6 +4,8 @@ clients without resolve, edits clamped to the selection."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import time
 
 import pytest
@@ -22,6 +24,7 @@ from lsp_fake_worker import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from benchmarks import fuzz_lsp
 from infill.core.diff import Edit
 from lsp.actions import within
 from lsp.positions import UTF16, apply_text_edits
@@ -169,3 +172,30 @@ def test_work_on_a_large_file_is_bounded_by_what_was_asked(worker):
     (log,) = sent
     chars = int(log.split("sent ")[1].split(" of ")[0])
     assert chars < 30_000, log  # a window around the selection, not the file
+
+
+def test_shutdown_right_after_initialized_is_clean():
+    """The server spawns its own worker at `initialized`; a shutdown while it is still
+    starting (waiting for its socket) leaves no traceback."""
+
+    async def go():
+        figures = fuzz_lsp.Figures()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "lsp.server", cwd=str(fuzz_lsp.ROOT),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        server = fuzz_lsp.Server(proc, figures)
+        _, init = server.request("initialize", {"processId": None, "rootUri": None,
+                                                "capabilities": {}})
+        await asyncio.wait_for(init, 30)
+        server.notify("initialized", {})
+        await asyncio.sleep(0.5)
+        _, down = server.request("shutdown", None)
+        await asyncio.wait_for(down, 30)
+        server.notify("exit", None)
+        await asyncio.wait_for(proc.wait(), 30)
+        await asyncio.wait_for(server.err_reader, 10)
+        return proc.returncode, server.stderr.decode(errors="replace")
+
+    code, err = run(go())
+    assert code == 0 and "Traceback" not in err and "Error" not in err, err

@@ -57,7 +57,8 @@ class WorkerProcess:
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        proc = self.proc  # read once: stop() may forget it meanwhile (another thread)
+        return proc is not None and proc.poll() is None
 
     def start(self) -> None:
         """Start a fresh worker; OSError when the command cannot run."""
@@ -81,7 +82,8 @@ class WorkerProcess:
         return proc.poll() is not None
 
     def exit_reason(self) -> str:
-        rc = self.proc.poll() if self.proc is not None else None
+        proc = self.proc
+        rc = proc.poll() if proc is not None else None
         if rc is None:
             return "the worker closed the connection"
         how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
@@ -90,15 +92,16 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """Kill a worker we started but cannot use."""
-        if self.running:
-            assert self.proc is not None
-            self.proc.kill()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
             self.reap()
 
     def reap(self) -> None:
-        if self.proc is not None:
+        proc = self.proc
+        if proc is not None:
             with suppress(subprocess.TimeoutExpired):  # a zombie we cannot wait for: leave it
-                self.proc.wait(timeout=5)
+                proc.wait(timeout=5)
 
     async def stop(self) -> None:
         """Ask the worker to stop (SIGTERM: it finishes what is in flight), kill it after
