@@ -128,3 +128,25 @@ def test_kill_9_mid_request_fails_in_flight_requests_within_1s_and_recovers_in_1
     assert all(isinstance(o, WorkerError) and o.code == UNAVAILABLE for o in outcomes)
     assert failed < 1.0, failed
     assert isinstance(after, Result) and recovered < 10.0, recovered
+
+
+@pytest.mark.slow
+def test_a_spawned_worker_with_the_shipped_model_exits_0_on_sigterm(sock):
+    """With torch loaded the old stdin watcher aborted the interpreter at exit (-6)."""
+    from model.loading import default_model_dir
+
+    if not (default_model_dir() / "config.json").exists():
+        pytest.skip("no shipped model")
+    cmd = [sys.executable, "-m", "infill.serve.worker", "--socket", sock, "--exit-with-stdin",
+           "--device", "cpu"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode(errors="replace")
