@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -230,3 +231,33 @@ def test_console_entry_point_as_a_process(tmp_path):
     assert proc.returncode == 1
     assert proc.stdout == ""
     _one_line_error(proc.stderr, "missing.py: no such file")
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "forbidden"),
+    [
+        ("s = 'abc <mask> def'\n", "it's\nok", "'\n"),  # one line: no quote, no newline
+        ('s = "abc <mask> def"\n', 'say "hi"', '"\n'),
+        ('def f():\n    """Doc <mask> end."""\n', 'say "hi"\nthen', '"'),  # newlines fine
+    ],
+)
+def test_a_hole_inside_a_string_literal_cannot_break_its_quoting(
+        tmp_path, capsys, monkeypatch, source, target, forbidden):
+    monkeypatch.setattr(model.loading, "load_denoiser",
+                        lambda *a, **kw: TargetDenoiser([target], confidence=0.99))
+    f = tmp_path / "s.py"
+    f.write_text(source)
+    assert main(["fill", "--json", str(f)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    (fill,) = obj["fills"]
+    assert fill["text"] and not set(fill["text"]) & set(forbidden), fill
+    ast.parse(obj["text"])  # still one string literal, still Python
+
+
+def test_a_hole_in_code_or_an_f_string_field_may_write_quotes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(model.loading, "load_denoiser",
+                        lambda *a, **kw: TargetDenoiser(["'a'", "b"], confidence=0.99))
+    f = tmp_path / "s.py"
+    f.write_text("x = <mask>\ny = f'{<mask>}'\n")
+    assert main(["fill", "--json", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == "x = 'a'\ny = f'{b}'\n"

@@ -31,6 +31,7 @@ class SpanSlots:
     cap: int  # the most slots this span may grow to
     exact: bool  # exactly len(ids) tokens: null forbidden, never grown
     can_grow: bool = True  # False once the canvas had no room left to grow it
+    forbidden: tuple[int, ...] = ()  # ids the span may not take (a string's closing quote)
 
 
 @dataclass

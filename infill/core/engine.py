@@ -27,8 +27,9 @@ from infill.core.errors import DenoiserError, InputError, LimitError, SpanError,
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from infill.core.sampler import DenoiseJob, denoise
+from infill.core.scopes import PythonScopes
 from infill.core.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
-from infill.core.window import Window, plan_windows
+from infill.core.window import Layout, Window, plan_windows
 from model.denoiser import Denoiser
 
 PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines
@@ -181,8 +182,39 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
     return _Allocation(slots, cap, exact, 0 if exact else min(o.grow, cap - slots))
 
 
+def _ids_with(denoiser: Denoiser, chars: str) -> tuple[int, ...]:
+    """The ids whose text holds any of `chars` (special ids never do). One decode per id of
+    the vocabulary, so it runs only for spans inside string literals."""
+    sp = denoiser.special
+    special = {sp.mask, sp.null, sp.pad}
+    found = []
+    for t in range(denoiser.vocab_size):
+        if t in special:
+            continue
+        try:
+            piece = denoiser.decode([t])
+        except (ValueError, KeyError, IndexError):  # an id with no text of its own
+            continue
+        if any(c in piece for c in chars):
+            found.append(t)
+    return tuple(found)
+
+
+def _string_limits(spans: list[Span], scopes: PythonScopes | None) -> list[str]:
+    """Per span, the characters its fill may not contain: inside a string literal, the
+    literal's quote character (and newlines, in a one-line literal), so that a fill cannot
+    close the string or break its line; "" elsewhere."""
+    if scopes is None:
+        return [""] * len(spans)
+    out = []
+    for s in spans:
+        quote = scopes.string_quote(s.start, s.end)
+        out.append("" if quote is None else quote[0] + ("" if len(quote) == 3 else "\n\r"))
+    return out
+
+
 def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocation], *,
-            denoiser: Denoiser, budget: int) -> Canvas:
+            denoiser: Denoiser, budget: int, forbidden: list[tuple[int, ...]]) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots."""
 
     def encode(piece: str) -> list[int]:
@@ -192,7 +224,8 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
     mask = denoiser.special.mask
     return Canvas(
         left=encode(text[window.start : spans[idx[0]].start]),
-        spans=[SpanSlots(i, [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact)
+        spans=[SpanSlots(i, [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact,
+                         forbidden=forbidden[i])
                for i in idx],
         gaps=[encode(text[spans[a].end : spans[b].start]) for a, b in pairwise(idx)],
         right=encode(text[spans[idx[-1]].end : window.end]),
@@ -233,6 +266,8 @@ def prepare_fill(
         return len(denoiser.encode(piece)) if piece else 0
 
     allocs = [_allocate(text, s, options, rewrite=rewrite, count=count) for s in ordered]
+    layout = Layout(text, count, (parse_text if parse_text is not None else text)
+                    if language == PYTHON else None)
     windows = plan_windows(
         text,
         ordered,
@@ -240,9 +275,12 @@ def prepare_fill(
         room=[a.room for a in allocs],
         budget=budget,
         count=count,
-        parse_text=(parse_text if parse_text is not None else text) if language == PYTHON else None,
+        layout=layout,
     )
-    canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget)
+    limits = _string_limits(ordered, layout.scopes)
+    forbidden = {chars: _ids_with(denoiser, chars) for chars in set(limits) if chars}
+    canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget,
+                        forbidden=[forbidden.get(chars, ()) for chars in limits])
                 for w in windows]
     job = DenoiseJob(canvases, options, special=denoiser.special,
                      vocab_size=denoiser.vocab_size)

@@ -237,14 +237,17 @@ class DenoiseJob:
     def _probabilities(self, p: _Pending, arr: np.ndarray, by_index: dict[int, SpanSlots]
                        ) -> tuple[np.ndarray, np.ndarray]:
         """(logits, probabilities) of the rows, over the ids a slot may take: never mask or
-        pad, and no null in an exact span."""
+        pad, no null in an exact span, none of a span's forbidden ids."""
         sp = self.special
         x = arr.astype(np.float32, copy=True)  # (rows, V)
         x[:, [sp.mask, sp.pad]] = -np.inf
-        exact_rows = [r for r, (k, _) in enumerate(p.masked + p.committed)
-                      if by_index[k].exact]
+        rows = p.masked + p.committed
+        exact_rows = [r for r, (k, _) in enumerate(rows) if by_index[k].exact]
         if exact_rows:
             x[exact_rows, sp.null] = -np.inf
+        for r, (k, _) in enumerate(rows):
+            if by_index[k].forbidden:
+                x[r, list(by_index[k].forbidden)] = -np.inf
         return x, softmax(x)
 
     def _remask(self, p: _Pending, probs: np.ndarray, by_index: dict[int, SpanSlots]

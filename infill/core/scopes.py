@@ -71,3 +71,20 @@ class PythonScopes:
                     scopes.append(scope)
             node = parent
         return scopes
+
+    def string_quote(self, start: int, end: int) -> str | None:
+        """The closing quote (`'`, `"`, `\'\'\'` or `\"\"\"`) of the string literal whose
+        text holds characters [start, end), or None: the range is code (an f-string's
+        `{...}` is code too), or not inside one literal."""
+        b_start, b_end = self._byte(start), self._byte(end)
+        node = self.tree.root_node.descendant_for_byte_range(b_start, b_end)
+        while node is not None and node.type not in ("string", "interpolation"):
+            node = node.parent
+        if node is None or node.type != "string" or node.has_error:
+            return None
+        first, last = node.children[0], node.children[-1]
+        if first.type != "string_start" or last.type != "string_end":
+            return None
+        if not first.end_byte <= b_start <= b_end <= last.start_byte:
+            return None
+        return self.data[last.start_byte:last.end_byte].decode("utf-8")
