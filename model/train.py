@@ -66,7 +66,7 @@ def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
 
     `encoder` stands in for `model.model` (a torch.compile'd copy, say)."""
     attention = batch.input_ids != model.config.pad_token_id
-    hidden = (encoder or model.model)(input_ids=batch.input_ids,
+    hidden = (model.model if encoder is None else encoder)(input_ids=batch.input_ids,
                                       attention_mask=attention.long()).last_hidden_state
     sel = batch.weights > 0  # (B, T)
     logits = model.decoder(model.head(hidden[sel]))  # (N, V)
