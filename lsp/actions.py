@@ -99,9 +99,10 @@ class CodeActions(Feature):
         within LISTING_BUDGET seconds; an action not done by then is offered as the
         command `infill.applyAction`, which computes it when picked and applies it with
         `workspace/applyEdit` (dropped when the client cannot apply edits)."""
-        tasks = {asyncio.ensure_future(self.resolve(
-            a, show_errors=False, progress_token=token)): a
-            for a in actions if a.disabled is None}
+        enabled = [a for a in actions if a.disabled is None]
+        tasks = {asyncio.ensure_future(self.resolve(  # the request's progress token: one
+            a, show_errors=False, progress_token=token if i == 0 else None)): a  # begin/end
+            for i, a in enumerate(enabled)}
         done: set[asyncio.Future[types.CodeAction]] = set()
         try:
             if tasks:

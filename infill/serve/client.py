@@ -60,7 +60,6 @@ M = TypeVar("M", bound=Message)
 UNAVAILABLE = "unavailable"  # the worker cannot be reached or started, or it died
 TIMEOUT = "timeout"  # no reply within the request timeout
 MAX_REPLY = 64 * 1024 * 1024  # bytes in one reply frame (a result holds a whole text)
-_POLL = 0.05  # seconds between looks for a spawned worker's socket
 
 
 class WorkerError(InfillError):
@@ -330,15 +329,7 @@ class WorkerClient:
             return await asyncio.open_connection(a.host, a.port)
         if self._worker is None or self._worker.proc is None:
             return await asyncio.open_unix_connection(a.path)
-        worker = self._worker
-        while True:  # a spawned worker: its socket appears once the model is loaded
-            if not worker.running:  # exited, or stopped (close() forgets the process)
-                raise WorkerError(UNAVAILABLE, f"the worker exited before listening: "
-                                  f"{self._exit_reason()}")
-            try:
-                return await asyncio.open_unix_connection(a.path)
-            except (FileNotFoundError, ConnectionRefusedError):
-                await asyncio.sleep(_POLL)
+        return await self._worker.open_unix(a.path)  # once the model is loaded
 
     def _start(self) -> None:
         assert self._worker is not None

@@ -368,14 +368,10 @@ def decode_reply(body: bytes) -> Message:
 
 async def read_frame(reader: asyncio.StreamReader, max_size: int,
                      idle: float | None = None) -> bytes | None:
-    """The next frame's body; None at a clean end of stream (between frames).
-
-    Waiting for a frame to begin is unbounded; once its first byte is in, the rest must
-    keep arriving: `idle` seconds without a byte inside a frame is a ConnectionError (a
-    peer that sent half a frame and went silent would otherwise hold the connection).
-    Raises ProtocolError(too_large) when the length prefix exceeds `max_size` (the body is
-    not read: the stream cannot be trusted after that), ConnectionError when the stream
-    ends inside a frame."""
+    """The next frame's body; None at a clean end of stream (between frames). Waiting
+    for a frame is unbounded; inside one, `idle` seconds without a byte (half a frame,
+    then silence) or the stream's end is a ConnectionError. ProtocolError(too_large) when
+    the length prefix exceeds `max_size` (the body is not read: the stream is lost)."""
     first = await reader.read(1)
     if not first:
         return None

@@ -43,6 +43,9 @@ def private_socket_path() -> Path:
     return default_socket_dir() / f"worker-{os.getpid()}-{next(_serial)}.sock"
 
 
+POLL = 0.05  # seconds between looks for a spawned worker's socket
+
+
 class WorkerProcess:
     """The worker process of one client: started (again) on demand, stopped at close.
 
@@ -59,6 +62,19 @@ class WorkerProcess:
     def running(self) -> bool:
         proc = self.proc  # read once: stop() may forget it meanwhile (another thread)
         return proc is not None and proc.poll() is None
+
+    async def open_unix(self, path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect to the worker's socket, which appears once its model is loaded;
+        ConnectionError when the process exits (or is stopped) before it listens."""
+        proc = self.proc
+        while True:
+            if proc is None or proc.poll() is not None or proc is not self.proc:
+                raise ConnectionError(f"the worker exited before listening: "
+                                      f"{self.exit_reason() if proc is self.proc else 'stopped'}")
+            try:
+                return await asyncio.open_unix_connection(path)
+            except (FileNotFoundError, ConnectionRefusedError):
+                await asyncio.sleep(POLL)
 
     def start(self) -> None:
         """Start a fresh worker; OSError when the command cannot run."""

@@ -325,7 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(model_dir=args.model, device=args.device,
                     trust_remote_code=args.trust_remote_code, token=token, limits=limits,
                     batching=not args.no_batching)
-    return serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
+    status = serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
+    # Exit without interpreter finalization: with torch loaded, finalizing next to its
+    # thread pools and the stdin watcher (a daemon thread) could abort the process after a
+    # clean stop ("terminate called without an active exception", status -6). Everything
+    # is stopped and the socket file removed by now; the logs are flushed here.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":
