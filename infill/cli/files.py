@@ -64,8 +64,6 @@ def read_source(path: Path) -> Source:
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError("no such file") from None
-    except IsADirectoryError:
-        raise InputError("is a directory") from None
     except PermissionError:
         raise InputError("permission denied") from None
     except OSError as exc:
