@@ -322,7 +322,8 @@ class Session:
             self.figures.edits_checked += 1
             s, e = (offset(text, edit["range"].get(k), self.enc) for k in ("start", "end"))
             if s is None or e is None or not s <= a <= e or "\n" in text[s:e]:
-                self.figures.violate(f"{method}: range {edit['range']} not at the cursor {a}")
+                self.figures.violate(f"{method}: range {edit['range']} not at the cursor {a} "
+                                     f"({self.enc}, text {text!r:.300})")
 
     async def cancelled(self, doc: Doc) -> None:
         """A request cancelled at once: it must still be answered (a result or -32800)."""
