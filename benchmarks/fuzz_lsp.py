@@ -284,7 +284,8 @@ class Session:
             "uri": doc.uri, "version": doc.version}, "contentChanges": [change]})
 
     async def code_actions(self, doc: Doc) -> None:
-        a, b, rng = self.range_in(doc.text)
+        asked_text = doc.text
+        a, b, rng = self.range_in(asked_text)
         trigger = self.rng.choice([1, 2])
         msg = await self.answer("textDocument/codeAction", {
             "textDocument": {"uri": doc.uri}, "range": rng,
@@ -294,7 +295,7 @@ class Session:
         for action in msg["result"]:
             data = action.get("data")
             if isinstance(data, dict) and data.get("op") in ("rewrite", "fix") and \
-                    same_offsets(doc.text) and (data.get("start"), data.get("end")) != (a, b):
+                    same_offsets(asked_text) and (data.get("start"), data.get("end")) != (a, b):
                 self.figures.violate(f"action offered for {data} on a request for {a}-{b}")
             if "edit" in action:
                 self.check_edit(action, doc, msg["asked_versions"].get(doc.uri), (a, b))
