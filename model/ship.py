@@ -36,8 +36,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def card(training: dict, ev: dict, size: int) -> str:
-    t = training
+def _infill_rows(ev: dict) -> str:
     rows = []
     for key, label in (("single_line", "single-line, length left to the model"),
                        ("single_line_true_length", "single-line, true length given"),
@@ -46,10 +45,18 @@ def card(training: dict, ev: dict, size: int) -> str:
         r = ev[key]
         rows.append(f"| {label} | {_pct(r['exact_match'])} | {r['n']} | "
                     f"{r['nfe_per_token']:.2f} | {r['ms_p50']:.0f} |")
+    return "\n".join(rows)
+
+
+def _bug_rows(bugs: dict) -> str:
+    return "\n".join(f"| {k} | {_pct(v['top1_localisation'])} | {_pct(v['exact_repair'])} | "
+                     f"{v['n']} |" for k, v in bugs["by_kind"].items())
+
+
+def card(training: dict, ev: dict, size: int) -> str:
+    t = training
     acc = ev["masked_token_accuracy"]
     b = ev["bugs"]
-    kinds = "\n".join(f"| {k} | {_pct(v['top1_localisation'])} | {_pct(v['exact_repair'])} | "
-                      f"{v['n']} |" for k, v in b["by_kind"].items())
     return f"""# Model card: the shipped default (`model/weights`)
 
 A masked-diffusion code model: `ModernBertForMaskedLM` trained from scratch by
@@ -76,7 +83,7 @@ Command: `python -m benchmarks.eval_model` (results in
 
 | infill | exact match | n | NFE/token | p50 ms |
 |---|---|---|---|---|
-{chr(10).join(rows)}
+{_infill_rows(ev)}
 
 Masked-token accuracy by mask rate (one forward pass):
 {", ".join(f"{k}: {_pct(v)}" for k, v in acc.items())}.
@@ -86,7 +93,7 @@ repair {_pct(b['exact_repair'])} (n={b['n']}).
 
 | bug kind | top-1 localisation | exact repair | n |
 |---|---|---|---|
-{kinds}
+{_bug_rows(b)}
 
 ## Learning curve across sessions
 
