@@ -98,6 +98,11 @@ def test_in_place_keeps_the_mode_and_a_symlink(tmp_path):
 # -- signals and pipes ------------------------------------------------------------------
 
 
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "status", "word"),
                          [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_during_the_run_ends_with_one_line(tmp_path, sig, status, word):
@@ -105,8 +110,11 @@ def test_a_signal_during_the_run_ends_with_one_line(tmp_path, sig, status, word)
     f.write_bytes(ORIGINAL)
     ready = tmp_path / "ready"
     env = {**os.environ, "INFILL_FAKE_READY": str(ready), "INFILL_FAKE_DELAY": "30"}
+    # As a terminal would: a run started in the background of a non-interactive shell (CI)
+    # inherits SIGINT ignored, and Python then keeps ignoring it, as it should.
     proc = subprocess.Popen([sys.executable, str(FAKE_MAIN), "fill", "--in-place", str(f)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=_default_signals)
     deadline = time.monotonic() + 60
     while not ready.exists():  # the model is running
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
