@@ -42,22 +42,23 @@ from transformers import ModernBertForMaskedLM
 
 from model.checkpoint import RunState, export, load_checkpoint, plot, save_checkpoint
 from model.config import PRESETS, modernbert_config
+from model.corpus.records import is_test_path
 from model.noising import Batch, NoiseConfig, TextSampler, Vocab, make_batch
 from model.precision import pick_precision
 
 Autocast = Callable[[], AbstractContextManager]
 VALID_NOISE = NoiseConfig(p_engine_alloc=0.0, p_reveal=0.0)  # the validation batches' noise
-# Validation reads the validation units' library code only (their test folders joined the
-# corpus later), so that the validation loss compares across corpus versions and sessions.
-TEST_DIRS = frozenset({"test", "tests"})
 
 
 def load_texts(corpus: Path, split: str, skip_tests: bool = False) -> list[str]:
-    """The texts of a split; `skip_tests` leaves out files under a tests/ folder."""
+    """The texts of a split; `skip_tests` leaves out the corpus's test files.
+
+    Validation reads the validation units' library code only (their tests joined the
+    corpus later), so that the validation loss compares across corpus versions."""
     with (corpus / f"{split}.jsonl").open() as fh:
         rows = [json.loads(line) for line in fh]
     return [r["text"] for r in rows
-            if not (skip_tests and TEST_DIRS.intersection(r.get("path", "").split("/")[:-1]))]
+            if not (skip_tests and is_test_path(r.get("path", "")))]
 
 
 def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
