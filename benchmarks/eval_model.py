@@ -7,7 +7,12 @@ On the test split (packages never trained on, see docs/DATA_CARD.md):
   model and with the true length given;
 - masked-token accuracy by mask rate (one forward pass);
 - bug finding and repair on injected bugs: top-1 localisation and exact repair;
-- forward passes per token and milliseconds per infill on this machine.
+- forward passes per token and milliseconds per infill on this machine;
+- the fills' checks (infill/core/checks.py): the share of fills that add no syntax error
+  (parse rate), that pass every check, that were rejected (every candidate failed), and
+  how often the true text itself would fail the checks (false alarms).
+`--checks` / `--candidates` set the engine's checks (docs/ARCHITECTURE.md, "Checks");
+`--parts` runs only some of the measures.
 
 Prints a table and writes JSON to benchmarks/results/eval_<model>.json.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -26,29 +32,195 @@ import numpy as np
 from tqdm import tqdm
 
 import infill
-from benchmarks.heldout import bug_examples, infill_examples, load_test_files
+from benchmarks.heldout import Example, bug_examples, infill_examples, load_test_files
 from benchmarks.results_file import write_results
+from infill.core.checks import KINDS, check_fills, splice
+from infill.core.engine import prepare_fill
 from infill.core.repair import fix_text, score_text
+from infill.core.sampler import denoise
+from infill.core.spans import neutralise
 from model.loading import default_model_dir, load_denoiser
 
+PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
+         "masked", "bugs")
 
-def infill_scores(den, examples, *, true_length: bool, desc: str) -> dict[str, float]:
+
+def _problems(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
+    """The kinds of check the text with `fill` in the example's span fails."""
+    after, filled = splice(ex.text, [(ex.start, ex.end)], [fill])
+    return {p.kind for p in check_fills(before, after, [(ex.start, ex.end)], filled,
+                                        kinds=kinds)}
+
+
+def infill_scores(den, examples, *, true_length: bool, desc: str,
+                  options: infill.SamplerOptions) -> dict[str, float]:
+    """Exact match and cost of filling each example's span, and what the checks say of
+    the fills. The span is filled as a hole: the checks see the text with the span
+    neutralised, never the truth; a rejected fill is a miss."""
     hits, nfe, tokens, ms = 0, 0, 0, []
+    parse_ok = clean = rejected = candidates = 0
+    truth_fails: dict[str, int] = dict.fromkeys(KINDS, 0)
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
             span = infill.Span(ex.start, ex.end, length=len(den.encode(ex.truth)), exact=True)
         else:  # what a hole marker gets: the default allocation, nulls and growth
-            span = infill.Span(ex.start, ex.end, length=infill.SamplerOptions().default_span_tokens)
+            span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
+        before = neutralise(ex.text, [span])
         t0 = time.perf_counter()
-        result = infill.fill_spans(ex.text, [span], denoiser=den)
+        fill = prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
+                            parse_text=before)
+        denoise(fill.job, den)
+        result = fill.result()
         ms.append((time.perf_counter() - t0) * 1000)
-        (fill,) = result.fills
-        hits += fill.text.strip() == ex.truth.strip()
+        (f,) = result.fills
         nfe += result.stats.nfe
         tokens += max(1, result.stats.tokens)
-    return {"exact_match": hits / len(examples), "n": len(examples),
+        candidates += result.stats.candidates
+        for kind in _problems(ex, before, ex.truth):
+            truth_fails[kind] += 1
+        if f.rejected is not None:
+            rejected += 1
+            continue
+        hits += f.text.strip() == ex.truth.strip()
+        problems = _problems(ex, before, f.text)
+        parse_ok += "parse" not in problems
+        clean += not problems
+    n = len(examples)
+    return {"exact_match": hits / n, "n": n,
             "nfe_per_token": nfe / tokens, "ms_p50": statistics.median(ms),
-            "ms_mean": statistics.fmean(ms)}
+            "ms_mean": statistics.fmean(ms),
+            "parse_rate": parse_ok / max(1, n - rejected),  # of the fills returned
+            "broken": (n - rejected - parse_ok) / n,  # fills returned that add a syntax error
+            "clean": clean / n,  # fills returned that pass every check
+            "rejected": rejected / n, "candidates_per_fill": candidates / n,
+            "truth_fails": {k: v / n for k, v in truth_fails.items()}}
+
+
+def argument_examples(files: list[str], n: int, seed: int) -> list[Example]:
+    """Holes inside a line: a single-line example's call arguments, between its first `(`
+    and its last `)`, so that there is code after the hole on its line (what a fill can
+    comment out) and a call around it (where it can repeat a keyword)."""
+    out = []
+    for ex in infill_examples(files, "single-line", 4 * n, seed=seed):
+        i, j = ex.truth.find("("), ex.truth.rfind(")")
+        if 0 <= i < j - 1 and ex.truth[i + 1:j].strip():
+            out.append(Example(ex.text, ex.start + i + 1, ex.start + j, "arguments"))
+    return out[:n]
+
+
+def _fill_ids(den, canvas) -> list[int]:
+    return [t for t in canvas.spans[0].ids if t not in (den.special.null, den.special.mask)]
+
+
+def _drive(fill, den) -> float:
+    """Denoise a CandidateJob; the seconds its primary round took (checks included)."""
+    t0 = time.perf_counter()
+    primary = None
+    while not fill.job.done:
+        batch = fill.job.requests()
+        fill.job.advance(den.logits([r.canvas for r in batch], [r.positions for r in batch]))
+        if primary is None and (fill.job.primary.done):
+            primary = time.perf_counter() - t0
+    return primary if primary is not None else time.perf_counter() - t0
+
+
+def _ablation_row(records: list[dict], kinds: set[str]) -> dict[str, float]:
+    """What the engine returns with only `kinds` checked (candidates as recorded): the
+    primary when it passes them, else the alternative when it passes, else nothing."""
+    hits = parse_ok = clean = rejected = nfe = tokens = 0
+    ms = []
+    for r in records:
+        cost_ms, cost_nfe = r["ms_primary"], r["nfe_primary"]
+        got = None
+        if not r["primary_fails"] & kinds:
+            got = ("primary", r["primary"], r["primary_fails"], r["tokens_primary"])
+        else:
+            cost_ms, cost_nfe = r["ms_all"], r["nfe_all"]
+            if r["alt"] is not None and not r["alt_fails"] & kinds:
+                got = ("alt", r["alt"], r["alt_fails"], r["tokens_alt"])
+        ms.append(cost_ms)
+        nfe += cost_nfe
+        if got is None:
+            rejected += 1
+            tokens += 1
+            continue
+        _, text, fails, n_tokens = got
+        tokens += max(1, n_tokens)
+        hits += text.strip() == r["truth"].strip()
+        parse_ok += "parse" not in fails
+        clean += not fails
+    n = len(records)
+    return {"exact_match": hits / n, "parse_rate": parse_ok / max(1, n - rejected),
+            "broken": (n - rejected - parse_ok) / n, "clean": clean / n,
+            "rejected": rejected / n, "nfe_per_token": nfe / tokens, "nfe_per_fill": nfe / n,
+            "ms_p50": statistics.median(ms), "ms_mean": statistics.fmean(ms), "n": n}
+
+
+def truth_false_alarms(files: list[str], n: int, seed: int) -> dict[str, object]:
+    """How often the checks blame the true code of a line, in its whole file (what the
+    command and an editor check against), and what a check costs there: for `n` random
+    non-blank lines, the line's text is the fill and the line neutralised is the text
+    before. The window-level rate of `ablate_checks` is higher: a 700-character window
+    can start inside a docstring or miss the imports."""
+    rng = random.Random(seed)
+    fails = dict.fromkeys(KINDS, 0)
+    ms = []
+    for _ in range(n):
+        text = rng.choice(files)
+        lines = [m for m in re.finditer(r"(?m)^[ \t]*(\S[^\n]*)$", text)]
+        if not lines:
+            continue
+        m = rng.choice(lines)
+        a, b = m.start(1), m.end(1)
+        before = text[:a] + "_" * (b - a) + text[b:]
+        t0 = time.perf_counter()
+        found = {p.kind for p in check_fills(before, text, [(a, b)], [(a, b)])}
+        ms.append((time.perf_counter() - t0) * 1000)
+        for kind in found:
+            fails[kind] += 1
+    return {"n": len(ms), "fails": {k: v / len(ms) for k, v in fails.items()},
+            "check_ms_p50": statistics.median(ms), "check_ms_max": max(ms),
+            "file_chars_p50": statistics.median(len(f) for f in files)}
+
+
+def ablate_checks(den, examples, *, candidates: int, desc: str) -> dict[str, object]:
+    """Each check alone, all of them, and none, on the same decodes: one run with every
+    check on records the primary fill, its alternative(s) and what each fails; a
+    configuration's result follows exactly (decoding is deterministic and a span's
+    alternatives do not depend on which check failed it)."""
+    options = infill.SamplerOptions(checks=",".join(KINDS), candidates=candidates)
+    records = []
+    for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
+        span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
+        before = neutralise(ex.text, [span])
+        t0 = time.perf_counter()
+        fill = prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
+                            parse_text=before)
+        primary_s = _drive(fill, den)
+        fill.result()  # what the engine returns, in the time measured
+        total_s = time.perf_counter() - t0
+        job = fill.job
+        p_ids = _fill_ids(den, job.primary.canvases[0])
+        primary = den.decode(p_ids) if p_ids else ""
+        a_ids = _fill_ids(den, job.rounds[1].canvases[0]) if len(job.rounds) > 1 else None
+        alt = (den.decode(a_ids) if a_ids else "") if a_ids is not None else None
+        records.append({
+            "truth": ex.truth, "primary": primary, "alt": alt,
+            "primary_fails": _problems(ex, before, primary),
+            "alt_fails": _problems(ex, before, alt) if alt is not None else set(),
+            "truth_fails": _problems(ex, before, ex.truth),
+            "tokens_primary": len(p_ids), "tokens_alt": len(a_ids or []),
+            "nfe_primary": job.primary.nfe, "nfe_all": job.nfe,
+            "ms_primary": primary_s * 1000, "ms_all": total_s * 1000})
+    rows = {"off": _ablation_row(records, set())}
+    for kind in KINDS:
+        rows[kind] = _ablation_row(records, {kind})
+    rows["all"] = _ablation_row(records, set(KINDS))
+    truth = {k: sum(k in r["truth_fails"] for r in records) / len(records) for k in KINDS}
+    examples_out = [{k: sorted(v) if isinstance(v, set) else v for k, v in r.items()}
+                    for r in records]
+    return {"candidates": candidates, "rows": rows, "truth_fails": truth,
+            "examples": examples_out}
 
 
 def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
@@ -108,7 +280,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-bugs", type=int, default=200, help="injected-bug examples")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser.add_argument("--checks", default=infill.SamplerOptions().checks,
+                        help="the engine's checks, comma-separated ('' for none)")
+    parser.add_argument("--candidates", type=int, default=infill.SamplerOptions().candidates,
+                        help="candidates per fill when the checks are on")
+    parser.add_argument("--ablate-checks", action="store_true",
+                        help="only the checks' ablation on single-line, multi-line and "
+                        "'arguments' holes (--parts); --out names its JSON")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"measures to run, comma-separated, of: {', '.join(PARTS)}")
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if parts - set(PARTS) - ({"arguments"} if args.ablate_checks else set()):
+        parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
+    options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates)
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
@@ -116,39 +301,75 @@ def main(argv: list[str] | None = None) -> None:
     multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1)
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
     t0 = time.perf_counter()
-    results = {
-        "model": str(args.model or default_model_dir()),
-        "split": args.split,
-        "single_line": infill_scores(den, single, true_length=False, desc="single-line"),
-        "single_line_true_length": infill_scores(den, single, true_length=True,
-                                                 desc="single-line, true length"),
-        "multi_line": infill_scores(den, multi, true_length=False, desc="multi-line"),
-        "multi_line_true_length": infill_scores(den, multi, true_length=True,
-                                                desc="multi-line, true length"),
-        "masked_token_accuracy": masked_accuracy(den, files, [0.15, 0.3, 0.5, 0.7, 0.9],
-                                                 n=100, seed=args.seed),
-        "bugs": bug_scores(den, bugs, desc="bugs"),
-    }
+    if args.ablate_checks:
+        _ablate_main(args, den, single, multi, parts, t0)
+        return
+    results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
+                     "checks": args.checks, "candidates": args.candidates}
+    for key, examples in (("single_line", single), ("multi_line", multi)):
+        for true_length in (False, True):
+            name = key + ("_true_length" if true_length else "")
+            if name in parts:
+                results[name] = infill_scores(den, examples, true_length=true_length,
+                                              desc=name.replace("_", " "), options=options)
+    if "masked" in parts:
+        results["masked_token_accuracy"] = masked_accuracy(
+            den, files, [0.15, 0.3, 0.5, 0.7, 0.9], n=100, seed=args.seed)
+    if "bugs" in parts:
+        results["bugs"] = bug_scores(den, bugs, desc="bugs")
     results["seconds"] = round(time.perf_counter() - t0, 1)
     training = (Path(results["model"]) / "training.json")
     if training.exists():
         results["training"] = json.loads(training.read_text())
 
-    for key in ("single_line", "single_line_true_length", "multi_line",
-                "multi_line_true_length"):
+    _print(results)
+    write_results("eval", args.model, results, args.out)
+
+
+def _ablate_main(args, den, single, multi, parts, t0) -> None:
+    out: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
+                 "command": "python -m benchmarks.eval_model " + " ".join(sys.argv[1:])}
+    out["truth_in_whole_files"] = truth_false_alarms(load_test_files(args.corpus, args.split),
+                                                     n=500, seed=args.seed)
+    print("truth in whole files: " + json.dumps(out["truth_in_whole_files"]))
+    args_ex = argument_examples(load_test_files(args.corpus, args.split), args.n,
+                                seed=args.seed + 3) if "arguments" in parts else []
+    for key, examples in (("single_line", single), ("multi_line", multi),
+                          ("arguments", args_ex)):
+        if key in parts:
+            out[key] = ablate_checks(den, examples, candidates=args.candidates, desc=key)
+            print(f"{key}: truth fails " + ", ".join(
+                f"{k} {100 * v:.1f}%" for k, v in out[key]["truth_fails"].items()))
+            for name, r in out[key]["rows"].items():
+                print(f"  {name:8s} EM {100 * r['exact_match']:5.1f}%  parse "
+                      f"{100 * r['parse_rate']:5.1f}%  broken {100 * r['broken']:5.1f}%  "
+                      f"clean {100 * r['clean']:5.1f}%  rejected {100 * r['rejected']:5.1f}%  "
+                      f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms")
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    write_results("checks_ablation", args.model, out, args.out)
+
+
+def _print(results: dict) -> None:
+    for key in PARTS[:4]:
+        if key not in results:
+            continue
         r = results[key]
         print(f"{key:26s} EM {100 * r['exact_match']:5.1f}%  n={r['n']}  "
-              f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms")
-    acc = results["masked_token_accuracy"]
-    print("masked-token accuracy     " + "  ".join(f"{k}: {100 * v:.1f}%"
-                                                  for k, v in acc.items()))
+              f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms  "
+              f"parse {100 * r['parse_rate']:.1f}%  clean {100 * r['clean']:.1f}%  "
+              f"rejected {100 * r['rejected']:.1f}%")
+    if "masked_token_accuracy" in results:
+        acc = results["masked_token_accuracy"]
+        print("masked-token accuracy     " + "  ".join(f"{k}: {100 * v:.1f}%"
+                                                      for k, v in acc.items()))
+    if "bugs" not in results:
+        return
     b = results["bugs"]
     print(f"bugs                       top-1 localisation {100 * b['top1_localisation']:.1f}%"
           f"  exact repair {100 * b['exact_repair']:.1f}%  n={b['n']}")
     for kind, v in b["by_kind"].items():
         print(f"  {kind:24s} top-1 {100 * v['top1_localisation']:5.1f}%  "
               f"repair {100 * v['exact_repair']:5.1f}%  n={v['n']}")
-    write_results("eval", args.model, results, args.out)
 
 
 if __name__ == "__main__":

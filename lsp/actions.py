@@ -21,6 +21,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from infill.core.diff import Edit
 from infill.core.errors import InfillError, NoHolesError
+from infill.core.options import DEFAULT_CHECKS, SamplerOptions
 from infill.core.spans import Span, find_holes
 from infill.serve.protocol import Result, Step
 from lsp import diagnostics
@@ -230,12 +231,18 @@ Done = tuple[list[Edit], Result, Excerpt]
 OnStep = Callable[[Step], None] | None
 
 
+def _options(s: Any) -> SamplerOptions:
+    """The settings' sampler options; with `checks`, a fill that breaks the code loses to
+    the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md)."""
+    return s.sampler_options(checks=DEFAULT_CHECKS if s.checks else "")
+
+
 async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     s = host.settings
     holes = find_holes(snap.text, s.hole_marker)
     ex = excerpt(snap.text, holes[0].start, holes[-1].end, context=s.context_chars)
     result = await host.worker.fill(ex.text, marker=s.hole_marker, language=snap.language,
-                                    options=s.sampler_options(), on_step=on_step)
+                                    options=_options(s), on_step=on_step)
     return shift(result.edits, ex.offset), result, ex
 
 
@@ -244,7 +251,7 @@ async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     ex = excerpt(snap.text, op.start, op.end, context=s.context_chars)
     span = Span(op.start - ex.offset, op.end - ex.offset)
     result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
-                                    language=snap.language, options=s.sampler_options(),
+                                    language=snap.language, options=_options(s),
                                     on_step=on_step)
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
@@ -258,7 +265,7 @@ async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Don
     ex = excerpt(template, at, at, context=s.context_chars)
     result = await host.worker.fill(ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
                                     marker=s.hole_marker, language=snap.language,
-                                    options=s.sampler_options(), on_step=on_step)
+                                    options=_options(s), on_step=on_step)
     body = result.fills[0].text if result.fills else ""
     return ([slot.edit(body)] if slot.clean_body(body) else []), result, ex
 
@@ -271,7 +278,7 @@ async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     result = await host.worker.fix(ex.text, start=op.start - ex.offset, end=op.end - ex.offset,
                                    max_fixes=1 if token else s.max_fixes,
                                    min_suspicion=0.0 if token else s.fix_threshold,
-                                   language=snap.language, options=s.sampler_options())
+                                   language=snap.language, options=_options(s))
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
 
@@ -315,6 +322,11 @@ async def compute_edits(host: Host, snap: Snapshot, op: Op, progress: WorkProgre
     tokens, passes = (result.stats.tokens, result.stats.nfe) if result.stats else (0, 0)
     host.log(f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
              f"{len(ex.text)} of {len(snap.text)} characters, {ms:.0f} ms")
+    rejected = [f.rejected for f in result.fills if f.rejected is not None]
+    left = (f"{len(rejected)} left as it was: every candidate failed the checks "
+            f"({rejected[0]})") if rejected else None
+    if left:
+        host.log(f"{op.op}: {left}")
     if not edits:
-        return [], NOTHING.get(op.op, "the model left the text as it was")
-    return edits, None
+        return [], left or NOTHING.get(op.op, "the model left the text as it was")
+    return edits, left

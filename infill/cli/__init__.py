@@ -13,7 +13,12 @@ summaries, traces and errors go to stderr. The model is loaded once, on the firs
 has holes (infill/cli/backends.py). A bad file gets a one-line error and the others are
 still filled.
 
-Exit status: 0 all files filled, 1 some file or the model could not be used, 2 usage
+A fill that fails the checks (`--checks`, docs/ARCHITECTURE.md "Checks") loses to the next
+candidate; when every candidate fails, its hole is left as it was (never broken code) and a
+line on stderr says why.
+
+Exit status: 0 all files filled, 1 some file or the model could not be used, or some hole
+was left because every candidate failed the checks, 2 usage
 (unknown flag, option out of range), 130 / 143 interrupted (SIGINT / SIGTERM), 141 stdout
 closed by its reader. `--in-place` writes are atomic (infill/cli/files.py): a file is
 either its old or its new text, whatever happens.
@@ -59,10 +64,23 @@ def _error(where: str, message: str) -> None:
 
 def summary(path: str, result: FillResult) -> str:
     s = result.stats
+    rejected = sum(f.rejected is not None for f in result.fills)
     return (
         f"{path}: {s.spans} spans, {s.tokens} tokens, {s.nfe} forward passes "
         f"({s.nfe_per_token:.2f}/token), {s.steps} steps, {s.ms:.0f} ms"
+        + (f", {s.candidates} candidates" if s.candidates else "")
+        + (f", {rejected} left as they were" if rejected else "")
     )
+
+
+def _report_rejected(path: str, result: FillResult) -> bool:
+    """One line on stderr per span whose every candidate failed the checks (its text was
+    left as it was); False when there is one."""
+    for f in result.fills:
+        if f.rejected is not None:
+            _error(path, f"{line_col(result.original, f.span.start)}: left as it was: "
+                   f"every candidate failed the checks ({f.rejected})")
+    return all(f.rejected is None for f in result.fills)
 
 
 def _each_file(args: argparse.Namespace, backend: Backend,
@@ -145,14 +163,14 @@ def _report_fill(path: str, args: argparse.Namespace, source: Source,
         if args.trace:
             obj["trace"] = [asdict(step) for step in result.trace]
         print(json.dumps(obj, ensure_ascii=False), flush=True)
-        return True
+        return _report_rejected(path, result)
     if args.trace:
         print(f"{path}: trace\n{result.trace_text()}", file=sys.stderr)
     if not args.in_place:
         sys.stdout.write(result.diff(path))
         sys.stdout.flush()
     print(summary(path, result), file=sys.stderr)
-    return True
+    return _report_rejected(path, result)
 
 
 def cmd_fill(args: argparse.Namespace) -> int:

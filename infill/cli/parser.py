@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from infill.core.options import SamplerOptions
+from infill.core.checks import KINDS
+from infill.core.options import DEFAULT_CHECKS, SamplerOptions
 from infill.core.spans import DEFAULT_MARKER
 from infill.core.strategies import STRATEGIES
 from infill.serve.sockets import parse_address
@@ -47,6 +48,14 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
         metavar="K",
         help="reuse context keys/values, full pass every K steps (default 0: off)",
     )
+    s.add_argument("--checks", default=DEFAULT_CHECKS, metavar="LIST",
+                   help="a fill must pass these checks, comma-separated, of: "
+                   f"{', '.join(KINDS)} (default: {DEFAULT_CHECKS}); a failing fill loses "
+                   "to the next candidate, and with none passing its hole is left as it was")
+    s.add_argument("--no-checks", dest="checks", action="store_const", const="",
+                   help="no checks: write the model's first decode whatever it is")
+    s.add_argument("--candidates", type=int, default=2, metavar="N",
+                   help="with checks: the first decode and N-1 alternatives (default 2)")
 
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
@@ -120,6 +129,8 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         exact_length=args.exact_length,
         window_tokens=args.window_tokens,
         cache_refresh=args.cache_refresh,
+        checks=args.checks,
+        candidates=args.candidates,
     )
 
 

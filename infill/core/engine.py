@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from infill.core.candidates import CandidateJob, checked_job
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
 from infill.core.diff import minimal_edits
 from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
@@ -54,8 +55,9 @@ class PreparedFill:
     """A request ready to denoise: its DenoiseJob, and what turns the job's slots into a
     result once it is done."""
 
-    def __init__(self, text: str, spans: list[Span], windows: list[Window], job: DenoiseJob,
-                 denoiser: Denoiser, *, rewrite: bool, started: float) -> None:
+    def __init__(self, text: str, spans: list[Span], windows: list[Window],
+                 job: DenoiseJob | CandidateJob, denoiser: Denoiser, *, rewrite: bool,
+                 started: float) -> None:
         self.text = text
         self.spans = spans
         self.windows = windows
@@ -67,8 +69,12 @@ class PreparedFill:
     def span_texts(self) -> list[tuple[int, str]]:
         """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
         what a live view shows after a step."""
-        return sorted((s.index, self._render(s.ids)) for c in self.job.canvases
+        return sorted((s.index, self._render(s.ids)) for c in self._primary().canvases
                       for s in c.spans)
+
+    def _primary(self) -> DenoiseJob:
+        """The job of the primary decode (the one the live view shows)."""
+        return self.job.primary if isinstance(self.job, CandidateJob) else self.job
 
     def result(self) -> FillResult:
         if not self.job.done:
@@ -80,9 +86,8 @@ class PreparedFill:
             parts += [self.text[pos : f.span.start], f.text]
             pos = f.span.end
         parts.append(self.text[pos:])
-        edits = minimal_edits(
-            self.text, [(f.span.start, f.span.end, f.text, self.rewrite) for f in fills]
-        )
+        edits = minimal_edits(self.text, [(f.span.start, f.span.end, f.text, self.rewrite)
+                                          for f in fills if f.rejected is None])
         return FillResult("".join(parts), self.text, edits, fills, self.windows,
                           self._stats(fills), self._trace())
 
@@ -90,10 +95,21 @@ class PreparedFill:
         return render(ids, self.denoiser.special, self.denoiser.decode)
 
     def _span_fills(self) -> list[SpanFill]:
-        slots = {s.index: s for c in self.job.canvases for s in c.spans}
+        """Each span's fill; with the checks on, the winning candidate's, or the span's
+        own text and the reason when every candidate failed."""
+        if isinstance(self.job, CandidateJob):
+            chosen = [c.ids for c in self.job.choices()]
+            why = [c.rejected for c in self.job.choices()]
+        else:
+            slots = {s.index: s for c in self.job.canvases for s in c.spans}
+            chosen = [fill_ids(slots[i].ids, self.denoiser.special)
+                      for i in range(len(self.spans))]
+            why = [None] * len(self.spans)
         fills: list[SpanFill] = []
-        for i, span in enumerate(self.spans):
-            ids = fill_ids(slots[i].ids, self.denoiser.special)
+        for i, (span, ids) in enumerate(zip(self.spans, chosen, strict=True)):
+            if ids is None:
+                fills.append(SpanFill(span, self.text[span.start:span.end], 0, why[i]))
+                continue
             text, n = valid_text(ids, self.denoiser.decode, REPLACEMENT in self.text, i)
             fills.append(SpanFill(span, text, n))
         return fills
@@ -114,6 +130,8 @@ class PreparedFill:
             remasks=job.remasks,
             grown=sum(n for r in job.trace for _, n in r.grown),
             trimmed=sum(c.trimmed for c in job.canvases),
+            candidates=job.candidates if isinstance(job, CandidateJob) else 0,
+            rejected=sum(f.rejected is not None for f in fills),
         )
 
     def _trace(self) -> list[TraceStep]:
@@ -233,6 +251,20 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
     )
 
 
+def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
+         denoiser: Denoiser, options: SamplerOptions, language: str | None
+         ) -> DenoiseJob | CandidateJob:
+    """A plain DenoiseJob, or with the checks on, a CandidateJob (infill/core/candidates.py)."""
+    if not options.check_kinds:
+        return DenoiseJob(canvases, options, special=denoiser.special,
+                          vocab_size=denoiser.vocab_size)
+    allowed = REPLACEMENT in text
+    return checked_job(text, before, [(s.start, s.end) for s in spans], canvases, options,
+                       special=denoiser.special, vocab_size=denoiser.vocab_size,
+                       decode=lambda i, ids: valid_text(ids, denoiser.decode, allowed, i)[0],
+                       language=language, kinds=options.check_kinds)
+
+
 def prepare_fill(
     text: str,
     spans: Sequence[Span],
@@ -282,8 +314,8 @@ def prepare_fill(
     canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget,
                         forbidden=[forbidden.get(chars, ()) for chars in limits])
                 for w in windows]
-    job = DenoiseJob(canvases, options, special=denoiser.special,
-                     vocab_size=denoiser.vocab_size)
+    job = _job(text, parse_text if parse_text is not None else text, ordered, canvases,
+               denoiser=denoiser, options=options, language=language)
     return PreparedFill(text, ordered, windows, job, denoiser, rewrite=rewrite,
                         started=started)
 

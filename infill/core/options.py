@@ -6,10 +6,17 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from infill.core.checks import KINDS
 from infill.core.errors import OptionError
 from infill.core.strategies import STRATEGIES
 
 DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no budget is given
+# The checks the command and the language server run unless told otherwise: those the
+# held-out evaluation kept (docs/ARCHITECTURE.md, "Checks": `comment` and `keyword` never
+# fired there, so they stay opt-in). The engine's own default is none, so that a caller of
+# fill_text gets exactly the model's decode unless it asks.
+DEFAULT_CHECKS = "parse,name"
+MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,9 @@ class SamplerOptions:
     exact_length: bool = False  # every span is exactly its allocation: no null, no growth
     window_tokens: int | None = None  # canvas budget; None: the denoiser's max_length
     cache_refresh: int = 0  # 0: exact passes; k: reuse context K/V, full pass every k steps
+    checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
+    #                   and the language server default to DEFAULT_CHECKS)
+    candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -54,6 +64,13 @@ class SamplerOptions:
         if self.threshold is not None:
             return self.threshold
         return STRATEGIES[self.order].default_threshold
+
+    @property
+    def check_kinds(self) -> tuple[str, ...]:
+        """The checks a fill must pass (infill/core/checks.py); () when they are off."""
+        if not isinstance(self.checks, str):
+            return ("?",)
+        return tuple(k for k in (w.strip() for w in self.checks.split(",")) if k)
 
     @property
     def remasking(self) -> bool:
@@ -81,6 +98,15 @@ def _real(name: str, value: object) -> float:
     return float(value)
 
 
+def _validate_checks(o: SamplerOptions) -> None:
+    _int("candidates", o.candidates, 1)
+    if o.candidates > MAX_CANDIDATES:
+        raise OptionError(f"candidates must be <= {MAX_CANDIDATES}, got {o.candidates}")
+    if not isinstance(o.checks, str) or not set(o.check_kinds) <= set(KINDS):
+        raise OptionError(f"checks must be a comma-separated list of {', '.join(KINDS)} "
+                          f"(or empty: no checks), got {o.checks!r}")
+
+
 def _validate(o: SamplerOptions) -> None:
     if o.order not in STRATEGIES:
         raise OptionError(
@@ -96,6 +122,7 @@ def _validate(o: SamplerOptions) -> None:
     _int("grow", o.grow, 0)
     _int("window_tokens", o.window_tokens, 8, optional=True)
     _int("cache_refresh", o.cache_refresh, 0)
+    _validate_checks(o)
     if not isinstance(o.exact_length, bool):
         raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
     if _real("temperature", o.temperature) < 0:

@@ -20,6 +20,8 @@ class SpanFill:
     span: Span  # the span, in original-text offsets
     text: str  # what replaced it (null tokens dropped)
     tokens: int  # non-null tokens generated for it
+    rejected: str | None = None  # why every candidate failed the checks (then `text` is
+    #                              the span's text as it was: nothing is written there)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class FillStats:
     remasks: int  # committed tokens masked again
     grown: int  # slots appended to spans that ran out of room
     trimmed: int  # context tokens dropped to make room for growth
+    candidates: int = 0  # alternative canvases decoded for fills that failed the checks
+    rejected: int = 0  # spans left as they were: every candidate failed the checks
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,8 @@ class FillResult:
             "text": self.text,
             "edits": [asdict(e) for e in self.edits],
             "fills": [
-                {"start": f.span.start, "end": f.span.end, "text": f.text, "tokens": f.tokens}
+                {"start": f.span.start, "end": f.span.end, "text": f.text, "tokens": f.tokens,
+                 "rejected": f.rejected}
                 for f in self.fills
             ],
             "stats": asdict(self.stats),

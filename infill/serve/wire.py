@@ -162,8 +162,9 @@ def _edit(items: list[Any], where: str) -> Edit:
 
 
 def _fill(items: list[Any], where: str) -> SpanFill:
-    start, end, text, tokens = row(items, where, [POS, POS, STR, POS], 4)
-    return SpanFill(Span(start, end), text, tokens)
+    start, end, text, tokens, *rejected = row(items, where,
+                                               [POS, POS, STR, POS, optional(STR)], 4)
+    return SpanFill(Span(start, end), text, tokens, rejected[0] if rejected else None)
 
 
 def _score(items: list[Any], where: str) -> TokenScore:
@@ -177,7 +178,8 @@ def _step_span(items: list[Any], where: str) -> tuple[int, str]:
 
 SPANS = rows(_span, lambda s: [s.start, s.end, s.length, s.exact])
 EDITS = rows(_edit, lambda e: [e.start, e.end, e.new_text])
-FILLS = rows(_fill, lambda f: [f.span.start, f.span.end, f.text, f.tokens])
+FILLS = rows(_fill, lambda f: [f.span.start, f.span.end, f.text, f.tokens]
+             + ([f.rejected] if f.rejected is not None else []))
 SCORES = rows(_score, lambda s: [s.start, s.end, s.text, s.suspicion, s.likely])
 STEP_SPANS = rows(_step_span, list)
 

@@ -1,0 +1,303 @@
+"""Candidates: a fill that fails its checks (infill/core/checks.py) loses to the next best.
+
+    job = CandidateJob(canvases, options, ..., check=check)   # drive it like a DenoiseJob
+    job.choices()                                               # per span: tokens or why not
+
+The design keeps the cost bounded and visible, and pays it only when a fill fails:
+
+1. The primary round is the plain DenoiseJob, exactly what the engine decodes with the
+   checks off. When it is done, every fill is checked. Most pass, and then that is all:
+   the checks cost a few milliseconds and no forward pass.
+2. Alternatives: each window that holds a failing span (one whose length is not fixed)
+   gets `candidates - 1` more canvases, decoded side by side in one more DenoiseJob (one
+   batched pass per step, as for several windows). Alternative k re-decodes the failing
+   spans from masks with a shorter allocation, `initial >> k` slots (at least one; still
+   with nulls and growth), and keeps the window's passing spans as decoded. Shorter,
+   because the junk we see is a long allocation filled past the end of what was meant
+   (`default=None, default=None`, a `#` that comments out the rest of the line); the
+   held-out numbers in docs/ARCHITECTURE.md ("Checks") are what this choice rests on.
+   A span of fixed length (exact, or `<mask:N>` with exact length) has no alternative.
+3. The best passing alternative wins, by the model's own score: the mean log-probability
+   of the fill's tokens with the whole canvas visible, one scoring pass (only when a span
+   has two passing alternatives or more). With none passing, the span is *rejected*: the
+   result keeps the span's text as it was and says why.
+
+So a request costs at most `candidates` times the primary's forward passes (plus one),
+and `FillStats.candidates` / `nfe` show what it took. The rounds are one job for whoever
+drives it (`requests()` / `advance()` / `done`), so a worker batches them with other
+requests' steps like any DenoiseJob.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from infill.core.canvas import Canvas, SpanSlots, fill_ids
+from infill.core.checks import Problem, Range, check_fills, splice, summary
+from infill.core.errors import DenoiserError
+from infill.core.options import SamplerOptions
+from infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
+from model.denoiser import SpecialIds
+
+# (span index, fill text) of every span -> the problems of that combination
+Check = Callable[[list[str]], list[Problem]]
+Decode = Callable[[int, list[int]], str]  # (span index, tokens) -> text; DenoiserError
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a span ends with: the winning candidate's tokens, or why it has none."""
+
+    ids: list[int] | None  # the fill's tokens (nulls dropped); None: rejected
+    candidate: int  # 0: the primary decode, k: alternative k
+    rejected: str | None = None  # why every candidate lost
+
+
+class CandidateJob:
+    """A DenoiseJob in rounds: the primary, then alternatives for failing spans, then a
+    scoring pass when a span has several passing alternatives (see the module docstring)."""
+
+    def __init__(self, canvases: Sequence[Canvas], options: SamplerOptions, *,
+                 special: SpecialIds, vocab_size: int, decode: Decode, check: Check,
+                 neutral: list[str]) -> None:
+        self.options = options
+        self.special = special
+        self.vocab_size = vocab_size
+        self._decode = decode
+        self._check = check
+        self._neutral = neutral  # per span: its text before (what a rejected span keeps)
+        self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
+        self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size)
+        self.rounds = [self.primary]
+        self._alts: list[tuple[int, int]] = []  # per alternative canvas: (window, k)
+        self._scoring: list[tuple[int, list[tuple[int, list[int]]]]] | None = None
+        self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
+        self._choices: list[Choice] | None = None
+        self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
+        self._primary_ids: dict[int, list[int]] = {}
+        self._failures: dict[int, str] = {}  # span -> why its primary fill fails
+        self.scoring_passes = 0
+        self._scoring_nfe = 0
+
+    # -- what a driver sees ---------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self._choices is not None
+
+    @property
+    def canvases(self) -> list[Canvas]:
+        return [c for r in self.rounds for c in r.canvases]
+
+    @property
+    def steps(self) -> int:
+        return sum(r.steps for r in self.rounds) + self.scoring_passes
+
+    @property
+    def nfe(self) -> int:
+        return sum(r.nfe for r in self.rounds) + self._scoring_nfe
+
+    @property
+    def scored(self) -> int:
+        return sum(r.scored for r in self.rounds)
+
+    @property
+    def remasks(self) -> int:
+        return sum(r.remasks for r in self.rounds)
+
+    @property
+    def candidates(self) -> int:
+        """Alternative canvases decoded."""
+        return len(self._alts)
+
+    @property
+    def trace(self) -> list[StepRecord]:
+        out: list[StepRecord] = []
+        steps = canvases = 0
+        for r in self.rounds:
+            out += [replace(t, step=t.step + steps, canvas=t.canvas + canvases)
+                    for t in r.trace]
+            steps, canvases = steps + r.steps, canvases + len(r.canvases)
+        return out
+
+    def slots(self) -> tuple[int, int]:
+        done, total = zip(*(r.slots() for r in self.rounds), strict=True)
+        return sum(done), sum(total)
+
+    def cache_key(self, ci: int) -> tuple[str, int, int]:
+        for r in self.rounds:
+            if ci < len(r.canvases):
+                return r.cache_key(ci)
+            ci -= len(r.canvases)
+        raise IndexError(ci)
+
+    def requests(self) -> list[LogitsRequest]:
+        if self.done:
+            raise RuntimeError("the job is done")
+        if self._scoring is not None:
+            alts = self.rounds[-1].canvases
+            return [LogitsRequest(alts[ci].ids(), [p for _, ps in rows for p in ps])
+                    for ci, rows in self._scoring]
+        return self.rounds[-1].requests()
+
+    def advance(self, logits: Sequence[np.ndarray]) -> None:
+        if self._scoring is not None:
+            self._score(logits)
+        else:
+            self.rounds[-1].advance(logits)
+            if self.rounds[-1].done:
+                self._next()
+
+    def choices(self) -> list[Choice]:
+        if self._choices is None:
+            raise RuntimeError("the candidates are not decided yet")
+        return self._choices
+
+    # -- rounds -----------------------------------------------------------------------
+
+    def _ids(self, canvases: Sequence[Canvas]) -> dict[int, list[int]]:
+        return {s.index: fill_ids(s.ids, self.special) for c in canvases for s in c.spans}
+
+    def _texts(self, ids: dict[int, list[int]]) -> tuple[list[str], dict[int, str]]:
+        """Each span's text, and the spans whose tokens are no valid text (and why)."""
+        texts, bad = [], {}
+        for i in range(len(self._neutral)):
+            try:
+                texts.append(self._decode(i, ids[i]))
+            except DenoiserError as exc:
+                texts.append(self._neutral[i])
+                bad[i] = str(exc)
+        return texts, bad
+
+    def _next(self) -> None:
+        """After a round: check, then start the next round or decide."""
+        if len(self.rounds) == 1:
+            self._primary_ids = self._ids(self.primary.canvases)
+            texts, bad = self._texts(self._primary_ids)
+            self._failures = self._why(texts, bad)
+            alts = self._alternatives(set(self._failures))
+            if alts:
+                self.rounds.append(DenoiseJob(alts, self.options, special=self.special,
+                                              vocab_size=self.vocab_size))
+                return
+        else:
+            self._judge()
+            if self._scoring:
+                return
+        self._decide()
+
+    def _why(self, texts: list[str], bad: dict[int, str]) -> dict[int, str]:
+        problems = self._check(texts)
+        out = dict(bad)
+        for i in sorted({p.range for p in problems} - set(out)):
+            out[i] = summary([p for p in problems if p.range == i])
+        return out
+
+    def _alternatives(self, failing: set[int]) -> list[Canvas]:
+        """`candidates - 1` canvases for each primary canvas that holds a failing span
+        whose length may change."""
+        out: list[Canvas] = []
+        for w, c in enumerate(self.primary.canvases):
+            redo = {s.index for s in c.spans if s.index in failing and not s.exact}
+            if not redo:
+                continue
+            for k in range(1, self.options.candidates):
+                out.append(Canvas(
+                    left=list(c.left), gaps=[list(g) for g in c.gaps], right=list(c.right),
+                    budget=c.budget,
+                    spans=[SpanSlots(s.index, [self.special.mask] * max(1, self._initial[
+                        s.index] >> k), s.cap, False, forbidden=s.forbidden)
+                           if s.index in redo else
+                           SpanSlots(s.index, list(s.ids), len(s.ids), s.exact,
+                                     can_grow=False, forbidden=s.forbidden)
+                           for s in c.spans]))
+                self._alts.append((w, k))
+        return out
+
+    def _judge(self) -> None:
+        """Check each alternative canvas (its failing spans in place of the primary's);
+        queue a scoring pass for the spans that have several passing alternatives."""
+        for ci, (_, k) in enumerate(self._alts):
+            canvas = self.rounds[1].canvases[ci]
+            ids = dict(self._primary_ids) | self._ids([canvas])
+            texts, bad = self._texts(ids)
+            fails = self._why(texts, bad)
+            for s in canvas.spans:
+                if s.index in self._failures and s.index not in fails:
+                    self._passing.setdefault(s.index, []).append(k)
+        several = {i for i, ks in self._passing.items() if len(ks) > 1}
+        scoring = []
+        for ci, (_, k) in enumerate(self._alts):
+            canvas = self.rounds[1].canvases[ci]
+            rows = [(s.index, [off + j for j, t in enumerate(s.ids) if t != self.special.null])
+                    for s, off in zip(canvas.spans, canvas.offsets(), strict=True)
+                    if s.index in several and k in self._passing[s.index]]
+            if rows:
+                scoring.append((ci, rows))
+        self._scoring = scoring or None
+
+    def _score(self, logits: Sequence[np.ndarray]) -> None:
+        """The scoring pass: each passing alternative's mean log-probability."""
+        assert self._scoring is not None
+        if len(logits) != len(self._scoring):
+            raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
+                                f"{len(self._scoring)} canvases")
+        self.scoring_passes += 1
+        self._scoring_nfe += len(logits)
+        for (ci, rows), arr in zip(self._scoring, logits, strict=True):
+            x = np.asarray(arr, dtype=np.float64)  # (rows, V)
+            logp = x - x.max(axis=1, keepdims=True)
+            logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+            canvas_ids = self.rounds[1].canvases[ci].ids()
+            at = 0
+            for i, positions in rows:
+                got = [logp[at + r, canvas_ids[p]] for r, p in enumerate(positions)]
+                at += len(positions)
+                self._scores[(i, self._alts[ci][1])] = float(np.mean(got)) if got else 0.0
+        self._scoring = None
+        self._decide()
+
+    def _decide(self) -> None:
+        """Each span's choice; then one check of the chosen combination (a span that
+        fails there is rejected too)."""
+        alt_ids: dict[tuple[int, int], list[int]] = {}
+        for ci, (_, k) in enumerate(self._alts):
+            for s in self.rounds[1].canvases[ci].spans:
+                alt_ids[(s.index, k)] = fill_ids(s.ids, self.special)
+        choices = []
+        for i in range(len(self._neutral)):
+            if i not in self._failures:
+                choices.append(Choice(self._primary_ids[i], 0))
+            elif self._passing.get(i):
+                k = max(self._passing[i], key=lambda k: (self._scores.get((i, k), 0.0), -k))
+                choices.append(Choice(alt_ids[(i, k)], k))
+            else:
+                choices.append(Choice(None, 0, self._failures[i]))
+        self._choices = self._verified(choices)
+
+    def _verified(self, choices: list[Choice]) -> list[Choice]:
+        if not any(c.candidate for c in choices):
+            return choices
+        texts, bad = self._texts({i: c.ids or [] for i, c in enumerate(choices)})
+        texts = [t if c.ids is not None else self._neutral[i]
+                 for i, (t, c) in enumerate(zip(texts, choices, strict=True))]
+        fails = self._why(texts, bad)
+        return [Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
+                for i, c in enumerate(choices)]
+
+
+def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[Canvas],
+                options: SamplerOptions, *, special: SpecialIds, vocab_size: int,
+                decode: Decode, language: str | None, kinds: Sequence[str]) -> CandidateJob:
+    """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
+    with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
+
+    def check(texts: list[str]) -> list[Problem]:
+        after, filled = splice(text, ranges, texts)
+        return check_fills(before, after, ranges, filled, language=language, kinds=kinds)
+
+    return CandidateJob(canvases, options, special=special, vocab_size=vocab_size,
+                        decode=decode, check=check, neutral=[before[a:b] for a, b in ranges])

@@ -1,0 +1,264 @@
+"""Checks a code editor can afford: does a fill break the code around it?
+
+    problems = check_fills(before, after, before_ranges, after_ranges, language="python")
+
+`before` is the text as it was, with each span's characters at `before_ranges` (for a hole,
+the marker *neutralised* to `_`, so that the parser reads an identifier where the hole
+is; for a rewritten selection, the selection as written); `after` is the text with the
+fills in place at `after_ranges`. Each problem names the range (its index) it is blamed on:
+
+- `parse`: the fill leaves more tree-sitter ERROR or MISSING nodes touching its range than
+  the text before had touching the span (an error elsewhere in the file, or one that was
+  there already, is not the fill's fault);
+- `comment`: a comment the fill opens runs on over code after it on the same line (the
+  fill commented out text it was not given: `for x in  # ...:` hides the colon);
+- `keyword`: a call that the fill touches names one keyword argument twice (Python);
+- `name` (Python): the fill loads an identifier that the text before never spells (not
+  defined, imported or even used anywhere), that the fill does not bind itself, and that
+  is no builtin. `x.name` and `f(name=...)` are not loads. "Never spells" is deliberately
+  lenient: a name that appears anywhere in the text (code, comment or string) passes, so
+  a fill inside a window of a longer file, or a name defined further down, is not blamed;
+  after `from m import *` every name passes.
+
+Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
+and no checks otherwise. One parse of each text and walks limited to the nodes that touch
+the ranges keep a call to a few milliseconds (docs/ARCHITECTURE.md, "Checks").
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from infill.core.scopes import python_parser
+
+Range = tuple[int, int]  # [start, end) in characters
+
+PYTHON = "python"
+KINDS = ("parse", "comment", "keyword", "name")  # every check, in the order they run
+# Names every module has without defining them (module attributes the builtins lack).
+_MODULE_NAMES = {"__file__", "__builtins__", "__path__", "__all__", "__annotations__",
+                 "__cached__", "__qualname__", "__module__", "__class__", "__dict__"}
+_KNOWN = frozenset(dir(builtins)) | _MODULE_NAMES
+_WORD = re.compile(r"[^\W\d]\w*")
+_STAR_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
+
+# Where an identifier binds a name rather than loading it: (parent type, field) pairs and
+# parent types whose identifier children all bind. Patterns in between (x, (y, *z)) are
+# climbed through.
+_BINDING_FIELDS = {
+    ("assignment", "left"), ("augmented_assignment", "left"), ("for_statement", "left"),
+    ("for_in_clause", "left"), ("named_expression", "name"), ("function_definition", "name"),
+    ("class_definition", "name"), ("as_pattern", "alias"), ("default_parameter", "name"),
+    ("typed_default_parameter", "name"), ("type_alias_statement", "left"),
+}
+_BINDING_PARENTS = {
+    "parameters", "lambda_parameters", "typed_parameter", "global_statement",
+    "nonlocal_statement", "import_statement", "import_from_statement", "aliased_import",
+    "type_parameter", "case_pattern", "keyword_pattern", "dict_pattern", "class_pattern",
+    "splat_pattern", "as_pattern_target", "dotted_name",
+}
+_PATTERNS = {"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
+             "dictionary_splat_pattern", "tuple", "list", "parenthesized_expression"}
+_TYPES = {"type", "generic_type"}  # `T` of `class C[T]` and `type A = ...` binds
+# Not loads: the attribute of `x.name`, the keyword of `f(name=1)`.
+_NOT_LOADS = {("attribute", "attribute"), ("keyword_argument", "name")}
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # "parse", "comment", "keyword" or "name"
+    range: int  # index of the fill range it is blamed on
+    message: str  # short, for people: "unknown name 'foo'"
+
+
+@cache
+def parser_for(language: str | None) -> Any:
+    """A tree-sitter parser for `language`, or None when no grammar is installed."""
+    if language == PYTHON:
+        return python_parser()
+    if not language or not language.isidentifier():
+        return None
+    try:
+        import tree_sitter
+
+        grammar = importlib.import_module(f"tree_sitter_{language.lower()}")
+        return tree_sitter.Parser(tree_sitter.Language(grammar.language()))
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return None
+
+
+def splice(text: str, ranges: Sequence[Range], fills: Sequence[str]) -> tuple[str, list[Range]]:
+    """`text` with each (sorted, disjoint) range replaced by its fill, and the fills'
+    ranges in the new text."""
+    parts: list[str] = []
+    out: list[Range] = []
+    pos = shift = 0
+    for (start, end), fill in zip(ranges, fills, strict=True):
+        parts += [text[pos:start], fill]
+        out.append((start + shift, start + shift + len(fill)))
+        shift += len(fill) - (end - start)
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts), out
+
+
+def _bytes(text: str, ranges: Sequence[Range]) -> list[Range]:
+    """Character ranges as UTF-8 byte ranges (tree-sitter's offsets)."""
+    if text.isascii():
+        return list(ranges)
+    return [(len(text[:a].encode("utf-8")), len(text[:b].encode("utf-8"))) for a, b in ranges]
+
+
+def _widen(data: bytes, r: Range) -> Range:
+    """`r` with the spaces on either side, on its lines: an error node next to a fill
+    often stops at the space before it (`for x in ` then a fill that hid the colon)."""
+    a, b = r
+    while a > 0 and data[a - 1] in b" \t":
+        a -= 1
+    while b < len(data) and data[b] in b" \t":
+        b += 1
+    return a, b
+
+
+def _swallowed(root: Any, data: bytes, r: Range) -> bool:
+    """A comment that starts in the fill and runs past it over code on the same line:
+    the fill commented out text it was not given."""
+    for n in _walk(root, lambda n: _overlaps(n, r)):
+        if n.type == "comment" and r[0] <= n.start_byte < r[1] < n.end_byte:
+            return data[r[1]:n.end_byte].strip() != b""
+    return False
+
+
+def _touches(node: Any, r: Range) -> bool:
+    return node.start_byte <= r[1] and node.end_byte >= r[0]
+
+
+def _overlaps(node: Any, r: Range) -> bool:
+    return node.start_byte < r[1] and node.end_byte > r[0]
+
+
+def _walk(node: Any, keep: Any) -> Iterator[Any]:
+    """`node` and its descendants, entering only the nodes for which `keep` holds."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if keep(n):
+            yield n
+            stack.extend(reversed(n.children))
+
+
+def _errors(root: Any, r: Range) -> int:
+    """ERROR and MISSING nodes touching byte range `r`."""
+    return sum(n.type == "ERROR" or n.is_missing
+               for n in _walk(root, lambda n: n.has_error and _touches(n, r)))
+
+
+def _field(node: Any) -> str | None:
+    parent = node.parent
+    for i, child in enumerate(parent.children):
+        if child.id == node.id:
+            return parent.field_name_for_child(i)
+    return None
+
+
+def _binds(node: Any) -> bool | None:
+    """True: identifier `node` binds a name; None: it is no load either (x.name, f(name=));
+    False: it loads the name."""
+    parent = node.parent
+    if parent is None or (parent.type, _field(node)) in _NOT_LOADS:
+        return None
+    while parent is not None and parent.type in _PATTERNS:
+        node, parent = parent, parent.parent
+    if parent is not None and parent.type in _TYPES:  # an annotation loads, unless it is
+        while parent is not None and parent.type in _TYPES:  # a type parameter or alias
+            node, parent = parent, parent.parent
+        return parent is not None and (parent.type == "type_parameter" or (
+            (parent.type, _field(node)) == ("type_alias_statement", "left")))
+    if parent is None:
+        return False
+    return parent.type in _BINDING_PARENTS or (parent.type, _field(node)) in _BINDING_FIELDS
+
+
+def _names(root: Any, data: bytes, r: Range) -> tuple[list[tuple[str, int]], set[str]]:
+    """The identifiers overlapping byte range `r`: the loads (name, start byte) and the
+    names bound there."""
+    loads: list[tuple[str, int]] = []
+    bound: set[str] = set()
+    for n in _walk(root, lambda n: _overlaps(n, r)):
+        if n.type != "identifier":
+            continue
+        name = data[n.start_byte:n.end_byte].decode("utf-8", "replace")
+        kind = _binds(n)
+        if kind:
+            bound.add(name)
+        elif kind is False:
+            loads.append((name, n.start_byte))
+    return loads, bound
+
+
+def _repeated_keywords(root: Any, data: bytes, r: Range) -> list[str]:
+    """Keyword names given twice in one argument list that touches `r`, where one of the
+    two overlaps it."""
+    out: list[str] = []
+    for n in _walk(root, lambda n: _touches(n, r)):
+        if n.type != "argument_list":
+            continue
+        seen: set[str] = set()
+        for arg in n.children:
+            name = arg.child_by_field_name("name") if arg.type == "keyword_argument" else None
+            if name is None:
+                continue
+            word = data[name.start_byte:name.end_byte].decode("utf-8", "replace")
+            if word in seen and _touches(arg, r):
+                out.append(word)
+            seen.add(word)
+    return out
+
+
+def check_fills(before: str, after: str, before_ranges: Sequence[Range],
+                after_ranges: Sequence[Range], *, language: str | None = PYTHON,
+                kinds: Sequence[str] = KINDS) -> list[Problem]:
+    """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
+    the module docstring); [] when none, or when no grammar for `language` is installed."""
+    parser = parser_for(language) if kinds else None
+    if parser is None:
+        return []
+    old_data, new_data = before.encode("utf-8"), after.encode("utf-8")
+    old_root, new_root = parser.parse(old_data).root_node, parser.parse(new_data).root_node
+    old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
+    python = language == PYTHON
+    known = _KNOWN | set(_WORD.findall(before)) if python else frozenset()
+    star = python and _STAR_IMPORT.search(before) is not None
+    problems: list[Problem] = []
+    for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
+        added = 0
+        if new_root.has_error and "parse" in kinds:
+            added = (_errors(new_root, _widen(new_data, new))
+                     - _errors(old_root, _widen(old_data, old)))
+        if added > 0:
+            problems.append(Problem("parse", i, f"{added} new syntax error"
+                                    + ("s" if added > 1 else "")))
+        if "comment" in kinds and _swallowed(new_root, new_data, new):
+            problems.append(Problem("comment", i, "a comment hides the code after the fill"))
+        if not python:
+            continue
+        repeated = _repeated_keywords(new_root, new_data, new) if "keyword" in kinds else []
+        for word in dict.fromkeys(repeated):
+            problems.append(Problem("keyword", i, f"keyword argument {word!r} repeated"))
+        if star or new[0] == new[1] or "name" not in kinds:
+            continue
+        loads, bound = _names(new_root, new_data, new)
+        for word in dict.fromkeys(w for w, _ in loads if w not in known and w not in bound):
+            problems.append(Problem("name", i, f"unknown name {word!r}"))
+    return problems
+
+
+def summary(problems: Sequence[Problem]) -> str:
+    """One line for people: the problems' messages, joined."""
+    return "; ".join(dict.fromkeys(p.message for p in problems))

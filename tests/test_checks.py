@@ -1,0 +1,282 @@
+"""The checks a fill must pass (infill/core/checks.py), the candidates that replace a
+failing fill (infill/core/candidates.py), and what the command does when none passes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakes import TargetDenoiser
+
+import model.loading
+from infill.cli import main
+from infill.core.checks import KINDS, check_fills, splice
+from infill.core.engine import fill_spans, fill_text
+from infill.core.errors import OptionError
+from infill.core.options import DEFAULT_CHECKS, SamplerOptions
+from infill.core.spans import Span
+
+MARK = "<mask>"
+
+
+def problems(text: str, *fills: str, language: str = "python") -> list[tuple[str, int]]:
+    """(kind, range) of each problem when the holes of `text` get `fills`."""
+    ranges, at = [], 0
+    while (at := text.find(MARK, at)) >= 0:
+        ranges.append((at, at + len(MARK)))
+        at += len(MARK)
+    before = text.replace(MARK, "_" * len(MARK))
+    after, filled = splice(text, ranges, list(fills))
+    return [(p.kind, p.range)
+            for p in check_fills(before, after, ranges, filled, language=language)]
+
+
+# -- parse --------------------------------------------------------------------------
+
+
+def test_valid_fills_have_no_problem():
+    assert problems("import os\n\ndef f(values):\n    return <mask>\n",
+                    "os.path.join(*values)") == []
+    assert problems("x = [<mask> for v in items]\nitems = []\n", "v * 2") == []
+
+
+def test_a_fill_that_breaks_parsing_is_blamed():
+    assert problems("def f(values):\n    return <mask>\n", "len(values") == [("parse", 0)]
+    assert problems("for line in <mask>:\n    pass\n", "range(3)) (") == [("parse", 0)]
+
+
+def test_an_error_elsewhere_in_the_file_is_not_the_fills_fault():
+    text = "def f(values):\n    return <mask>\n\n\nx = (1 +\n"
+    assert problems(text, "len(values)") == []
+    assert problems(text, "len(values") == [("parse", 0)]
+
+
+def test_an_error_that_was_there_at_the_hole_is_not_blamed():
+    # `x <hole> y` does not parse with a neutral identifier either; an operator fixes it
+    assert problems("values = 1\nz = values <mask> values\n", "+") == []
+
+
+def test_each_fill_is_blamed_for_its_own_errors():
+    text = "values = 1\na = <mask>\nb = <mask>\n"
+    assert problems(text, "values", "(values") == [("parse", 1)]
+
+
+# -- comment ------------------------------------------------------------------------
+
+
+def test_a_comment_that_hides_the_code_after_the_fill_is_blamed():
+    found = problems("for line in <mask>:\n    pass\n", "  #  #]")
+    assert ("comment", 0) in found and ("parse", 0) in found
+    assert problems("values = 1\nx = f(<mask>)\n", "values  # x") == [("parse", 0),
+                                                                    ("comment", 0)]
+
+
+def test_a_comment_at_the_end_of_a_line_is_fine():
+    assert problems("x = 1  <mask>\n", "# one") == []
+
+
+# -- keyword ------------------------------------------------------------------------
+
+
+def test_a_repeated_keyword_argument_is_blamed():
+    text = "items = []\nm = min(items, key=None, <mask>)\n"
+    assert problems(text, "default=None, default=None") == [("keyword", 0)]
+    assert problems(text, "key=len") == [("keyword", 0)]
+    assert problems(text, "default=None") == []
+
+
+def test_a_repeated_keyword_in_a_call_the_fill_does_not_touch_is_not_blamed():
+    text = "f(a=1, a=2)\nitems = []\nx = <mask>\n"
+    assert problems(text, "len(items)") == []
+
+
+# -- names --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fill", [
+    "len(values)",  # a builtin, a parameter
+    "values.lower()",  # an attribute is no name
+    "sorted(values, key=str.lower)",  # nor a keyword argument's name
+    "helper(values)",  # defined further down
+    "os.sep.join(values)",  # imported
+    "[v for v in values if v]",  # bound by the fill itself
+    "(lambda q: q)(values)",
+    "__file__",
+    "total",  # spelled in the text (a comment): lenient on purpose
+])
+def test_known_names_pass(fill):
+    text = ("import os\n\n# the total\ndef f(values):\n    return <mask>\n\n\n"
+            "def helper(x):\n    return x\n")
+    assert problems(text, fill) == []
+
+
+def test_an_unknown_name_is_blamed():
+    text = "def f(values):\n    return <mask>\n"
+    assert problems(text, "len(items)") == [("name", 0)]
+    assert problems(text, "np.mean(values)") == [("name", 0)]
+
+
+def test_names_bound_in_the_fill_pass():
+    text = "def f(values):\n    <mask>\n"
+    assert problems(text, "for i, v in enumerate(values):\n        print(i, v)") == []
+    assert problems(text, "try:\n        pass\n    except ValueError as err:\n"
+                          "        print(err)") == []
+    assert problems(text, "n: int = len(values)") == []
+    assert problems(text, "n: Foo = 1") == [("name", 0)]  # an annotation is a load
+
+
+def test_a_star_import_lets_every_name_pass():
+    assert problems("from os.path import *\nx = <mask>\n", "join('a', 'b')") == []
+
+
+# -- languages ----------------------------------------------------------------------
+
+
+def test_no_grammar_no_checks():
+    assert problems("let x = <mask>;\n", "((( junk", language="rust") == []
+    assert problems("x = <mask>\n", "(((", language=None) == []
+
+
+def test_only_the_kinds_asked_for_run():
+    before, after = "x = ______\n", "x = f(a=1, a=2\n"
+    ranges, filled = [(4, 10)], [(4, 14)]
+    assert {p.kind for p in check_fills(before, after, ranges, filled)} == {"parse", "name"}
+    assert check_fills(before, after, ranges, filled, kinds=("keyword",)) == []
+    assert check_fills(before, after, ranges, filled, kinds=()) == []
+
+
+# -- options ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{"checks": "parse,bogus"}, {"checks": True},
+                                {"candidates": 0}, {"candidates": 9}])
+def test_bad_check_options_are_rejected(kw):
+    with pytest.raises(OptionError):
+        SamplerOptions(**kw)
+
+
+def test_default_checks_are_known_kinds():
+    assert set(SamplerOptions(checks=DEFAULT_CHECKS).check_kinds) <= set(KINDS)
+    assert SamplerOptions().check_kinds == ()  # the engine's own default: the model's decode
+
+
+# -- the engine: candidates ---------------------------------------------------------
+
+
+class ByLength(TargetDenoiser):
+    """Predicts `targets[n]` for a span of n slots (the primary gets 16, alternative k
+    16 >> k), `other` for any other length."""
+
+    def __init__(self, targets: dict[int, str], other: str = "(((", **kw):
+        super().__init__([], confidence=0.99, **kw)
+        self.by_length, self.other = targets, other
+
+    def _target(self, canvas, k, start):
+        (end,) = [e for s, e in self.spans_of(canvas) if s == start]
+        return k, self.by_length.get(end - start, self.other)
+
+
+TEXT = "def f(values):\n    return <mask>\n"
+
+
+def test_a_failing_fill_loses_to_the_next_candidate():
+    d = ByLength({16: "len(values", 8: "values"})
+    r = fill_text(TEXT, denoiser=d, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT.replace(MARK, "values")
+    (f,) = r.fills
+    assert f.rejected is None and f.text == "values"
+    assert r.stats.candidates == 1 and r.stats.rejected == 0
+    assert r.stats.nfe == d.nfe  # every pass counted, the alternatives' too
+
+
+def test_a_passing_fill_costs_no_candidate():
+    d = ByLength({16: "len(values)"})
+    r = fill_text(TEXT, denoiser=d, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT.replace(MARK, "len(values)") and r.stats.candidates == 0
+    nfe_checked = r.stats.nfe
+    assert fill_text(TEXT, denoiser=ByLength({16: "len(values)"})).stats.nfe == nfe_checked
+
+
+def test_when_every_candidate_fails_the_span_is_left_and_the_result_says_why():
+    d = ByLength({16: "len(values", 8: "len(items)"})
+    r = fill_text(TEXT, denoiser=d, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT and r.edits == []
+    (f,) = r.fills
+    assert f.text == MARK and f.rejected == "1 new syntax error"
+    assert r.stats.rejected == 1
+    assert r.to_dict()["fills"][0]["rejected"] == "1 new syntax error"
+
+
+def test_checks_off_write_the_first_decode():
+    d = ByLength({16: "len(values", 8: "values"})
+    r = fill_text(TEXT, denoiser=d)
+    assert r.text == TEXT.replace(MARK, "len(values") and r.fills[0].rejected is None
+
+
+def test_one_candidate_only_rejects():
+    d = ByLength({16: "len(values", 8: "values"})
+    r = fill_text(TEXT, denoiser=d, checks=DEFAULT_CHECKS, candidates=1)
+    assert r.text == TEXT and r.stats.candidates == 0 and r.fills[0].rejected
+
+
+def test_the_best_scoring_passing_alternative_wins():
+    d = ByLength({16: "len(values", 8: "values", 4: "1"},
+                 )
+    d.confidence = lambda span, slot, call: 0.6 if call >= 3 else 0.99
+    r = fill_text(TEXT, denoiser=d, checks=DEFAULT_CHECKS, candidates=3)
+    assert r.stats.candidates == 2
+    assert r.fills[0].text in ("values", "1") and r.fills[0].rejected is None
+
+
+def test_only_the_failing_span_of_a_window_is_redone():
+    text = "def f(values):\n    a = <mask>\n    return <mask>\n"
+    d = ByLength({16: "len(values)", 8: "len(values)"})
+    d.by_length = {16: "len(values)", 8: "values"}
+    r = fill_text(text, denoiser=d, checks=DEFAULT_CHECKS)
+    assert r.fills[0].rejected is None and r.fills[1].rejected is None
+    assert r.stats.candidates == 0
+
+
+def test_a_rewrite_is_checked_against_the_selection_as_written():
+    text = "def f(values):\n    return len(values)\n"
+    start = text.index("len")
+    d = ByLength({10: "len(values"}, other="len(values")
+    r = fill_spans(text, [Span(start, start + len("len(values)"), 10)], denoiser=d,
+                   checks=DEFAULT_CHECKS)
+    assert r.text == text and r.fills[0].rejected and r.edits == []
+
+
+def test_an_exact_span_has_no_alternative():
+    d = ByLength({4: "len("})
+    r = fill_text(TEXT.replace(MARK, "<mask:4>"), denoiser=d, checks=DEFAULT_CHECKS,
+                  exact_length=True)
+    assert r.fills[0].rejected and r.stats.candidates == 0
+
+
+# -- the command --------------------------------------------------------------------
+
+
+def test_the_command_leaves_a_rejected_hole_as_it_was_and_says_why(tmp_path, capsys,
+                                                                  monkeypatch):
+    monkeypatch.setattr(model.loading, "load_denoiser",
+                        lambda *a, **kw: ByLength({16: "len(values", 8: "(values"}))
+    f = tmp_path / "m.py"
+    f.write_text(TEXT)
+    assert main(["fill", "--in-place", str(f)]) == 1
+    assert f.read_text() == TEXT
+    err = capsys.readouterr().err
+    assert "2:12: left as it was: every candidate failed the checks (1 new syntax error)" in err
+    assert "1 left as they were" in err
+
+
+def test_the_command_writes_the_candidate_that_passes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(model.loading, "load_denoiser",
+                        lambda *a, **kw: ByLength({16: "len(values", 8: "values"}))
+    f = tmp_path / "m.py"
+    f.write_text(TEXT)
+    assert main(["fill", "--json", str(f)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["text"] == TEXT.replace(MARK, "values")
+    assert obj["stats"]["candidates"] == 1 and obj["fills"][0]["rejected"] is None
+    assert main(["fill", "--json", "--no-checks", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == TEXT.replace(MARK, "len(values")
