@@ -3,8 +3,10 @@
 Off unless the `diagnostics` setting is on. Each open document has at most one pending
 run: a change restarts its timer (`diagnosticsDelay`, 500 ms), then the worker scores the
 document's text (for a long document, `SCORE_LINES` lines around the last change) in one
-forward pass per window, and the tokens whose suspicion reaches `diagnosticsThreshold`
-are published (the worst `maxDiagnostics`), with the document version. A result for a
+forward pass per window, and the tokens the fixer's rule flags are published (the worst
+`maxDiagnostics`), with the document version: suspicion >= `diagnosticsThreshold` and
+p(the likeliest replacement) >= `diagnosticsLikelyThreshold` (infill/core/suspicion.py;
+the defaults are the fixer's, calibrated to leave correct code alone). A result for a
 version that is no longer current is dropped: the change that made it stale has already
 scheduled the next run.
 
@@ -23,6 +25,7 @@ from pygls.exceptions import JsonRpcContentModified
 
 from infill.core.errors import InfillError
 from infill.core.results import TokenScore
+from infill.core.suspicion import is_suspicious
 from lsp.excerpt import excerpt
 from lsp.host import Feature, Host, Snapshot
 from lsp.settings import Settings
@@ -75,8 +78,9 @@ class Diagnostics(Feature):
             self._publish(uri, None, [])
 
     def settings_changed(self, old: Settings, new: Settings) -> None:
-        if (old.diagnostics, old.diagnostics_threshold, old.diagnostics_severity) != (
-                new.diagnostics, new.diagnostics_threshold, new.diagnostics_severity):
+        keys = ("diagnostics", "diagnostics_threshold", "diagnostics_likely_threshold",
+                "diagnostics_severity", "max_diagnostics")
+        if any(getattr(old, k) != getattr(new, k) for k in keys):
             self.refresh_all()
 
     def refresh_all(self) -> None:
@@ -137,12 +141,9 @@ class Diagnostics(Feature):
         """The worst tokens over the threshold, in text order (`offset`: of the excerpt
         the scores are relative to)."""
         s = self.host.settings
-        picked = [sc for sc in scores
-                  if sc.suspicion >= s.diagnostics_threshold and sc.text.strip()]
-        picked = sorted(picked, key=lambda sc: -sc.suspicion)[: s.max_diagnostics]
         severity = SEVERITY[s.diagnostics_severity]
         diags = []
-        for sc in sorted(picked, key=lambda sc: sc.start):
+        for sc in sorted(flagged(scores, s), key=lambda sc: sc.start):
             a = offset + sc.start + (len(sc.text) - len(sc.text.lstrip()))
             b = offset + sc.end - (len(sc.text) - len(sc.text.rstrip()))
             token = snap.text[a:b]
@@ -153,6 +154,14 @@ class Diagnostics(Feature):
                 data={"version": snap.version, "start": a, "end": b, "token": token,
                       "likely": sc.likely}))
         return diags
+
+
+def flagged(scores: list[TokenScore], s: Settings) -> list[TokenScore]:
+    """The tokens the fixer's rule (infill/core/suspicion.py) flags at the diagnostics'
+    thresholds, worst first, at most `maxDiagnostics`."""
+    picked = [sc for sc in scores
+              if is_suspicious(sc, s.diagnostics_threshold, s.diagnostics_likely_threshold)]
+    return sorted(picked, key=lambda sc: -sc.suspicion)[: s.max_diagnostics]
 
 
 def fix_range(snap: Snapshot, diag: types.Diagnostic) -> tuple[int, int, str, str] | None:

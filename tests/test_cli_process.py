@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from fakes import TargetDenoiser
+from worker_fake_main import WorkerFake
 
 import model.loading
 from infill.cli import main
@@ -206,8 +207,10 @@ print(codes, sorted(m for m in ("torch", "transformers") if m in sys.modules))
 
 @pytest.fixture
 def counted(monkeypatch):
-    """The fake model (it fills the first span with "y") and a count of Python parses."""
-    fake = TargetDenoiser(["y"], confidence=0.99, max_length=128)
+    """The fake model (it fills the first span with "y"; scoring, it expects "b" where an
+    "a" is written, so `fix` has a suspicious token to repair) and a count of Python
+    parses."""
+    fake = WorkerFake(["y"], wrong={"a": "b"}, confidence=0.99, max_length=128)
     monkeypatch.setattr(model.loading, "load_denoiser", lambda *a, **kw: fake)
     parses = []
 

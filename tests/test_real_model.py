@@ -55,8 +55,10 @@ def test_scores_cover_every_token_of_the_range(den) -> None:
     text = "x = 1\ny = x + 2  # 😀\n"
     scores = score_text(text, denoiser=den)
     assert "".join(s.text for s in scores) == text
-    assert all(0.0 <= s.suspicion <= 1.0 for s in scores)
-    result, _ = fix_text(text, denoiser=den, start=6, end=len(text), min_suspicion=0.0)
+    assert all(0.0 <= s.suspicion <= 1.0 and 0.0 <= s.p_likely <= 1.0 for s in scores)
+    assert all(s.likely != s.text for s in scores)  # the likeliest *other* token
+    result, _ = fix_text(text, denoiser=den, start=6, end=len(text), min_suspicion=0.0,
+                         min_likely=0.0)
     assert result is not None
     assert all(e.start >= 6 for e in result.edits)
     assert result.text.startswith("x = 1\n")

@@ -5,7 +5,9 @@ with no masks, it predicts the original token at every position. One forward pas
 window therefore scores every token in it: suspicion = 1 - p(the token that is there).
 Autoregressive completion engines cannot do this; a denoiser does it in one pass.
 
-`fix_text` masks the most suspicious tokens (widened to the whole identifier, number or
+A token is suspicious when it is improbable AND the model is confident of a replacement
+(infill/core/suspicion.py, calibrated so that clean files are left alone). `fix_text`
+masks the most suspicious tokens (widened to the whole identifier, number or
 operator they belong to) and fills them jointly with the usual sampler; only what changed
 comes back as edits.
 """
@@ -26,6 +28,7 @@ from infill.core.results import FillResult, TokenScore
 from infill.core.sampler import denoise
 from infill.core.scoring import softmax
 from infill.core.spans import Span
+from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, is_suspicious
 from infill.core.window import Layout, plan_windows
 from model.denoiser import Denoiser
 
@@ -97,24 +100,26 @@ def _chunk(den: Denoiser, text: str, a: int, b: int, layout: Layout) -> _Chunk:
 
 def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
                   ) -> list[TokenScore]:
-    """Suspicion and likeliest token of each token of the chunk (tokens that share a
-    character with the next one are left out)."""
+    """Suspicion and likeliest replacement of each token of the chunk (tokens that share
+    a character with the next one are left out)."""
     if not chunk.tokens or chunk.offsets is None:
         return []
     probs = softmax(logits)  # (n, V)
-    seen = probs[np.arange(len(chunk.tokens)), chunk.tokens]
+    rows = np.arange(len(chunk.tokens))
+    seen = probs[rows, chunk.tokens]  # (n,)
     sp = den.special
-    best = np.where(np.isin(np.arange(probs.shape[1]), [sp.mask, sp.pad, sp.null]), -1.0,
-                    probs).argmax(axis=-1)  # the hint is never a special token
+    other = probs.copy()  # the replacement is never a special token nor the written one
+    other[:, [sp.mask, sp.pad, sp.null]] = -1.0
+    other[rows, chunk.tokens] = -1.0
+    best = other.argmax(axis=-1)  # (n,)
     scores: list[TokenScore] = []
-    for k, tok in enumerate(chunk.tokens):
+    for k in range(len(chunk.tokens)):
         s, e = chunk.offsets[k]
         if s == e:
             continue
-        written = text[chunk.start + s:chunk.start + e]
-        likely = den.decode([int(best[k])]) if best[k] != tok else written
-        scores.append(TokenScore(chunk.start + s, chunk.start + e, written,
-                                 float(1 - seen[k]), likely))
+        scores.append(TokenScore(chunk.start + s, chunk.start + e,
+                                 text[chunk.start + s:chunk.start + e], float(1 - seen[k]),
+                                 den.decode([int(best[k])]), float(other[k, best[k]])))
     return scores
 
 
@@ -162,13 +167,15 @@ def _widen(text: str, s: int, e: int) -> tuple[int, int]:
 
 
 def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
-                     min_suspicion: float) -> list[tuple[int, int, float]]:
-    """The worst tokens (not whitespace), widened, non-overlapping: (start, end, score)."""
+                     min_suspicion: float = DEFAULT_MIN_SUSPICION,
+                     min_likely: float = DEFAULT_MIN_LIKELY) -> list[tuple[int, int, float]]:
+    """The worst tokens that pass `is_suspicious`, widened, non-overlapping, at most
+    `max_fixes`: (start, end, suspicion)."""
     picked: list[tuple[int, int, float]] = []
     for sc in sorted(scores, key=lambda s: -s.suspicion):
-        if len(picked) >= max_fixes or sc.suspicion < min_suspicion:
+        if len(picked) >= max_fixes:
             break
-        if not sc.text.strip():
+        if not is_suspicious(sc, min_suspicion, min_likely):
             continue
         s, e = _widen(text, sc.start + (len(sc.text) - len(sc.text.lstrip())), sc.end)
         if all(e <= a or s >= b for a, b, _ in picked):
@@ -189,17 +196,18 @@ def prepare_fix(
     start: int = 0,
     end: int | None = None,
     max_fixes: int = 1,
-    min_suspicion: float = 0.5,
+    min_suspicion: float = DEFAULT_MIN_SUSPICION,
+    min_likely: float = DEFAULT_MIN_LIKELY,
     language: str | None = PYTHON,
     progress: Progress | None = None,
 ) -> tuple[PreparedFill | None, list[TokenScore]]:
     """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens:
-    None when no token reached `min_suspicion`. The worker runs the fill in its scheduler;
-    `fix_text` runs it here."""
+    None when no token passed `is_suspicious` (nothing suspicious). The worker runs the
+    fill in its scheduler; `fix_text` runs it here."""
     scores = score_text(text, denoiser=denoiser, start=start, end=end, language=language,
                         progress=progress)
     picked = suspicious_spans(scores, text=text, max_fixes=max_fixes,
-                              min_suspicion=min_suspicion)
+                              min_suspicion=min_suspicion, min_likely=min_likely)
     if not picked:
         return None, scores
     fill = prepare_fill(text, fix_spans(denoiser, text, picked), denoiser=denoiser,
@@ -214,7 +222,8 @@ def fix_text(
     start: int = 0,
     end: int | None = None,
     max_fixes: int = 1,
-    min_suspicion: float = 0.5,
+    min_suspicion: float = DEFAULT_MIN_SUSPICION,
+    min_likely: float = DEFAULT_MIN_LIKELY,
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
     progress: Progress | None = None,
@@ -222,13 +231,13 @@ def fix_text(
 ) -> tuple[FillResult | None, list[TokenScore]]:
     """Re-denoise the most suspicious tokens of text[start:end].
 
-    Returns the fill (None when no token reached `min_suspicion`) and the scores;
-    `progress(done, total)` follows the scoring passes.
+    Returns the fill (None when no token passed `is_suspicious`: nothing suspicious)
+    and the scores; `progress(done, total)` follows the scoring passes.
     """
     opts = SamplerOptions.build(options, **overrides)
     fill, scores = prepare_fix(text, denoiser=denoiser, options=opts, start=start, end=end,
                                max_fixes=max_fixes, min_suspicion=min_suspicion,
-                               language=language, progress=progress)
+                               min_likely=min_likely, language=language, progress=progress)
     if fill is None:
         return None, scores
     denoise(fill.job, denoiser)

@@ -30,6 +30,7 @@ from infill.core.errors import TOO_LARGE, InfillError
 from infill.core.options import SamplerOptions
 from infill.core.results import TokenScore
 from infill.core.spans import DEFAULT_MARKER, Span
+from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from infill.serve.protocol import (
     HEADER,
     Cancel,
@@ -170,16 +171,17 @@ class WorkerClient:
             Result, timeout=self._timeout(timeout, deadline), on_step=on_step)
 
     async def fix(self, text: str, *, start: int = 0, end: int | None = None,
-                  max_fixes: int = 1, min_suspicion: float = 0.5,
-                  language: str | None = "python",
+                  max_fixes: int = 1, min_suspicion: float = DEFAULT_MIN_SUSPICION,
+                  min_likely: float = DEFAULT_MIN_LIKELY, language: str | None = "python",
                   options: SamplerOptions | Mapping[str, Any] | None = None,
                   deadline: float | None = None, timeout: float | None = None) -> Result:
         """Re-denoise the most suspicious tokens of text[start:end] ("Fix selection").
-        The Result's `scores` hold every token's suspicion; no edits when none reached
-        `min_suspicion`."""
+        The Result's `scores` hold every token's score; no edits when no token passed
+        the rule (infill/core/suspicion.py: suspicion >= `min_suspicion` and p(likely)
+        >= `min_likely`)."""
         return await self._call(
             lambda rid: FixRequest(rid, text, start, end, max_fixes, min_suspicion, language,
-                                   _options(options), deadline),
+                                   _options(options), deadline, min_likely),
             Result, timeout=self._timeout(timeout, deadline))
 
     async def score(self, text: str, *, start: int = 0, end: int | None = None,

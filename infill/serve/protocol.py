@@ -25,6 +25,7 @@ from infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, FillStats, SpanFill, TokenScore
 from infill.core.spans import DEFAULT_MARKER, Span
+from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from infill.serve.wire import (
     BAD_REQUEST,
     BOOL,
@@ -199,10 +200,12 @@ class FixRequest(Message):
     start: int = _f(POS, default=0)
     end: int | None = _f(optional(POS), default=None)  # null: the end of the text
     max_fixes: int = _f(integer(1), default=1)
-    min_suspicion: float = _f(SUSPICION, default=0.5)
+    min_suspicion: float = _f(SUSPICION, default=DEFAULT_MIN_SUSPICION)
     language: str | None = _f(_LANGUAGE, default="python")
     options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
     deadline: float | None = _f(_DEADLINE, default=None)
+    # last, so that positional construction stays as it was (infill/core/suspicion.py)
+    min_likely: float = _f(SUSPICION, default=DEFAULT_MIN_LIKELY)
 
 
 @dataclass(frozen=True)
