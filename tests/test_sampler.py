@@ -384,3 +384,44 @@ def test_cache_hints_refresh_after_growth():
 def test_cache_refresh_must_not_be_negative():
     with pytest.raises(OptionError, match="cache_refresh must be >= 0"):
         SamplerOptions(cache_refresh=-1)
+
+
+# -- where a fill ends (eager_ends) ----------------------------------------------------
+
+
+def _passes(target: str, confidence, **options) -> tuple[str, int]:
+    d = TargetDenoiser([target], confidence=confidence)
+    result = fill_text("x = <mask:6>\n", denoiser=d, grow=0, **options)
+    return result.fills[0].text, result.stats.nfe
+
+
+def test_no_pass_is_spent_on_nulls_alone():
+    # The null tail is the most confident part (p 0.99 vs 0.5): the old sampler spends
+    # its first pass committing only nulls; now that pass also commits a content token.
+    def sure_of_the_end(span: int, slot: int, call: int) -> float:
+        return 0.99 if slot >= 3 else 0.5
+
+    assert _passes("abc", sure_of_the_end, eager_ends=False) == ("abc", 4)
+    assert _passes("abc", sure_of_the_end) == ("abc", 3)
+
+
+def test_a_span_whose_slots_all_predict_null_is_closed_in_the_same_pass():
+    # Nothing is confident: one commit per pass; after "b" every masked slot predicts
+    # null, so the span ends in that pass rather than in one more.
+    assert _passes("ab", 0.5, eager_ends=False) == ("ab", 3)
+    assert _passes("ab", 0.5) == ("ab", 2)
+
+
+def test_eager_ends_never_commits_content_a_chosen_null_ends():
+    # The first slot is a confident null: the span is empty, whatever the other slots say.
+    def null_first(span: int, slot: int, call: int) -> tuple[str | None, float] | None:
+        return (None, 0.99) if slot == 0 else None
+
+    d = TargetDenoiser(["abc"], confidence=0.5, script=null_first)
+    result = fill_text("x = <mask:6>\n", denoiser=d, grow=0)
+    assert result.fills[0].text == "" and result.stats.nfe == 1
+
+
+def test_eager_ends_is_validated():
+    with pytest.raises(OptionError, match="eager_ends must be true or false"):
+        SamplerOptions(eager_ends="yes")

@@ -37,6 +37,7 @@ class SamplerOptions:
     exact_length: bool = False  # every span is exactly its allocation: no null, no growth
     window_tokens: int | None = None  # canvas budget; None: the denoiser's max_length
     cache_refresh: int = 0  # 0: exact passes; k: reuse context K/V, full pass every k steps
+    eager_ends: bool = True  # no pass on nulls alone; close a span whose slots all predict null
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
@@ -123,6 +124,8 @@ def _validate(o: SamplerOptions) -> None:
     _int("window_tokens", o.window_tokens, 8, optional=True)
     _int("cache_refresh", o.cache_refresh, 0)
     _validate_checks(o)
+    if not isinstance(o.eager_ends, bool):
+        raise OptionError(f"eager_ends must be true or false, got {o.eager_ends!r}")
     if not isinstance(o.exact_length, bool):
         raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
     if _real("temperature", o.temperature) < 0:

@@ -16,7 +16,10 @@ One step of one canvas:
 2. Commit: the order's strategy picks masked positions (infill/core/strategies.py); each gets
    its argmax token, or a draw at temperature > 0. A committed null ends its span: every
    later slot of that span that is still masked becomes null too (nulls fill the tail).
-   The step that reaches `max_steps` commits every masked position.
+   The step that reaches `max_steps` commits every masked position. With `eager_ends`
+   (the default) no pass is spent on nulls alone: when the order picked only nulls, the
+   best content token is committed too, and a span whose masked slots all predict null
+   is closed in the same pass (the model says the fill has ended).
 3. Grow: a span (not exact) whose slots are all committed with no null may be too short; it
    gets `grow` more masked slots at its end, up to `max_span_tokens`. If the canvas is full,
    context at its outer ends is dropped to make room; if there is none left, it stays.
@@ -38,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from infill.core.canvas import Canvas, Slot, SpanSlots
+from infill.core.ends import close_ended, with_content
 from infill.core.errors import DenoiserError
 from infill.core.options import SamplerOptions
 from infill.core.scoring import SCORES, choose, pick_tokens, softmax
@@ -271,7 +275,9 @@ class DenoiseJob:
     def _commit(self, p: _Pending, x: np.ndarray, probs: np.ndarray,
                 by_index: dict[int, SpanSlots], last: bool) -> list[Slot]:
         """Commit the masked slots the order picks (all of them in the last step); a
-        committed null ends its span."""
+        committed null ends its span. With `eager_ends`, a pass also commits a content
+        token when the order picked only nulls, and closes every span whose masked slots
+        all predict null (the model says the fill has ended)."""
         sp, n = self.special, len(p.masked)
         tokens = pick_tokens(x[:n], self.options.temperature, self._rng)
         if last or self.strategy.sequential:
@@ -279,6 +285,8 @@ class DenoiseJob:
         else:
             scores = SCORES[self.strategy.name](probs[:n], tokens)
             chosen = choose(scores, cut=self._cut, k=self.options.tokens_per_step)
+            if self.options.eager_ends:
+                chosen = with_content(p.masked, chosen, tokens, scores, null=sp.null)
         committed: list[Slot] = []
         for r in chosen:  # ascending rows = slot order, so a null ends its span first
             k, j = p.masked[int(r)]
@@ -293,6 +301,8 @@ class DenoiseJob:
                     if span.ids[j2] == sp.mask:
                         span.ids[j2] = sp.null
                         committed.append((k, j2))
+        if self.options.eager_ends and not last:
+            committed += close_ended(p.masked, tokens, by_index, mask=sp.mask, null=sp.null)
         return committed
 
     def _grow(self, ci: int) -> list[tuple[int, int]]:
