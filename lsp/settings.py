@@ -118,7 +118,7 @@ class Settings:
                                  default=None)  # commit threshold; None: the order's default
     max_tokens: int = _s("maxTokens", _int(1, 1024), default=256)  # max_span_tokens
     hole_marker: str = _s("holeMarker", _marker, default=DEFAULT_MARKER)
-    checks: bool = _s("checks", _bool, default=True)  # code actions: a fill must pass the checks
+    checks: bool = _s("checks", _bool, default=False)  # code actions: a fill must pass checks
     # -- completion
     completion_tokens: int = _s("completionTokens", _int(1, 1024), default=16)  # one line
     multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=64)  # empty line

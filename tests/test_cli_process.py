@@ -230,7 +230,7 @@ def test_fix_scores_a_long_file_a_few_windows_per_pass(tmp_path, counted, capsys
     fake, parses = counted
     f = tmp_path / "long.py"
     f.write_text(LONG)
-    assert main(["fix", "--progress", str(f)]) == 0
+    assert main(["fix", "--progress", "--no-checks", str(f)]) == 0  # "y" is no known name
     per_pass = [len(canvases) for canvases, _ in fake.calls]
     assert len(per_pass) > 20 and max(per_pass) <= SCORE_BATCH  # memory: a few windows
     assert len(parses) == 2  # once to score, once for the repair's window: not per window
@@ -244,7 +244,7 @@ def test_fix_lines_scores_only_the_windows_of_those_lines(tmp_path, counted, cap
     fake, _ = counted
     f = tmp_path / "long.py"
     f.write_text(LONG)
-    assert main(["fix", "--json", "--lines", "1501:1503", str(f)]) == 0
+    assert main(["fix", "--json", "--no-checks", "--lines", "1501:1503", str(f)]) == 0
     scoring = fake.calls[0][0]
     assert len(scoring) == 1 and len(scoring[0]) <= 128  # one window, around those lines
     (edit,) = json.loads(capsys.readouterr().out)["edits"]
@@ -255,7 +255,7 @@ def test_fill_of_one_hole_in_a_long_file_reads_one_window(tmp_path, counted, cap
     fake, parses = counted
     f = tmp_path / "long.py"
     f.write_text(LONG + "x = <mask>\n" + LONG)
-    assert main(["fill", "--progress", str(f)]) == 0
+    assert main(["fill", "--progress", "--no-checks", str(f)]) == 0
     assert {len(canvases) for canvases, _ in fake.calls} == {1}
     assert max(len(c[0]) for c, _ in fake.calls) <= 128 and len(parses) == 1
     out, err = capsys.readouterr()

@@ -17,8 +17,8 @@ A fill that fails the checks (`--checks`, docs/ARCHITECTURE.md "Checks") loses t
 candidate; when every candidate fails, its hole is left as it was (never broken code) and a
 line on stderr says why.
 
-Exit status: 0 all files filled, 1 some file or the model could not be used, or some hole
-was left because every candidate failed the checks, 2 usage
+Exit status: 0 all files filled (a hole the checks left is reported, not an error), 1 some
+file or the model could not be used, 2 usage
 (unknown flag, option out of range), 130 / 143 interrupted (SIGINT / SIGTERM), 141 stdout
 closed by its reader. `--in-place` writes are atomic (infill/cli/files.py): a file is
 either its old or its new text, whatever happens.
@@ -75,12 +75,12 @@ def summary(path: str, result: FillResult) -> str:
 
 def _report_rejected(path: str, result: FillResult) -> bool:
     """One line on stderr per span whose every candidate failed the checks (its text was
-    left as it was); False when there is one."""
+    left as it was). Not an error: the file was filled as well as it could be (True)."""
     for f in result.fills:
         if f.rejected is not None:
             _error(path, f"{line_col(result.original, f.span.start)}: left as it was: "
                    f"every candidate failed the checks ({f.rejected})")
-    return all(f.rejected is None for f in result.fills)
+    return True
 
 
 def _each_file(args: argparse.Namespace, backend: Backend,
