@@ -7,7 +7,11 @@ default the shipped checkpoint, or uses a running worker), opens held-out test f
 data/corpus, packages never trained on; the standard library's textwrap when there is no
 corpus) and times, from request sent to response received:
 
-- inline completion: the rest of a line deleted, the cursor where it began;
+- inline completion: a line cut at a word boundary near its middle and the rest of it
+  deleted, the cursor at the cut (typing a line);
+- inline completion (empty line): a line's whole content deleted (a multi-line
+  completion on a blank line); for both, also reported: exact match of the offered text
+  with what was deleted, and the share of requests answered with no completion;
 - code action list: `textDocument/codeAction` (no model; the cost of listing);
 - fill holes: a line's content replaced by `<mask>`, the action resolved;
 - rewrite selection: a line's content selected and rewritten;
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import math
 import platform
@@ -79,6 +84,9 @@ class Bench:
         self.docs = 0
         self.times: dict[str, list[float]] = {}
         self.errors: dict[str, int] = {}
+        # per case: offered text (None: nothing offered), what was deleted
+        self.completions: dict[str, list[str | None]] = {}
+        self.truths: dict[str, list[str]] = {}
 
     def open(self, text: str) -> tuple[str, Lines]:
         self.docs += 1
@@ -123,17 +131,41 @@ class Bench:
         finally:
             self.close(uri)
 
-    async def inline(self, text: str, at: int) -> None:
+    async def inline(self, case: str, text: str, at: int, truth: str) -> None:
         uri, lines = self.open(text)
         try:
             params = types.InlineCompletionParams(
                 text_document=types.TextDocumentIdentifier(uri=uri), position=lines.position(at),
                 context=types.InlineCompletionContext(
                     trigger_kind=types.InlineCompletionTriggerKind.Automatic))
-            await self.timed("inline completion",
-                             lambda: self.client.text_document_inline_completion_async(params))
+            got = await self.timed(
+                case,
+                lambda: self.client.text_document_inline_completion_async(params))
+            items = got.items if isinstance(got, types.InlineCompletionList) else got or []
+            offered = items[0].insert_text if items else None
+            self.completions.setdefault(case, []).append(
+                offered if isinstance(offered, str) or offered is None else offered.value)
+            self.truths.setdefault(case, []).append(truth)
         finally:
             self.close(uri)
+
+    def completion_quality(self, case: str) -> dict[str, Any]:
+        got, truths = self.completions.get(case, []), self.truths.get(case, [])
+        n = len(truths)
+        exact = sum(c is not None and c.strip() == t.strip()
+                    for c, t in zip(got, truths, strict=True))
+        empty = sum(c is None for c in got)
+        return {"n": n, "exact_match": exact / n if n else None,
+                "no_completion": empty / n if n else None}
+
+
+def mid_line_cut(truth: str) -> int:
+    """Where a user typing `truth` is: just after the space nearest its middle (mid-word
+    at its middle when it has no space)."""
+    spaces = [i + 1 for i, ch in enumerate(truth) if ch == " " and 0 < i < len(truth) - 1]
+    if not spaces:
+        return len(truth) // 2
+    return min(spaces, key=lambda i: abs(i - len(truth) / 2))
 
 
 def documents(n: int, seed: int) -> dict[str, list[Any]]:
@@ -157,7 +189,7 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     client = LanguageClient("bench-lsp", "1")
     await client.start_io(sys.executable, "-m", "lsp.server", cwd=str(ROOT))
-    settings: dict[str, Any] = {"progressDelay": 60_000}
+    settings: dict[str, Any] = {"progressDelay": 60_000, **args.setting}
     if args.worker:
         settings["workerAddress"] = args.worker
     if args.model:
@@ -176,15 +208,21 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                        warm.start, warm.start, "refactor.rewrite.infill.fillHoles")
         b.times.clear()
         for ex in docs["lines"]:
-            await b.inline(ex.text[:ex.start] + ex.text[ex.end:], ex.start)
+            cut = ex.start + mid_line_cut(ex.truth)
+            await b.inline("inline completion", ex.text[:cut] + ex.text[ex.end:], cut,
+                           ex.text[cut:ex.end])
+            await b.inline("inline completion (empty line)",
+                           ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth)
+            if args.only_completion:
+                continue
             await b.action("fill holes", ex.text[:ex.start] + "<mask>" + ex.text[ex.end:],
                            ex.start, ex.start, "refactor.rewrite.infill.fillHoles")
             await b.action("rewrite selection", ex.text, ex.start, ex.end,
                            "refactor.rewrite.infill.rewriteSelection")
-        for text, at in docs["docstrings"]:
+        for text, at in [] if args.only_completion else docs["docstrings"]:
             await b.action("insert docstring", text, at, at,
                            "refactor.rewrite.infill.insertDocstring")
-        for bug in docs["bugs"]:
+        for bug in [] if args.only_completion else docs["bugs"]:
             line_start = bug.buggy.rfind("\n", 0, bug.start) + 1
             line_end = bug.buggy.find("\n", bug.end)
             await b.action("fix selection", bug.buggy, line_start,
@@ -196,15 +234,28 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         await client.shutdown_async(None)
         client.exit(None)
         await client.stop()
-    cases = ["inline completion", "code action list", "fill holes", "rewrite selection",
+    inline = ["inline completion", "inline completion (empty line)"]
+    cases = [*inline, "code action list", "fill holes", "rewrite selection",
              "insert docstring", "fix selection"]
     return {
         "model": str(args.model or args.worker or "shipped"),
         "worker": info if isinstance(info, dict) else None,
         "requests": args.requests,
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "settings": args.setting,
         "cases": {c: summary(b.times.get(c, []), b.errors.get(c, 0)) for c in cases},
+        "completion quality": {c: b.completion_quality(c) for c in inline},
     }
+
+
+def _setting(kv: str) -> tuple[str, Any]:
+    key, sep, value = kv.partition("=")
+    if not sep:
+        raise SystemExit(f"--setting {kv!r}: expected KEY=VALUE")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,16 +268,25 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the example choice")
     p.add_argument("--out", type=Path, help="results JSON (default: "
                    "benchmarks/results/lsp_<model>.json)")
+    p.add_argument("--only-completion", action="store_true",
+                   help="time inline completion only (faster, for tuning its settings)")
+    p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
+                   help="a server setting, e.g. completionSteps=8 (repeatable)")
     args = p.parse_args(argv)
+    args.setting = dict(_setting(kv) for kv in args.setting)
     logging.basicConfig(level=logging.ERROR)
     results = asyncio.run(bench(args))
-    print(f"{'case':20s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")
+    print(f"{'case':30s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")
     for case, r in results["cases"].items():
         if r["n"]:
-            print(f"{case:20s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
+            print(f"{case:30s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
                   f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}")
         else:
-            print(f"{case:20s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
+            print(f"{case:30s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
+    for case, q in results["completion quality"].items():
+        if q["n"]:
+            print(f"{case}: exact match {q['exact_match']:.0%}, no completion "
+                  f"{q['no_completion']:.0%} (n={q['n']})")
     if results.get("worker"):
         print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
     write_results("lsp_via_worker" if args.worker else "lsp", args.model, results, args.out)

@@ -3,10 +3,16 @@
 
 The hole is an empty span at the cursor; everything before it and after it (the rest of
 the line included) is context. On a line with code the completion is one line:
-`completionTokens` tokens at most, cut at the first line break. On an empty (or
-whitespace-only) line, e.g. the next line of a block, it may span lines
-(`multilineTokens`, growing up to `maxTokens`). A new request for a document cancels the
-one still running for it (its response is `RequestCancelled`), and so does an edit.
+`completionTokens` tokens at most, cut at the first line break, computed on a small canvas
+(`completionWindowTokens` around the cursor) in at most `completionSteps` passes, the
+context's keys/values computed once and reused, so that it keeps up with typing. On an
+empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
+(`multilineTokens`, growing up to `maxTokens`, in at most `multilineSteps` passes). A new
+request for a document cancels the one still running for it (its response is
+`RequestCancelled`), and so does an edit.
+
+The model is not asked where no completion belongs (`wants_completion`): in the middle of
+an identifier, or before code on the same line (a fill there would only repeat it).
 """
 
 from __future__ import annotations
@@ -18,13 +24,26 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from infill.core.errors import InfillError
+from infill.core.options import SamplerOptions
 from infill.core.spans import Span
 from lsp.excerpt import excerpt
 from lsp.host import Feature, Host, Snapshot
 from lsp.positions import LINE_BREAK
 from lsp.progress import WorkProgress, live_view
+from lsp.settings import Settings
 
 _WORD = re.compile(r"\w*$")
+# what may follow the cursor on its line for a completion to make sense: closing
+# brackets and quotes, separators, a comment (nothing a fill would duplicate)
+_CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
+
+
+def wants_completion(line_rest: str) -> bool:
+    """Whether a one-line completion belongs before `line_rest` (the text after the cursor
+    on its line): not in the middle of an identifier, not before code."""
+    if line_rest[:1].isalnum() or line_rest[:1] == "_":
+        return False
+    return _CLOSERS.fullmatch(line_rest) is not None
 
 
 @dataclass(frozen=True)
@@ -98,10 +117,9 @@ class Completions(Feature):
         at = snap.lines.offset(position)
         line = snap.lines.line_of(at)
         multiline = not snap.lines.line_text(line).strip()
-        tokens = s.multiline_tokens if multiline else s.completion_tokens
-        options = s.sampler_options(
-            default_span_tokens=tokens,
-            max_span_tokens=max(s.max_tokens, tokens) if multiline else tokens)
+        if not multiline and not wants_completion(snap.text[at:snap.lines.end(line)]):
+            return None
+        options = completion_options(s, multiline)
         ex = excerpt(snap.text, at, at, context=s.context_chars)
         try:
             # Progress only with the request's own token: a server-created progress bar
@@ -120,6 +138,23 @@ class Completions(Feature):
         text = result.fills[0].text if result.fills else ""
         text = shape(text, multiline=multiline, at_line_end=at == snap.lines.end(line))
         return Completion(snap, at, text, multiline) if text else None
+
+
+def completion_options(s: Settings, multiline: bool) -> SamplerOptions:
+    """The sampler options of a completion: a one-line one on a small canvas in a few
+    passes, a multi-line one on the usual window in a few more; both reuse the context's
+    keys/values between passes (refreshed every 4, and after the hole grows)."""
+    if multiline:
+        tokens = s.multiline_tokens
+        steps = min(s.multiline_steps, s.steps or s.multiline_steps)
+        return s.sampler_options(default_span_tokens=tokens,
+                                 max_span_tokens=max(s.max_tokens, tokens), max_steps=steps,
+                                 cache_refresh=4)
+    steps = min(s.completion_steps, s.steps or s.completion_steps)
+    return s.sampler_options(default_span_tokens=s.completion_tokens,
+                             max_span_tokens=s.completion_tokens,
+                             window_tokens=s.completion_window, max_steps=steps,
+                             cache_refresh=steps)
 
 
 def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:

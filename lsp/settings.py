@@ -19,6 +19,7 @@ from typing import Any
 from infill.core.errors import OptionError
 from infill.core.options import SamplerOptions
 from infill.core.spans import DEFAULT_MARKER, check_marker
+from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from infill.serve.sockets import parse_address
 
 SECTION = "infill"
@@ -122,13 +123,26 @@ class Settings:
     # -- completion
     completion_tokens: int = _s("completionTokens", _int(1, 1024), default=16)  # one line
     multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=64)  # empty line
+    # a one-line completion's budget: canvas tokens around the cursor, denoising passes
+    # (the last commits what is left; context keys/values computed once, then reused)
+    completion_window: int = _s("completionWindowTokens", _int(16, 4096), default=128)
+    completion_steps: int = _s("completionSteps", _int(1, 64), default=4)
+    multiline_steps: int = _s("multilineSteps", _int(1, 4096), default=8)  # empty line
     # -- diagnostics and fixes
     diagnostics: bool = _s("diagnostics", _bool, default=False)  # off until measured fast
-    diagnostics_threshold: float = _s("diagnosticsThreshold", _real(0.0, 1.0), default=0.9)
+    # the fixer's rule (infill/core/suspicion.py): suspicion >= *Threshold and p(likely)
+    # >= *LikelyThreshold; diagnostics and Fix selection share its calibrated defaults
+    diagnostics_threshold: float = _s("diagnosticsThreshold", _real(0.0, 1.0),
+                                      default=DEFAULT_MIN_SUSPICION)
+    diagnostics_likely_threshold: float = _s("diagnosticsLikelyThreshold", _real(0.0, 1.0),
+                                             default=DEFAULT_MIN_LIKELY)
     diagnostics_delay: int = _s("diagnosticsDelay", _int(0, 60_000), default=500)  # ms
     diagnostics_severity: str = _s("diagnosticsSeverity", _severity, default="information")
     max_diagnostics: int = _s("maxDiagnostics", _int(1, 1000), default=20)
-    fix_threshold: float = _s("fixThreshold", _real(0.0, 1.0), default=0.5)  # Fix selection
+    fix_threshold: float = _s("fixThreshold", _real(0.0, 1.0),
+                              default=DEFAULT_MIN_SUSPICION)  # Fix selection
+    fix_likely_threshold: float = _s("fixLikelyThreshold", _real(0.0, 1.0),
+                                     default=DEFAULT_MIN_LIKELY)
     max_fixes: int = _s("maxFixes", _int(1, 64), default=3)  # tokens per Fix selection
     # -- the editor side
     live_view: bool = _s("liveView", _bool, default=False)  # stream infill/denoiseStep

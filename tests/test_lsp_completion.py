@@ -151,3 +151,63 @@ def test_an_edit_drops_the_completion_in_flight(worker):
             assert dropped.value.code == REQUEST_CANCELLED
 
     run(go())
+
+
+async def counters(client) -> dict:
+    info = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="infill.workerInfo"))
+    return info["counters"]
+
+
+def test_no_model_call_where_no_completion_belongs(worker):
+    # "value = " has a target; but the cursor is in the middle of an identifier, or before
+    # code that a fill would only repeat: nothing is offered and the worker is not asked
+    text = "def f(compute):\n    value = compute\n    value = x + 1\n    value = \n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "skip.py", text)
+            before = await counters(client)
+            assert await inline(client, uri, pos(1, 14)) == []  # comp|ute
+            assert await inline(client, uri, pos(1, 12)) == []  # |compute
+            assert await inline(client, uri, pos(2, 12)) == []  # |x + 1
+            assert (await counters(client))["requests"] == before["requests"]
+            # at the end of the line, or before closing brackets, the model is asked
+            (item,) = await inline(client, uri, pos(3, 12))
+            assert item.insert_text == "compute()"
+            assert (await counters(client))["requests"] == before["requests"] + 1
+
+    run(go())
+
+
+def test_one_line_completion_keeps_to_its_pass_budget(worker):
+    # the fake is never confident (p = 0.5): one token per pass, unless the budget's last
+    # pass commits the rest at once
+    text = "name = \n"
+
+    async def go():
+        for steps, most in ((64, None), (2, 2)):
+            async with lsp(worker, {"completionSteps": steps}) as (client, _):
+                uri = open_doc(client, "budget.py", text)
+                before = await counters(client)
+                (item,) = await inline(client, uri, pos(0, 7))
+                assert item.insert_text == "'ada'"
+                passes = (await counters(client))["passes"] - before["passes"]
+                assert passes > 2 if most is None else passes <= most
+
+    run(go())
+
+
+def test_completion_budget_settings_are_validated(worker):
+    bad = {"completionSteps": 0, "completionWindowTokens": "big", "multilineSteps": -1}
+
+    async def go():
+        async with lsp(worker, bad) as (client, _):
+            uri = open_doc(client, "bad.py", "name = \n")
+            (item,) = await inline(client, uri, pos(0, 7))  # the defaults are used
+            assert item.insert_text == "'ada'"
+            (warning,) = [m for m in client.messages if m.type == types.MessageType.Warning]
+            for name in bad:
+                assert f"infill.{name}" in warning.message
+
+    run(go())
