@@ -254,7 +254,7 @@ def bug_scores(den, bugs, desc: str) -> dict[str, object]:
         scores = score_text(bug.buggy, denoiser=den)
         worst = max(scores, key=lambda s: s.suspicion)
         located = worst.start < bug.end and worst.end > bug.start
-        result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0)
+        result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
         repaired = result is not None and result.text == bug.clean
         by_kind.setdefault(bug.kind, []).append((located, repaired))
     flat = [x for v in by_kind.values() for x in v]

@@ -278,6 +278,7 @@ async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     result = await host.worker.fix(ex.text, start=op.start - ex.offset, end=op.end - ex.offset,
                                    max_fixes=1 if token else s.max_fixes,
                                    min_suspicion=0.0 if token else s.fix_threshold,
+                                   min_likely=0.0 if token else s.fix_likely_threshold,
                                    language=snap.language, options=_options(s))
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 

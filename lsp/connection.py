@@ -88,11 +88,11 @@ class WorkerConnection:
                                       options=options, on_step=on_step)
 
     async def fix(self, text: str, *, start: int, end: int, max_fixes: int,
-                  min_suspicion: float, language: str | None,
+                  min_suspicion: float, min_likely: float, language: str | None,
                   options: SamplerOptions) -> Result:
         return await self.client.fix(text, start=start, end=end, max_fixes=max_fixes,
-                                     min_suspicion=min_suspicion, language=language,
-                                     options=options)
+                                     min_suspicion=min_suspicion, min_likely=min_likely,
+                                     language=language, options=options)
 
     async def score(self, text: str, *, start: int, end: int,
                     language: str | None) -> list[TokenScore]:

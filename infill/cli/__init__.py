@@ -199,6 +199,7 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     with _progress(args, path, "scoring", "windows") as progress:
         repair: Repair = backend.fix(text, start=start, end=end, max_fixes=args.max_fixes,
                                      min_suspicion=args.min_suspicion,
+                                     min_likely=args.min_likely,
                                      language=language_for(args, path), options=options,
                                      progress=progress)
     return (source, *repair)
@@ -211,7 +212,10 @@ def _fix_summary(path: str, text: str, result: FillResult | None,
         return f"{path}: nothing to score"
     where = line_col(text, worst.start)
     head = f"most suspicious {worst.text.strip()!r} at {where} ({worst.suspicion:.2f})"
-    if result is None or not result.edits:
+    if result is None:  # no token passed the rule (docs/ARCHITECTURE.md, "Fixer calibration")
+        return (f"{path}: nothing suspicious (least probable {worst.text.strip()!r} at "
+                f"{where}, suspicion {worst.suspicion:.2f})")
+    if not result.edits:
         return f"{path}: no change; {head}"
     return f"{summary(path, result)}; {head}"
 
@@ -242,8 +246,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
         check_worker_args(args)
         if args.max_fixes < 1:
             raise ValueError(f"--max-fixes must be >= 1, got {args.max_fixes}")
-        if not 0.0 <= args.min_suspicion <= 1.0:
-            raise ValueError(f"--min-suspicion must be in 0..1, got {args.min_suspicion}")
+        for flag, value in (("--min-suspicion", args.min_suspicion),
+                            ("--min-likely", args.min_likely)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{flag} must be in 0..1, got {value}")
         if args.lines is not None:
             lines_spec(args.lines)
     except (InfillError, ValueError) as exc:

@@ -33,7 +33,7 @@ class Backend(Protocol):
              options: SamplerOptions, progress: Progress | None = None) -> FillResult: ...
 
     def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            language: str | None, options: SamplerOptions,
+            min_likely: float, language: str | None, options: SamplerOptions,
             progress: Progress | None = None) -> Repair: ...
 
     def close(self) -> None: ...
@@ -61,11 +61,12 @@ class InProcess:
                          options=options, progress=progress)
 
     def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            language: str | None, options: SamplerOptions,
+            min_likely: float, language: str | None, options: SamplerOptions,
             progress: Progress | None = None) -> Repair:
         return fix_text(text, denoiser=self.denoiser(), start=start, end=end,
-                        max_fixes=max_fixes, min_suspicion=min_suspicion, language=language,
-                        options=options, progress=progress)
+                        max_fixes=max_fixes, min_suspicion=min_suspicion,
+                        min_likely=min_likely, language=language, options=options,
+                        progress=progress)
 
     def close(self) -> None:
         pass
@@ -101,11 +102,11 @@ class ThroughWorker:
         return reply.to_fill_result(text)
 
     def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            language: str | None, options: SamplerOptions,
+            min_likely: float, language: str | None, options: SamplerOptions,
             progress: Progress | None = None) -> Repair:
         reply = self._ask(lambda c: c.fix(text, start=start, end=end, max_fixes=max_fixes,
-                                          min_suspicion=min_suspicion, language=language,
-                                          options=options))
+                                          min_suspicion=min_suspicion, min_likely=min_likely,
+                                          language=language, options=options))
         scores = list(reply.scores or [])
         return (None if reply.stats is None else reply.to_fill_result(text)), scores
 

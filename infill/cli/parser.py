@@ -9,6 +9,7 @@ from infill.core.checks import KINDS
 from infill.core.options import DEFAULT_CHECKS, SamplerOptions
 from infill.core.spans import DEFAULT_MARKER
 from infill.core.strategies import STRATEGIES
+from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from infill.serve.sockets import parse_address
 
 
@@ -104,8 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     what = fix.add_argument_group("what to fix")
     what.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
     what.add_argument("--max-fixes", type=int, default=1, help="most tokens repaired (default 1)")
-    what.add_argument("--min-suspicion", type=float, default=0.5,
-                      help="repair only tokens at least this suspicious, 0..1 (default 0.5)")
+    what.add_argument("--min-suspicion", type=float, default=DEFAULT_MIN_SUSPICION,
+                      help="repair only tokens at least this suspicious (1 - p(token)), 0..1 "
+                      f"(default {DEFAULT_MIN_SUSPICION}, calibrated: docs/ARCHITECTURE.md)")
+    what.add_argument("--min-likely", type=float, default=DEFAULT_MIN_LIKELY,
+                      help="repair only where the model's likeliest replacement has at least "
+                      f"this probability, 0..1 (default {DEFAULT_MIN_LIKELY})")
     _add_language_arg(what)
     _add_model_args(fix)
     _add_sampler_args(fix)

@@ -177,8 +177,7 @@ class WorkerClient:
                   deadline: float | None = None, timeout: float | None = None) -> Result:
         """Re-denoise the most suspicious tokens of text[start:end] ("Fix selection").
         The Result's `scores` hold every token's score; no edits when no token passed
-        the rule (infill/core/suspicion.py: suspicion >= `min_suspicion` and p(likely)
-        >= `min_likely`)."""
+        the rule (infill/core/suspicion.py: `min_suspicion` and `min_likely`)."""
         return await self._call(
             lambda rid: FixRequest(rid, text, start, end, max_fixes, min_suspicion, language,
                                    _options(options), deadline, min_likely),

@@ -5,9 +5,8 @@ carries `v` (PROTOCOL_VERSION) and `type`; the other keys are the fields of the 
 class registered for that type, each checked by its field kind (infill/serve/wire.py).
 Decoding validates every field and raises a `ProtocolError` whose `code` is the error code
 to reply with. docs/PROTOCOL.md is the specification; the worker, the client and the tests
-all use these classes, never raw dicts. The messages carry the engine's value types (spans,
-edits, fills, stats, scores, sampler options) and depend on nothing else of the engine. No
-pickle anywhere: msgpack carries only plain data (ext types are refused).
+all use these classes, never raw dicts, carrying the engine's value types (spans, edits,
+fills, stats, scores, sampler options). No pickle: msgpack carries only plain data.
 """
 
 from __future__ import annotations
@@ -204,8 +203,7 @@ class FixRequest(Message):
     language: str | None = _f(_LANGUAGE, default="python")
     options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
     deadline: float | None = _f(_DEADLINE, default=None)
-    # last, so that positional construction stays as it was (infill/core/suspicion.py)
-    min_likely: float = _f(SUSPICION, default=DEFAULT_MIN_LIKELY)
+    min_likely: float = _f(SUSPICION, default=DEFAULT_MIN_LIKELY)  # last: positions kept
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ class RequestHandler:
         fill, scores = await self._on_model_thread(
             prepare_fix, msg.text, denoiser=self.denoiser, options=options, start=msg.start,
             end=msg.end, max_fixes=msg.max_fixes, min_suspicion=msg.min_suspicion,
-            language=msg.language)
+            min_likely=msg.min_likely, language=msg.language)
         if fill is None:
             return Result(msg.id, msg.text, [], [], None, scores)
         await self.scheduler.denoise(fill.job)

@@ -167,8 +167,8 @@ def _fill(items: list[Any], where: str) -> SpanFill:
     return SpanFill(Span(start, end), text, tokens, rejected[0] if rejected else None)
 
 
-def _score(items: list[Any], where: str) -> TokenScore:
-    return TokenScore(*row(items, where, [POS, POS, STR, SUSPICION, STR], 5))
+def _score(items: list[Any], where: str) -> TokenScore:  # p_likely: absent from old workers
+    return TokenScore(*row(items, where, [POS, POS, STR, SUSPICION, STR, SUSPICION], 5))
 
 
 def _step_span(items: list[Any], where: str) -> tuple[int, str]:
@@ -180,7 +180,7 @@ SPANS = rows(_span, lambda s: [s.start, s.end, s.length, s.exact])
 EDITS = rows(_edit, lambda e: [e.start, e.end, e.new_text])
 FILLS = rows(_fill, lambda f: [f.span.start, f.span.end, f.text, f.tokens]
              + ([f.rejected] if f.rejected is not None else []))
-SCORES = rows(_score, lambda s: [s.start, s.end, s.text, s.suspicion, s.likely])
+SCORES = rows(_score, lambda s: [s.start, s.end, s.text, s.suspicion, s.likely, s.p_likely])
 STEP_SPANS = rows(_step_span, list)
 
 
