@@ -2,9 +2,13 @@
 validation split with the engine, and keep a table that grows across sessions.
 
     python -m benchmarks.ablate [--tokens 3e6] [--rows baseline,t-bell,...]
+    python -m benchmarks.ablate --init-from model/weights --lr 4e-4 --tokens 1e6 \
+        --out benchmarks/results/ablation_warm.json --rows baseline,no-reveal,neither
 
-Every row trains `model.train` from scratch for the same number of tokens (same seed,
-data, batch, schedule) and differs from `baseline` in one thing (ROWS below). It is then
+Every row trains `model.train` for the same number of tokens (same seed, data, batch,
+schedule), from scratch or, with `--init-from`, continuing the same exported model (a
+"warm" row: what a recipe change does to the model we have, which is what the long run
+decides), and differs from `baseline` in one thing (ROWS below). It is then
 scored on the validation split (packages never trained on, never in the test split) by
 `benchmarks.eval_model --split valid`: single-line exact match with the true length and
 with the engine's length (does the fill end in the right place?), multi-line exact match,
@@ -39,6 +43,8 @@ ROWS: dict[str, tuple[str, list[str]]] = {
                   ["--noise", "p_reveal=0.0"]),
     "no-engine-alloc": ("null tails only from short random extras, not engine-sized",
                         ["--noise", "p_engine_alloc=0.0"]),
+    "neither": ("neither part-decoded holes nor engine-sized allocations (the first "
+                "session's holes)", ["--noise", "p_reveal=0.0,p_engine_alloc=0.0"]),
     "vocab-8k": ("8,192-token BPE vocabulary (data/tokenizer8k)",
                  ["--tokenizer", "data/tokenizer8k/tokenizer.json"]),
     "shape-deep": ("192 wide x 8 layers instead of 256 x 4 (similar FLOPs/token)",
@@ -47,14 +53,22 @@ ROWS: dict[str, tuple[str, list[str]]] = {
 OUT = RESULTS / "ablation.json"
 
 
-def train_args(name: str, tokens: float, corpus: Path, runs: Path, threads: int | None
-               ) -> list[str]:
-    base = ["--preset", "small", "--corpus", str(corpus), "--out", str(runs / name),
-            "--tokens", f"{tokens:g}", "--eval-every", "1000000", "--save-every", "50",
-            "--quiet", "--tokenizer", "model/weights/tokenizer.json"]
-    if threads:  # only how fast, not what is computed
-        base += ["--threads", str(threads)]
+def train_args(name: str, args: argparse.Namespace) -> list[str]:
+    base = ["--corpus", str(args.corpus), "--out", str(args.runs / name),
+            "--tokens", f"{args.tokens:g}", "--eval-every", "1000000", "--save-every", "50",
+            "--quiet"]
+    if args.init_from:  # the model's own shape and tokenizer
+        base += ["--init-from", str(args.init_from)]
+    else:
+        base += ["--preset", "small", "--tokenizer", "model/weights/tokenizer.json"]
+    if args.lr:
+        base += ["--lr", f"{args.lr:g}"]
+    if args.threads:  # only how fast, not what is computed
+        base += ["--threads", str(args.threads)]
     extra = ROWS[name][1]
+    if args.init_from and ("--tokenizer" in extra or "--preset" in extra):
+        sys.exit(f"row {name} changes the model's shape or vocabulary: it cannot continue "
+                 f"{args.init_from}")
     if "--tokenizer" in extra:  # the row's own tokenizer replaces the default
         i = base.index("--tokenizer")
         del base[i:i + 2]
@@ -97,7 +111,7 @@ def table(results: dict) -> str:
 def run_row(name: str, args: argparse.Namespace) -> dict:
     from model import train
 
-    argv = train_args(name, args.tokens, args.corpus, args.runs, args.threads)
+    argv = train_args(name, args)
     t0 = time.perf_counter()
     train.main(argv)
     seconds = time.perf_counter() - t0
@@ -120,14 +134,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=200, help="single-line / bug examples")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads per training run (1 when the cores are shared)")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="continue this exported model in every row (warm rows)")
+    parser.add_argument("--lr", type=float, default=None, help="peak learning rate")
     args = parser.parse_args(argv)
     out = args.out
     results = json.loads(out.read_text()) if out.exists() else {"rows": {}}
-    for key, value in (("tokens", args.tokens), ("corpus", str(args.corpus))):
+    settings = {"tokens": args.tokens, "corpus": str(args.corpus),
+                "init_from": str(args.init_from or ""), "lr": args.lr}
+    for key, value in settings.items():
         if results.get(key, value) != value:
+            flag = key.replace("_", "-")
             sys.exit(f"{out} holds rows with {key}={results[key]}; rows compare only at equal "
-                     f"{key}: pass --{key} {results[key]} or --out for a new table")
-    results["tokens"], results["corpus"] = args.tokens, str(args.corpus)
+                     f"{key}: pass --{flag} {results[key]} or --out for a new table")
+    results.update(settings)
     for name in args.rows.split(","):
         if name not in ROWS:
             sys.exit(f"unknown row {name!r}: {', '.join(ROWS)}")
