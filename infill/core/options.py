@@ -12,10 +12,12 @@ from infill.core.strategies import STRATEGIES
 
 DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no budget is given
 # The checks the command and the language server run unless told otherwise: those the
-# held-out evaluation kept (docs/ARCHITECTURE.md, "Checks": `comment` and `keyword` never
-# fired there, so they stay opt-in). The engine's own default is none, so that a caller of
+# held-out evaluation kept (docs/ARCHITECTURE.md, "Checks"), plus `comment` and `keyword`,
+# which could not fire on its whole-line holes and flag only fills that are broken by
+# definition (code after the hole commented out; a repeated keyword argument, a
+# SyntaxError). The engine's own default is none, so that a caller of
 # fill_text gets exactly the model's decode unless it asks.
-DEFAULT_CHECKS = "parse,name"
+DEFAULT_CHECKS = "parse,name,comment,keyword"
 MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
 
 
