@@ -30,6 +30,7 @@ from lsp.excerpt import Excerpt, excerpt
 from lsp.host import Feature, Host, Snapshot, request_failed, require_current, workspace_edit
 from lsp.positions import shift
 from lsp.progress import WorkProgress, live_view
+from lsp.settings import Settings
 
 log = logging.getLogger("infill.lsp")
 
@@ -231,7 +232,7 @@ Done = tuple[list[Edit], Result, Excerpt]
 OnStep = Callable[[Step], None] | None
 
 
-def _options(s: Any) -> SamplerOptions:
+def _options(s: Settings) -> SamplerOptions:
     """The settings' sampler options; with `checks`, a fill that breaks the code loses to
     the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md)."""
     return s.sampler_options(checks=DEFAULT_CHECKS if s.checks else "")

@@ -144,13 +144,13 @@ def completion_options(s: Settings, multiline: bool) -> SamplerOptions:
     """The sampler options of a completion: a one-line one on a small canvas in a few
     passes, a multi-line one on the usual window in a few more; both reuse the context's
     keys/values between passes (refreshed every 4, and after the hole grows)."""
+    budget = s.multiline_steps if multiline else s.completion_steps
+    steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
     if multiline:
         tokens = s.multiline_tokens
-        steps = min(s.multiline_steps, s.steps or s.multiline_steps)
         return s.sampler_options(default_span_tokens=tokens,
                                  max_span_tokens=max(s.max_tokens, tokens), max_steps=steps,
                                  cache_refresh=4)
-    steps = min(s.completion_steps, s.steps or s.completion_steps)
     return s.sampler_options(default_span_tokens=s.completion_tokens,
                              max_span_tokens=s.completion_tokens,
                              window_tokens=s.completion_window, max_steps=steps,

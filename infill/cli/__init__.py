@@ -73,14 +73,13 @@ def summary(path: str, result: FillResult) -> str:
     )
 
 
-def _report_rejected(path: str, result: FillResult) -> bool:
+def _report_rejected(path: str, result: FillResult) -> None:
     """One line on stderr per span whose every candidate failed the checks (its text was
-    left as it was). Not an error: the file was filled as well as it could be (True)."""
+    left as it was). Not an error: the file was filled as well as it could be."""
     for f in result.fills:
         if f.rejected is not None:
             _error(path, f"{line_col(result.original, f.span.start)}: left as it was: "
                    f"every candidate failed the checks ({f.rejected})")
-    return True
 
 
 def _each_file(args: argparse.Namespace, backend: Backend,
@@ -163,14 +162,16 @@ def _report_fill(path: str, args: argparse.Namespace, source: Source,
         if args.trace:
             obj["trace"] = [asdict(step) for step in result.trace]
         print(json.dumps(obj, ensure_ascii=False), flush=True)
-        return _report_rejected(path, result)
+        _report_rejected(path, result)
+        return True
     if args.trace:
         print(f"{path}: trace\n{result.trace_text()}", file=sys.stderr)
     if not args.in_place:
         sys.stdout.write(result.diff(path))
         sys.stdout.flush()
     print(summary(path, result), file=sys.stderr)
-    return _report_rejected(path, result)
+    _report_rejected(path, result)
+    return True
 
 
 def cmd_fill(args: argparse.Namespace) -> int:
