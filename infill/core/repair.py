@@ -26,7 +26,6 @@ from infill.core.errors import SpanError
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, TokenScore
 from infill.core.sampler import denoise
-from infill.core.scoring import softmax
 from infill.core.spans import Span
 from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, is_suspicious
 from infill.core.window import Layout, plan_windows
@@ -40,15 +39,31 @@ Progress = Callable[[int, int], None]  # (windows done, windows in all)
 
 
 def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, int]] | None:
-    """Character range of each token of `ids` (the encoding of `text`), or None where a
-    character is split across tokens (those tokens share the character's range)."""
+    """Character range of each token of `ids` (the encoding of `text`), or None where the
+    decoded tokens do not give back `text`. A token that ends inside a character (byte-level
+    tokens) shares the character's range with the tokens that complete it (folded forward).
+
+    Linear: each token is decoded alone, and from a token that does not decode cleanly
+    alone on, the run is decoded as a prefix. A prefix is a whole number of characters
+    when one more token extends it (decodes to it and more), not when it rewrites its
+    last character (a U+FFFD that the next bytes complete): so a U+FFFD written in the
+    text is told apart from a split character."""
     bounds = [0]
-    for k in range(1, len(ids) + 1):
-        prefix = den.decode(ids[:k])
-        if prefix.endswith("\ufffd") and not text[: len(prefix)].endswith("\ufffd"):
-            bounds.append(bounds[-1])  # a partial character: the token is folded forward
+    anchor: int | None = None  # the first token of a run decoded as a prefix
+    for k in range(len(ids)):
+        if anchor is None:
+            piece = den.decode([ids[k]])
+            if "\ufffd" not in piece:
+                bounds.append(bounds[-1] + len(piece))
+                continue
+            anchor = k
+        prefix = den.decode(ids[anchor:k + 1])
+        longer = den.decode(ids[anchor:k + 2]) if k + 1 < len(ids) else None
+        if longer is None or (len(longer) > len(prefix) and longer.startswith(prefix)):
+            bounds.append(bounds[anchor] + len(prefix))
+            anchor = None
         else:
-            bounds.append(len(prefix))
+            bounds.append(bounds[-1])  # a partial character: the token is folded forward
     if bounds[-1] != len(text):
         return None
     return [(bounds[k], bounds[k + 1]) for k in range(len(ids))]
@@ -104,14 +119,16 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
     a character with the next one are left out)."""
     if not chunk.tokens or chunk.offsets is None:
         return []
-    probs = softmax(logits)  # (n, V)
+    x = np.array(logits, dtype=np.float32)  # (n, V), a copy: masked below
+    x -= x.max(axis=-1, keepdims=True)
+    log_z = np.log(np.exp(x).sum(axis=-1))  # (n,)
     rows = np.arange(len(chunk.tokens))
-    seen = probs[rows, chunk.tokens]  # (n,)
+    seen = np.exp(x[rows, chunk.tokens] - log_z)  # (n,)
     sp = den.special
-    other = probs.copy()  # the replacement is never a special token nor the written one
-    other[:, [sp.mask, sp.pad, sp.null]] = -1.0
-    other[rows, chunk.tokens] = -1.0
-    best = other.argmax(axis=-1)  # (n,)
+    x[:, [sp.mask, sp.pad, sp.null]] = -np.inf  # the replacement is never a special token
+    x[rows, chunk.tokens] = -np.inf  # nor the written one
+    best = x.argmax(axis=-1)  # (n,)
+    best_p = np.exp(x[rows, best] - log_z)
     scores: list[TokenScore] = []
     for k in range(len(chunk.tokens)):
         s, e = chunk.offsets[k]
@@ -119,7 +136,7 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
             continue
         scores.append(TokenScore(chunk.start + s, chunk.start + e,
                                  text[chunk.start + s:chunk.start + e], float(1 - seen[k]),
-                                 den.decode([int(best[k])]), float(other[k, best[k]])))
+                                 den.decode([int(best[k])]), float(best_p[k])))
     return scores
 
 
