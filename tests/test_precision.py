@@ -53,3 +53,21 @@ def test_loaded_denoiser_reports_its_precision(tiny_model_dir: Path, monkeypatch
     assert den.precision.name == "fp32"
     with pytest.raises(ModelLoadError, match="unknown dtype"):
         load_denoiser(tiny_model_dir, dtype="half-ish")
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_infill_threads_sets_the_cpu_threads(tiny_model_dir: Path, monkeypatch,
+                                             restore_threads) -> None:
+    monkeypatch.setenv("INFILL_THREADS", "1")
+    load_denoiser(tiny_model_dir, dtype="fp32")
+    assert torch.get_num_threads() == 1
+    for bad in ("0", "two", "-3"):
+        monkeypatch.setenv("INFILL_THREADS", bad)
+        with pytest.raises(ModelLoadError, match="INFILL_THREADS must be a positive"):
+            load_denoiser(tiny_model_dir, dtype="fp32")
