@@ -284,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="the engine's checks, comma-separated ('' for none)")
     parser.add_argument("--candidates", type=int, default=infill.SamplerOptions().candidates,
                         help="candidates per fill when the checks are on")
+    parser.add_argument("--lengths", type=int, default=infill.SamplerOptions().lengths,
+                        help="allocations raced per hole (1: the engine's one allocation)")
     parser.add_argument("--ablate-checks", action="store_true",
                         help="only the checks' ablation on single-line, multi-line and "
                         "'arguments' holes (--parts); --out names its JSON")
@@ -293,7 +295,8 @@ def main(argv: list[str] | None = None) -> None:
     parts = set(args.parts.split(","))
     if parts - set(PARTS) - ({"arguments"} if args.ablate_checks else set()):
         parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
-    options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates)
+    options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates,
+                                    lengths=args.lengths)
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
@@ -305,7 +308,8 @@ def main(argv: list[str] | None = None) -> None:
         _ablate_main(args, den, single, multi, parts, t0)
         return
     results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
-                     "checks": args.checks, "candidates": args.candidates}
+                     "checks": args.checks, "candidates": args.candidates,
+                     "lengths": args.lengths}
     for key, examples in (("single_line", single), ("multi_line", multi)):
         for true_length in (False, True):
             name = key + ("_true_length" if true_length else "")

@@ -232,10 +232,12 @@ Done = tuple[list[Edit], Result, Excerpt]
 OnStep = Callable[[Step], None] | None
 
 
-def _options(s: Settings) -> SamplerOptions:
+def _options(s: Settings, *, race: bool = True) -> SamplerOptions:
     """The settings' sampler options; with `checks`, a fill that breaks the code loses to
-    the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md)."""
-    return s.sampler_options(checks=DEFAULT_CHECKS if s.checks else "")
+    the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md).
+    `race`: holes race `lengths` allocations (measured on code; a docstring is prose)."""
+    return s.sampler_options(checks=DEFAULT_CHECKS if s.checks else "",
+                             lengths=s.lengths if race else 1)
 
 
 async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
@@ -266,7 +268,7 @@ async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Don
     ex = excerpt(template, at, at, context=s.context_chars)
     result = await host.worker.fill(ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
                                     marker=s.hole_marker, language=snap.language,
-                                    options=_options(s), on_step=on_step)
+                                    options=_options(s, race=False), on_step=on_step)
     body = result.fills[0].text if result.fills else ""
     return ([slot.edit(body)] if slot.clean_body(body) else []), result, ex
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infill.core.errors import OptionError
-from infill.core.options import SamplerOptions
+from infill.core.options import DEFAULT_LENGTHS, MAX_CANDIDATES, SamplerOptions
 from infill.core.spans import DEFAULT_MARKER, check_marker
 from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from infill.serve.sockets import parse_address
@@ -120,6 +120,8 @@ class Settings:
     max_tokens: int = _s("maxTokens", _int(1, 1024), default=256)  # max_span_tokens
     hole_marker: str = _s("holeMarker", _marker, default=DEFAULT_MARKER)
     checks: bool = _s("checks", _bool, default=False)  # code actions: a fill must pass checks
+    # code actions: allocations raced per hole whose length the model chooses (16, 8, ...)
+    lengths: int = _s("lengths", _int(1, MAX_CANDIDATES), default=DEFAULT_LENGTHS)
     # -- completion
     completion_tokens: int = _s("completionTokens", _int(1, 1024), default=16)  # one line
     multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=64)  # empty line

@@ -253,6 +253,68 @@ def test_an_exact_span_has_no_alternative():
     assert r.fills[0].rejected and r.stats.candidates == 0
 
 
+# -- the engine: raced lengths -----------------------------------------------------
+
+
+class ScoredByLength(ByLength):
+    """ByLength whose confidence (at decode and when scored) depends on the span's length:
+    `scores[n]` for a span of n slots, 0.6 otherwise."""
+
+    def __init__(self, targets: dict[int, str], scores: dict[int, float], **kw):
+        super().__init__(targets, **kw)
+        self.scores, self._len = scores, 0
+        self.confidence = lambda span, slot, call: self.scores.get(self._len, 0.6)
+
+    def _target(self, canvas, k, start):
+        (end,) = [e for s, e in self.spans_of(canvas) if s == start]
+        self._len = end - start
+        return super()._target(canvas, k, start)
+
+
+RACE = {16: "len(values)", 8: "values+1", 4: "v[0]", 2: "xy", 1: "y"}  # exact lengths
+
+
+def test_raced_lengths_decode_together_and_the_best_scored_wins():
+    d = ScoredByLength(RACE, {8: 0.99})
+    r = fill_text(TEXT, denoiser=d, lengths=5)
+    assert r.text == TEXT.replace(MARK, "values+1")
+    assert r.stats.candidates == 4 and r.stats.nfe == d.nfe
+    assert len(d.calls[0][0]) == 5  # one batched pass: the primary and 8, 4, 2, 1 slots
+    assert len(d.calls[-1][0]) == 5  # the scoring pass: every candidate passes, no checks
+    d = ScoredByLength(RACE, {1: 0.99})  # exactly one token: it cannot grow back
+    assert fill_text(TEXT, denoiser=d, lengths=5).text == TEXT.replace(MARK, "y")
+
+
+def test_one_length_is_the_primary_decode():
+    d = ScoredByLength(RACE, {8: 0.99})
+    r = fill_text(TEXT, denoiser=d)
+    assert r.text == TEXT.replace(MARK, "len(values)") and r.stats.candidates == 0
+    assert all(len(canvases) == 1 for canvases, _ in d.calls)
+
+
+def test_a_raced_candidate_that_fails_the_checks_cannot_win():
+    d = ScoredByLength({**RACE, 8: "values(("}, {8: 0.99, 16: 0.9})
+    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT.replace(MARK, "len(values)") and r.fills[0].rejected is None
+
+
+def test_a_rewrite_keeps_its_length_and_an_exact_span_is_not_raced():
+    text = "def f(values):\n    return len(values)\n"
+    start = text.index("len")
+    d = ScoredByLength({11: "len(values)", 5: "value"}, {5: 0.99})
+    r = fill_spans(text, [Span(start, start + len("len(values)"))], denoiser=d, lengths=5)
+    assert r.stats.candidates == 0 and r.text == text
+    d = ScoredByLength({4: "vals", 2: "xx"}, {2: 0.99})
+    r = fill_text(TEXT.replace(MARK, "<mask:4>"), denoiser=d, lengths=5, exact_length=True)
+    assert r.stats.candidates == 0 and r.fills[0].text == "vals"
+
+
+@pytest.mark.parametrize("n", [0, 9, True, 2.5])
+def test_bad_lengths_are_rejected(n):
+    with pytest.raises(OptionError, match="lengths"):
+        SamplerOptions(lengths=n)
+
+
 # -- the command --------------------------------------------------------------------
 
 
@@ -274,7 +336,7 @@ def test_the_command_writes_the_candidate_that_passes(tmp_path, capsys, monkeypa
                         lambda *a, **kw: ByLength({16: "len(values", 8: "values"}))
     f = tmp_path / "m.py"
     f.write_text(TEXT)
-    assert main(["fill", "--json", str(f)]) == 0
+    assert main(["fill", "--json", "--lengths", "1", str(f)]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["text"] == TEXT.replace(MARK, "values")
     assert obj["stats"]["candidates"] == 1 and obj["fills"][0]["rejected"] is None

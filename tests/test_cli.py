@@ -40,7 +40,7 @@ def _one_line_error(err: str, *needles: str) -> None:
 def test_fill_prints_diff_and_summary(tmp_path, capsys, fake_model):
     f = tmp_path / "m.py"
     f.write_text("x = <mask>\n")
-    assert main(["fill", str(f)]) == 0
+    assert main(["fill", "--lengths", "1", str(f)]) == 0
     out, err = capsys.readouterr()
     assert f"--- a/{f}\n+++ b/{f}\n" in out
     assert "-x = <mask>\n+x = 42\n" in out
@@ -64,7 +64,7 @@ def test_in_place_writes_exact_bytes(tmp_path, capsys, fake_model):
 def test_json_output(tmp_path, capsys, fake_model):
     f = tmp_path / "m.py"
     f.write_text("def f(x):\n    return <mask>\n")
-    assert main(["fill", "--json", str(f)]) == 0
+    assert main(["fill", "--json", "--lengths", "1", str(f)]) == 0
     out, err = capsys.readouterr()
     obj = json.loads(out)
     assert obj["path"] == str(f)
@@ -72,6 +72,18 @@ def test_json_output(tmp_path, capsys, fake_model):
     assert obj["edits"] == [{"start": 21, "end": 27, "new_text": "x + 1"}]
     assert obj["stats"]["tokens"] == 5 and obj["stats"]["nfe"] == 1
     assert "trace" not in obj and err == ""
+
+
+def test_a_hole_races_shorter_lengths_by_default(tmp_path, capsys, fake_model):
+    f = tmp_path / "m.py"
+    f.write_text("def f(x):\n    return <mask>\n")
+    assert main(["fill", "--json", str(f)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    # 16, 8, 4, 2, 1 slots side by side; the fake scores every candidate alike, so the
+    # tie goes to the primary decode
+    assert obj["stats"]["candidates"] == 4 and obj["text"] == "def f(x):\n    return x + 1\n"
+    assert main(["fill", "--json", "--lengths", "9", str(f)]) == 2
+    assert "lengths must be <= 8" in capsys.readouterr().err
 
 
 def test_json_with_trace(tmp_path, capsys, fake_model):

@@ -255,7 +255,7 @@ def test_fill_of_one_hole_in_a_long_file_reads_one_window(tmp_path, counted, cap
     fake, parses = counted
     f = tmp_path / "long.py"
     f.write_text(LONG + "x = <mask>\n" + LONG)
-    assert main(["fill", "--progress", "--no-checks", str(f)]) == 0
+    assert main(["fill", "--progress", "--no-checks", "--lengths", "1", str(f)]) == 0
     assert {len(canvases) for canvases, _ in fake.calls} == {1}
     assert max(len(c[0]) for c, _ in fake.calls) <= 128 and len(parses) == 1
     out, err = capsys.readouterr()

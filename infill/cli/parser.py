@@ -6,7 +6,7 @@ import argparse
 import re
 
 from infill.core.checks import KINDS
-from infill.core.options import DEFAULT_CHECKS, SamplerOptions
+from infill.core.options import DEFAULT_CHECKS, DEFAULT_LENGTHS, SamplerOptions
 from infill.core.spans import DEFAULT_MARKER
 from infill.core.strategies import STRATEGIES
 from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
@@ -57,6 +57,9 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
                    help="no checks: write the model's first decode whatever it is")
     s.add_argument("--candidates", type=int, default=2, metavar="N",
                    help="with checks: the first decode and N-1 alternatives (default 2)")
+    s.add_argument("--lengths", type=int, default=DEFAULT_LENGTHS, metavar="N",
+                   help="a hole without a fixed length races N allocations (16, 8, 4, ...: "
+                   f"the model's score picks; default {DEFAULT_LENGTHS}, 1: one allocation)")
 
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
@@ -136,6 +139,7 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         cache_refresh=args.cache_refresh,
         checks=args.checks,
         candidates=args.candidates,
+        lengths=args.lengths,
     )
 
 

@@ -22,6 +22,15 @@ The design keeps the cost bounded and visible, and pays it only when a fill fail
    has two passing alternatives or more). With none passing, the span is *rejected*: the
    result keeps the span's text as it was and says why.
 
+Raced lengths (`lengths` > 1): a hole whose length the model chooses (SpanSlots.raced: the
+default allocation or a hint, not a rewrite's own length) gets `lengths - 1` shorter
+candidates of exactly `initial >> k` tokens from the start, decoded beside the primary in
+the same first round (one batched pass per step), and the model's score picks among every
+candidate that passes the checks, the primary included.
+On held-out single-line holes (benchmarks/length_study.py, docs/ARCHITECTURE.md "Length")
+the engine's own length gave 0% exact match where the true length gave 3.5%, and the
+best mean log-probability over allocations 1, 2, 4, 8, 16 gave 3.0%.
+
 So a request costs at most `candidates` times the primary's forward passes (plus one),
 and `FillStats.candidates` / `nfe` show what it took. The rounds are one job for whoever
 drives it (`requests()` / `advance()` / `done`), so a worker batches them with other
@@ -70,10 +79,18 @@ class CandidateJob:
         self._check = check
         self._neutral = neutral  # per span: its text before (what a rejected span keeps)
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
-        self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size)
-        self.rounds = [self.primary]
+        self._n = len(canvases)  # the primary canvases come first in the first round
+        self._race = options.lengths > 1
+        self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
+                       if self._race else set())
         self._alts: list[tuple[int, int]] = []  # per alternative canvas: (window, k)
-        self._scoring: list[tuple[int, list[tuple[int, list[int]]]]] | None = None
+        first = list(canvases)
+        if self._raced:  # the raced allocations decode beside the primary from the start
+            first += self._alternatives(canvases, self._raced, options.lengths, freeze=False)
+        self.primary = DenoiseJob(first, options, special=special, vocab_size=vocab_size)
+        self.rounds = [self.primary]
+        # scoring pass: (canvas, k, rows), rows: (span, canvas positions of its fill)
+        self._scoring: list[tuple[Canvas, int, list[tuple[int, list[int]]]]] | None = None
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
         self._choices: list[Choice] | None = None
         self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
@@ -91,6 +108,17 @@ class CandidateJob:
     @property
     def canvases(self) -> list[Canvas]:
         return [c for r in self.rounds for c in r.canvases]
+
+    @property
+    def primary_canvases(self) -> list[Canvas]:
+        """The primary decode's canvases (what a live view shows)."""
+        return self.primary.canvases[:self._n]
+
+    def _alt_canvases(self) -> list[Canvas]:
+        """The alternatives' canvases, in the order of `_alts`."""
+        if self._raced:
+            return self.primary.canvases[self._n:]
+        return self.rounds[1].canvases if len(self.rounds) > 1 else []
 
     @property
     def steps(self) -> int:
@@ -138,9 +166,8 @@ class CandidateJob:
         if self.done:
             raise RuntimeError("the job is done")
         if self._scoring is not None:
-            alts = self.rounds[-1].canvases
-            return [LogitsRequest(alts[ci].ids(), [p for _, ps in rows for p in ps])
-                    for ci, rows in self._scoring]
+            return [LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
+                    for canvas, _, rows in self._scoring]
         return self.rounds[-1].requests()
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
@@ -175,19 +202,21 @@ class CandidateJob:
     def _next(self) -> None:
         """After a round: check, then start the next round or decide."""
         if len(self.rounds) == 1:
-            self._primary_ids = self._ids(self.primary.canvases)
+            self._primary_ids = self._ids(self.primary_canvases)
             texts, bad = self._texts(self._primary_ids)
             self._failures = self._why(texts, bad)
-            alts = self._alternatives(set(self._failures))
-            if alts:
+            if not self._raced:
+                alts = self._alternatives(self.primary.canvases, set(self._failures),
+                                          self.options.candidates, freeze=True)
+                if not alts:
+                    self._decide()
+                    return
                 self.rounds.append(DenoiseJob(alts, self.options, special=self.special,
                                               vocab_size=self.vocab_size))
                 return
-        else:
-            self._judge()
-            if self._scoring:
-                return
-        self._decide()
+        self._judge()
+        if not self._scoring:
+            self._decide()
 
     def _why(self, texts: list[str], bad: dict[int, str]) -> dict[int, str]:
         problems = self._check(texts)
@@ -196,47 +225,67 @@ class CandidateJob:
             out[i] = summary([p for p in problems if p.range == i])
         return out
 
-    def _alternatives(self, failing: set[int]) -> list[Canvas]:
-        """`candidates - 1` canvases for each primary canvas that holds a failing span
-        whose length may change."""
+    def _alternatives(self, canvases: Sequence[Canvas], redo: set[int], count: int, *,
+                      freeze: bool) -> list[Canvas]:
+        """`count - 1` canvases for each of `canvases` that holds a span of `redo` whose
+        length may change: alternative k re-decodes those spans from `initial >> k` masks.
+        The other spans are kept: as decoded (`freeze`, after the primary), or as they are
+        to decode alongside (raced lengths, before any pass; the raced spans are then of
+        exactly that length: with nulls allowed, a model that expects a long fill writes
+        content into every slot and grows the span back)."""
         out: list[Canvas] = []
-        for w, c in enumerate(self.primary.canvases):
-            redo = {s.index for s in c.spans if s.index in failing and not s.exact}
-            if not redo:
+        for w, c in enumerate(canvases):
+            mine = {s.index for s in c.spans if s.index in redo and not s.exact}
+            if not mine:
                 continue
-            for k in range(1, self.options.candidates):
+            for k in range(1, count):
                 out.append(Canvas(
                     left=list(c.left), gaps=[list(g) for g in c.gaps], right=list(c.right),
                     budget=c.budget,
-                    spans=[SpanSlots(s.index, [self.special.mask] * max(1, self._initial[
-                        s.index] >> k), s.cap, False, forbidden=s.forbidden)
-                           if s.index in redo else
+                    spans=[self._shorter(s, k, exact=not freeze) if s.index in mine else
                            SpanSlots(s.index, list(s.ids), len(s.ids), s.exact,
                                      can_grow=False, forbidden=s.forbidden)
+                           if freeze else replace(s, ids=list(s.ids))
                            for s in c.spans]))
                 self._alts.append((w, k))
         return out
 
+    def _shorter(self, s: SpanSlots, k: int, *, exact: bool) -> SpanSlots:
+        """Span `s` from `initial >> k` masks: exactly that many tokens (a raced length),
+        or with nulls and growth (an alternative to a failing fill)."""
+        n = max(1, self._initial[s.index] >> k)
+        return SpanSlots(s.index, [self.special.mask] * n, n if exact else s.cap, exact,
+                         forbidden=s.forbidden, raced=s.raced)
+
+    def _contested(self) -> set[int]:
+        """The spans whose fill is chosen among candidates: the raced ones, or the ones
+        whose primary fill failed its checks."""
+        return self._raced | set(self._failures)
+
     def _judge(self) -> None:
-        """Check each alternative canvas (its failing spans in place of the primary's);
-        queue a scoring pass for the spans that have several passing alternatives."""
+        """Check each alternative canvas (its contested spans in place of the primary's);
+        queue a scoring pass for the spans that have several passing candidates."""
+        contested = self._contested()
+        for i in sorted(self._raced - set(self._failures)):
+            self._passing.setdefault(i, []).append(0)  # a raced primary that passes
+        alt_canvases = self._alt_canvases()
         for ci, (_, k) in enumerate(self._alts):
-            canvas = self.rounds[1].canvases[ci]
-            ids = dict(self._primary_ids) | self._ids([canvas])
-            texts, bad = self._texts(ids)
+            canvas = alt_canvases[ci]
+            mine = {i: v for i, v in self._ids([canvas]).items() if i in contested}
+            texts, bad = self._texts(dict(self._primary_ids) | mine)
             fails = self._why(texts, bad)
-            for s in canvas.spans:
-                if s.index in self._failures and s.index not in fails:
-                    self._passing.setdefault(s.index, []).append(k)
+            for i in sorted(set(mine) - set(fails)):
+                self._passing.setdefault(i, []).append(k)
         several = {i for i, ks in self._passing.items() if len(ks) > 1}
+        entries = [(c, 0) for c in self.primary_canvases] if self._raced else []
+        entries += [(alt_canvases[ci], k) for ci, (_, k) in enumerate(self._alts)]
         scoring = []
-        for ci, (_, k) in enumerate(self._alts):
-            canvas = self.rounds[1].canvases[ci]
+        for canvas, k in entries:
             rows = [(s.index, [off + j for j, t in enumerate(s.ids) if t != self.special.null])
                     for s, off in zip(canvas.spans, canvas.offsets(), strict=True)
                     if s.index in several and k in self._passing[s.index]]
             if rows:
-                scoring.append((ci, rows))
+                scoring.append((canvas, k, rows))
         self._scoring = scoring or None
 
     def _score(self, logits: Sequence[np.ndarray]) -> None:
@@ -247,32 +296,35 @@ class CandidateJob:
                                 f"{len(self._scoring)} canvases")
         self.scoring_passes += 1
         self._scoring_nfe += len(logits)
-        for (ci, rows), arr in zip(self._scoring, logits, strict=True):
+        for (canvas, k, rows), arr in zip(self._scoring, logits, strict=True):
             x = np.asarray(arr, dtype=np.float64)  # (rows, V)
             logp = x - x.max(axis=1, keepdims=True)
             logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
-            canvas_ids = self.rounds[1].canvases[ci].ids()
+            canvas_ids = canvas.ids()
             at = 0
             for i, positions in rows:
                 got = [logp[at + r, canvas_ids[p]] for r, p in enumerate(positions)]
                 at += len(positions)
-                self._scores[(i, self._alts[ci][1])] = float(np.mean(got)) if got else 0.0
+                self._scores[(i, k)] = float(np.mean(got)) if got else 0.0
         self._scoring = None
         self._decide()
 
     def _decide(self) -> None:
         """Each span's choice; then one check of the chosen combination (a span that
         fails there is rejected too)."""
-        alt_ids: dict[tuple[int, int], list[int]] = {}
-        for ci, (_, k) in enumerate(self._alts):
-            for s in self.rounds[1].canvases[ci].spans:
+        alt_ids = {(i, 0): ids for i, ids in self._primary_ids.items()}
+        for (_, k), canvas in zip(self._alts, self._alt_canvases(), strict=True):
+            for s in canvas.spans:
                 alt_ids[(s.index, k)] = fill_ids(s.ids, self.special)
+        contested = self._contested()
         choices = []
         for i in range(len(self._neutral)):
-            if i not in self._failures:
+            if i not in contested:
                 choices.append(Choice(self._primary_ids[i], 0))
             elif self._passing.get(i):
-                k = max(self._passing[i], key=lambda k: (self._scores.get((i, k), 0.0), -k))
+                # best score; a tie (to 1e-9: a mean of equal terms) goes to the lower k
+                k = max(self._passing[i],
+                        key=lambda k: (round(self._scores.get((i, k), 0.0), 9), -k))
                 choices.append(Choice(alt_ids[(i, k)], k))
             else:
                 choices.append(Choice(None, 0, self._failures[i]))

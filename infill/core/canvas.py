@@ -32,6 +32,7 @@ class SpanSlots:
     exact: bool  # exactly len(ids) tokens: null forbidden, never grown
     can_grow: bool = True  # False once the canvas had no room left to grow it
     forbidden: tuple[int, ...] = ()  # ids the span may not take (a string's closing quote)
+    raced: bool = False  # its length is the model's to choose: shorter allocations may race
 
 
 @dataclass

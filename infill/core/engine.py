@@ -69,12 +69,9 @@ class PreparedFill:
     def span_texts(self) -> list[tuple[int, str]]:
         """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
         what a live view shows after a step."""
-        return sorted((s.index, self._render(s.ids)) for c in self._primary().canvases
-                      for s in c.spans)
-
-    def _primary(self) -> DenoiseJob:
-        """The job of the primary decode (the one the live view shows)."""
-        return self.job.primary if isinstance(self.job, CandidateJob) else self.job
+        canvases = (self.job.primary_canvases if isinstance(self.job, CandidateJob)
+                    else self.job.canvases)
+        return sorted((s.index, self._render(s.ids)) for c in canvases for s in c.spans)
 
     def result(self) -> FillResult:
         if not self.job.done:
@@ -173,6 +170,7 @@ class _Allocation:
     cap: int  # the most it may grow to
     exact: bool  # exactly `slots`: no null, no growth
     room: int  # growth room its window keeps free
+    raced: bool = False  # the length is a guess (a hole's default or hint): may race shorter
 
 
 def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
@@ -185,11 +183,13 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
         raise SpanError(
             f"{where}: exact length needs a length for every span (a hint like <mask:8>)"
         )
+    guessed = True  # the length is a guess the model may shorten (not the written text's)
     if span.length is not None:
         slots = span.length
     elif rewrite and span.end > span.start:
         # The text being rewritten is the best guess of its replacement's length.
         slots = min(max(1, count(text[span.start : span.end])), o.max_span_tokens)
+        guessed = False
     else:
         slots = o.default_span_tokens
     if slots > o.max_span_tokens:
@@ -197,7 +197,8 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
             f"{where}: the span asks for {slots} tokens; max_span_tokens is {o.max_span_tokens}"
         )
     cap = slots if exact else o.max_span_tokens
-    return _Allocation(slots, cap, exact, 0 if exact else min(o.grow, cap - slots))
+    return _Allocation(slots, cap, exact, 0 if exact else min(o.grow, cap - slots),
+                       raced=guessed and not exact)
 
 
 def _ids_with(denoiser: Denoiser, chars: str) -> tuple[int, ...]:
@@ -243,7 +244,7 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
     return Canvas(
         left=encode(text[window.start : spans[idx[0]].start]),
         spans=[SpanSlots(i, [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact,
-                         forbidden=forbidden[i])
+                         forbidden=forbidden[i], raced=allocs[i].raced)
                for i in idx],
         gaps=[encode(text[spans[a].end : spans[b].start]) for a, b in pairwise(idx)],
         right=encode(text[spans[idx[-1]].end : window.end]),
@@ -254,8 +255,9 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
 def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
          denoiser: Denoiser, options: SamplerOptions, language: str | None
          ) -> DenoiseJob | CandidateJob:
-    """A plain DenoiseJob, or with the checks on, a CandidateJob (infill/core/candidates.py)."""
-    if not options.check_kinds:
+    """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
+    (infill/core/candidates.py)."""
+    if not options.check_kinds and options.lengths == 1:
         return DenoiseJob(canvases, options, special=denoiser.special,
                           vocab_size=denoiser.vocab_size)
     allowed = REPLACEMENT in text

@@ -18,6 +18,11 @@ DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no bu
 # SyntaxError). The engine's own default is none, so that a caller of
 # fill_text gets exactly the model's decode unless it asks.
 DEFAULT_CHECKS = "parse,name,comment,keyword"
+# Raced lengths for a hole whose length the model chooses, in the CLI and the server's
+# code actions (not inline completion, where every millisecond counts): the allocation
+# and its halvings 8, 4, 2, 1, picked by the model's score. Held-out single-line exact
+# match 0.0% -> 3.0% (docs/ARCHITECTURE.md, "Length"). The engine's own default is 1.
+DEFAULT_LENGTHS = 5
 MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
 
 
@@ -43,6 +48,8 @@ class SamplerOptions:
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
+    lengths: int = 1  # > 1: race this many allocations of a hole whose length the model
+    #                   chooses (the allocation and its halvings), the model's score picks
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -105,6 +112,9 @@ def _validate_checks(o: SamplerOptions) -> None:
     _int("candidates", o.candidates, 1)
     if o.candidates > MAX_CANDIDATES:
         raise OptionError(f"candidates must be <= {MAX_CANDIDATES}, got {o.candidates}")
+    _int("lengths", o.lengths, 1)
+    if o.lengths > MAX_CANDIDATES:
+        raise OptionError(f"lengths must be <= {MAX_CANDIDATES}, got {o.lengths}")
     if not isinstance(o.checks, str) or not set(o.check_kinds) <= set(KINDS):
         raise OptionError(f"checks must be a comma-separated list of {', '.join(KINDS)} "
                           f"(or empty: no checks), got {o.checks!r}")

@@ -1,0 +1,198 @@
+"""How should the engine choose a hole's length? A study on held-out single-line holes
+(issue 11, item 3).
+
+    python -m benchmarks.length_study [--split valid] [--n 100] [--lengths 1,2,...,16]
+
+For every example it records:
+- the engine's own fill (the default allocation, nulls and growth) and its length;
+- the fill decoded with exactly L tokens, for every L in `--lengths` (and the true length),
+  each scored in one more pass with the whole canvas visible: the log-probability of each
+  fill token (sum and mean);
+- the first pass over the default allocation: the probability that each slot is `<null>`,
+  which gives a length distribution log P(L) = sum_{i<L} log(1 - p_i) + log p_L.
+
+Then it replays length-choice rules over the records (no more forward passes): pick the L
+with the best mean or sum log-probability, the best first-pass length prior, mixtures,
+and the oracle (some candidate is right). Exact match of each rule against the engine's
+own choice and the true length is printed and written to
+benchmarks/results/length_study.json. The rule the engine adopts is the one that wins on
+the validation split; the test split is for reporting it (benchmarks/eval_model.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+import infill
+from benchmarks.heldout import infill_examples, load_test_files
+from benchmarks.results_file import write_results
+from infill.core.engine import prepare_fill
+from infill.core.spans import neutralise
+from model.loading import default_model_dir, load_denoiser
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def _null_profile(den, text: str, span: infill.Span, options) -> list[float]:
+    """log p(<null>) of each slot in the first pass over the default allocation."""
+    fill = prepare_fill(text, [span], denoiser=den, options=options, rewrite=True,
+                        parse_text=neutralise(text, [span]))
+    (req,) = fill.job.requests()[:1]
+    canvas = fill.job.canvases[0]
+    first = canvas.offsets()[0]
+    slots = list(range(first, first + len(canvas.spans[0].ids)))
+    (logits,) = den.logits([req.canvas], [slots])
+    return [float(v) for v in _log_softmax(logits)[:, den.special.null]]
+
+
+def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
+    """Decode one span; its text and length, the log-prob of each token when it was
+    committed (masked then), and (one more pass) its tokens' log-probs all visible."""
+    fill = prepare_fill(text, [span], denoiser=den, options=options, rewrite=True,
+                        parse_text=neutralise(text, [span]))
+    job, mask = fill.job, den.special.mask
+    committed: list[float] = []
+    while not job.done:
+        reqs = job.requests()
+        assert len(reqs) == 1, "one span, one canvas"
+        before = list(reqs[0].canvas)
+        logits = den.logits([r.canvas for r in reqs], [r.positions for r in reqs])
+        job.advance(logits)
+        after = job.canvases[0].ids()
+        if len(after) != len(before):  # grown: positions moved; score by row anyway
+            after = after[:len(before)]
+        lp = _log_softmax(logits[0])
+        for row, pos in enumerate(reqs[0].positions):
+            if before[pos] == mask and after[pos] not in (mask, den.special.null):
+                committed.append(float(lp[row, after[pos]]))
+    result = fill.result()
+    canvas = job.canvases[0]
+    first = canvas.offsets()[0]
+    ids = canvas.spans[0].ids
+    keep = [first + i for i, t in enumerate(ids) if t not in (den.special.null, mask)]
+    visible: list[float] = []
+    if keep:
+        all_ids = canvas.ids()
+        (logits,) = den.logits([all_ids], [keep])
+        rows = _log_softmax(logits)[np.arange(len(keep)), [all_ids[p] for p in keep]]
+        visible = [float(v) for v in rows]
+    return {"text": result.fills[0].text, "tokens": len(keep), "logp": visible,
+            "commit": committed, "nfe": result.stats.nfe}
+
+
+def _length_prior(null_lp: list[float], length: int) -> float:
+    """log P(fill length = L) from the first pass's null probabilities."""
+    not_null = [math.log1p(-min(math.exp(v), 1 - 1e-9)) for v in null_lp]
+    if length > len(null_lp):
+        return sum(not_null)
+    end = null_lp[length] if length < len(null_lp) else 0.0
+    return sum(not_null[:length]) + end
+
+
+def study(den, examples, lengths: list[int], options) -> list[dict]:
+    records = []
+    for ex in tqdm(examples, desc="length study", file=sys.stderr):
+        truth = ex.truth.strip()
+        true_len = len(den.encode(ex.truth))
+        own = _decode(den, ex.text, infill.Span(ex.start, ex.end,
+                                                length=options.default_span_tokens), options)
+        null_lp = _null_profile(den, ex.text, infill.Span(
+            ex.start, ex.end, length=options.default_span_tokens), options)
+        cands = {}
+        for L in sorted(set(lengths) | {true_len}):
+            d = _decode(den, ex.text, infill.Span(ex.start, ex.end, length=L, exact=True),
+                        options)
+            cands[L] = {"hit": d["text"].strip() == truth, "sum": float(sum(d["logp"])),
+                        "mean": float(np.mean(d["logp"])) if d["logp"] else -99.0,
+                        "csum": float(sum(d["commit"])),
+                        "cmean": float(np.mean(d["commit"])) if d["commit"] else -99.0,
+                        "prior": _length_prior(null_lp, L), "nfe": d["nfe"],
+                        "in_set": L in lengths}
+        records.append({"true_len": true_len, "own_hit": own["text"].strip() == truth,
+                        "own_len": own["tokens"], "own_nfe": own["nfe"],
+                        "cands": cands})
+    return records
+
+
+RULES = {
+    "commit mean log-prob": lambda c: c["cmean"],
+    "commit sum log-prob": lambda c: c["csum"],
+    "commit mean + 0.25 prior": lambda c: c["cmean"] + 0.25 * c["prior"],
+    "commit mean + prior": lambda c: c["cmean"] + c["prior"],
+    "mean log-prob": lambda c: c["mean"],
+    "sum log-prob": lambda c: c["sum"],
+    "first-pass length prior": lambda c: c["prior"],
+    "mean + prior": lambda c: c["mean"] + c["prior"],
+    "mean + 0.5 prior": lambda c: c["mean"] + 0.5 * c["prior"],
+    "mean + 0.25 prior": lambda c: c["mean"] + 0.25 * c["prior"],
+    "sum + prior": lambda c: c["sum"] + c["prior"],
+}
+
+
+def replay(records: list[dict]) -> dict[str, object]:
+    n = len(records)
+    out: dict[str, object] = {
+        "n": n,
+        "engine's own length": sum(r["own_hit"] for r in records) / n,
+        "true length": sum(r["cands"][r["true_len"]]["hit"] for r in records) / n,
+        "oracle over the candidate lengths": sum(
+            any(c["hit"] for c in r["cands"].values() if c["in_set"]) for r in records) / n,
+        "own length = true length": sum(r["own_len"] == r["true_len"] for r in records) / n,
+    }
+    for name, key in RULES.items():
+        hits = picked_true = 0
+        for r in records:
+            cands = {L: c for L, c in r["cands"].items() if c["in_set"]}
+            best = max(cands, key=lambda L: key(cands[L]))
+            hits += cands[best]["hit"]
+            picked_true += best == r["true_len"]
+        out[name] = {"exact_match": hits / n, "picked_true_length": picked_true / n}
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", type=Path, default=None)
+    p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
+    p.add_argument("--split", default="valid")
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
+    p.add_argument("--records", type=Path, default=None, help="replay saved records")
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    if args.records and args.records.exists():
+        records = json.loads(args.records.read_text())
+        for r in records:  # JSON keys are strings
+            r["cands"] = {int(k): v for k, v in r["cands"].items()}
+    else:
+        den = load_denoiser(args.model or default_model_dir())
+        files = load_test_files(args.corpus, args.split)
+        examples = infill_examples(files, "single-line", args.n, seed=args.seed)
+        lengths = [int(v) for v in args.lengths.split(",")]
+        records = study(den, examples, lengths, infill.SamplerOptions())
+        if args.records:
+            args.records.write_text(json.dumps(records))
+    figures = replay(records)
+    for k, v in figures.items():
+        print(f"{k:36s} {v}")
+    write_results("length_study", args.model, {
+        "split": args.split, "lengths": args.lengths,
+        "seconds": round(time.perf_counter() - t0, 1), **figures}, out=args.out)
+
+
+if __name__ == "__main__":
+    main()
