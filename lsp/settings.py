@@ -119,7 +119,7 @@ class Settings:
                                  default=None)  # commit threshold; None: the order's default
     max_tokens: int = _s("maxTokens", _int(1, 1024), default=256)  # max_span_tokens
     hole_marker: str = _s("holeMarker", _marker, default=DEFAULT_MARKER)
-    checks: bool = _s("checks", _bool, default=False)  # code actions: a fill must pass checks
+    checks: bool = _s("checks", _bool, default=True)  # code actions: a fill must pass checks
     # code actions: allocations raced per hole whose length the model chooses (16, 8, ...)
     lengths: int = _s("lengths", _int(1, MAX_CANDIDATES), default=DEFAULT_LENGTHS)
     # -- completion

@@ -74,6 +74,29 @@ def test_two_holes_filled_jointly_with_document_changes(worker):
     run(go())
 
 
+def test_a_fill_that_fails_the_checks_is_left_out_by_default_and_says_why(worker):
+    text = "def f():\n    return <mask>\n"  # the fake fills `x + 1`: x is defined nowhere
+
+    async def go():
+        async with lsp(worker) as (client, _):  # default settings: checks on
+            uri = open_doc(client, "unknown.py", text)
+            action = pick(await actions(client, uri, at(text, "<mask>")),
+                          "refactor.rewrite.infill.fillHoles")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert not (edit and edit.changes and edit.changes.get(uri))
+            message = client.messages[-1].message
+            assert "left as it was: every candidate failed the checks" in message
+            assert "x" in message
+        async with lsp(worker, {"checks": False}) as (client, _):
+            uri = open_doc(client, "unknown.py", text)
+            action = pick(await actions(client, uri, at(text, "<mask>")),
+                          "refactor.rewrite.infill.fillHoles")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri) == text.replace("<mask>", "x + 1")
+
+    run(go())
+
+
 def test_rewrite_selection_returns_minimal_edits(worker):
     # new_value is defined: the checks (on by default) reject a fill with an unknown name
     text = "result = old_value\nprint(result)\nnew_value = 2\n"
