@@ -13,10 +13,13 @@ hand-written one, checked against the library's own forward in tests/test_cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from transformers import ModernBertForMaskedLM
+
+if TYPE_CHECKING:  # transformers' class, or model/modernbert.py's twin with the same parts
+    from transformers import ModernBertForMaskedLM
 
 
 @dataclass
@@ -42,7 +45,7 @@ class CachedModernBert:
     """Full and partial forward passes of a ModernBertForMaskedLM, returning final hidden
     states (apply `model.head` and `model.decoder` for logits)."""
 
-    def __init__(self, model: ModernBertForMaskedLM) -> None:
+    def __init__(self, model: ModernBertForMaskedLM) -> None:  # or ModernBertMaskedLM
         self.model = model
         self.body = model.model
         cfg = model.config

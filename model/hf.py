@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from model import modernbert
 from model.cache import CachedModernBert, ContextCache
 from model.denoiser import CacheHint, ModelLoadError, SpecialIds
 from model.precision import Precision, pick_precision
@@ -51,7 +52,15 @@ def _load_tokenizer(path: Path) -> Tokenizer:
 
 
 def _load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Module]:
-    """(config, model) of the directory, offline, from safetensors only."""
+    """(config, model) of the directory, offline, from safetensors only: a ModernBERT like
+    the shipped one runs in model/modernbert.py (no transformers import: seconds of
+    start-up), anything else through transformers."""
+    try:
+        own = modernbert.load(path)
+    except Exception as exc:  # corrupt safetensors, shape mismatch, unreadable config ...
+        raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
+    if own is not None:
+        return own
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
