@@ -78,7 +78,10 @@ def train_args(name: str, args: argparse.Namespace) -> list[str]:
 def score(export: Path, corpus: Path, n: int) -> dict:
     from benchmarks import eval_model
 
-    path = RESULTS / "ablation_rows" / f"{export.parent.name}.json"
+    row, runs = export.parent.name, export.parent.parent.name
+    # rows of another runs folder (warm rows, other learning rates) get its name too
+    path = RESULTS / "ablation_rows" / (f"{row}.json" if runs == "ablation" else
+                                        f"{runs}_{row}.json")
     eval_model.main(["--model", str(export), "--corpus", str(corpus), "--split", "valid",
                      "--n", str(n), "--n-multi", str(n // 2), "--n-bugs", str(n),
                      "--out", str(path)])

@@ -108,6 +108,15 @@ def test_a_confident_replacement_is_made_at_the_default_thresholds():
     assert result is not None and result.text == "y = x + 1\n"
 
 
+def test_a_repair_keeps_its_length_whatever_lengths_says():
+    # the command and the server race hole lengths; a repair's length is the token's own
+    den = WorkerFake(targets=["+"], confidence=0.99)
+    result, _ = fix_text(TEXT, denoiser=den, lengths=5)
+    assert result is not None and result.text == "y = x + 1\n"
+    assert result.stats.candidates == 0
+    assert all(len(canvases) == 1 for canvases, _ in den.calls)
+
+
 def test_the_defaults_are_one_setting_everywhere():
     s = Settings()
     assert s.fix_threshold == s.diagnostics_threshold == DEFAULT_MIN_SUSPICION

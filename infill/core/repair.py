@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -227,8 +227,9 @@ def prepare_fix(
                               min_suspicion=min_suspicion, min_likely=min_likely)
     if not picked:
         return None, scores
+    # lengths=1: a repair's length comes from the token it replaces, not a guess to race
     fill = prepare_fill(text, fix_spans(denoiser, text, picked), denoiser=denoiser,
-                        options=options, rewrite=True, language=language)
+                        options=replace(options, lengths=1), rewrite=True, language=language)
     return fill, scores
 
 
