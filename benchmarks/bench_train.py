@@ -68,6 +68,8 @@ def configs() -> dict[str, Config]:
         base,
         replace(base, name="compile", compile=True),
         replace(base, name="threads1", threads=1),
+        # one thread is how the long run trains beside the session's other work
+        replace(base, name="compile-threads1", compile=True, threads=1),
         replace(base, name="full-head", full_head=True),
         replace(base, name="b16x512", batch=16, seq_len=512),
         replace(base, name="b64x128", batch=64, seq_len=128),
