@@ -31,7 +31,8 @@ On held-out single-line holes (benchmarks/length_study.py, docs/ARCHITECTURE.md 
 the engine's own length gave 0% exact match where the true length gave 3.5%, and the
 best mean log-probability over allocations 1, 2, 4, 8, 16 gave 3.0%.
 
-So a request costs at most `candidates` times the primary's forward passes (plus one),
+So a request costs at most `candidates` times the primary's forward passes (`lengths`
+times when lengths race; plus one scoring pass),
 and `FillStats.candidates` / `nfe` show what it took. The rounds are one job for whoever
 drives it (`requests()` / `advance()` / `done`), so a worker batches them with other
 requests' steps like any DenoiseJob.
@@ -80,9 +81,8 @@ class CandidateJob:
         self._neutral = neutral  # per span: its text before (what a rejected span keeps)
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
         self._n = len(canvases)  # the primary canvases come first in the first round
-        self._race = options.lengths > 1
         self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
-                       if self._race else set())
+                       if options.lengths > 1 else set())
         self._alts: list[tuple[int, int]] = []  # per alternative canvas: (window, k)
         first = list(canvases)
         if self._raced:  # the raced allocations decode beside the primary from the start
@@ -243,10 +243,7 @@ class CandidateJob:
                     left=list(c.left), gaps=[list(g) for g in c.gaps], right=list(c.right),
                     budget=c.budget,
                     spans=[self._shorter(s, k, exact=not freeze) if s.index in mine else
-                           SpanSlots(s.index, list(s.ids), len(s.ids), s.exact,
-                                     can_grow=False, forbidden=s.forbidden)
-                           if freeze else replace(s, ids=list(s.ids))
-                           for s in c.spans]))
+                           _kept(s, freeze=freeze) for s in c.spans]))
                 self._alts.append((w, k))
         return out
 
@@ -339,6 +336,15 @@ class CandidateJob:
         fails = self._why(texts, bad)
         return [Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
                 for i, c in enumerate(choices)]
+
+
+def _kept(s: SpanSlots, *, freeze: bool) -> SpanSlots:
+    """A span an alternative does not redo: as decoded and fixed (`freeze`, after the
+    primary round), or a copy still to decode alongside (raced lengths)."""
+    if freeze:
+        return SpanSlots(s.index, list(s.ids), len(s.ids), s.exact, can_grow=False,
+                         forbidden=s.forbidden)
+    return replace(s, ids=list(s.ids))
 
 
 def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[Canvas],
