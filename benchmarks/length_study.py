@@ -35,14 +35,9 @@ import infill
 from benchmarks.heldout import infill_examples, load_test_files
 from benchmarks.results_file import write_results
 from infill.core.engine import prepare_fill
+from infill.core.scoring import log_softmax
 from infill.core.spans import neutralise
 from model.loading import default_model_dir, load_denoiser
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    x = x - x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
 def _null_profile(den, text: str, span: infill.Span, options) -> list[float]:
@@ -54,7 +49,7 @@ def _null_profile(den, text: str, span: infill.Span, options) -> list[float]:
     first = canvas.offsets()[0]
     slots = list(range(first, first + len(canvas.spans[0].ids)))
     (logits,) = den.logits([req.canvas], [slots])
-    return [float(v) for v in _log_softmax(logits)[:, den.special.null]]
+    return [float(v) for v in log_softmax(logits)[:, den.special.null]]
 
 
 def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
@@ -73,7 +68,7 @@ def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
         after = job.canvases[0].ids()
         if len(after) != len(before):  # grown: positions moved; score by row anyway
             after = after[:len(before)]
-        lp = _log_softmax(logits[0])
+        lp = log_softmax(logits[0])
         for row, pos in enumerate(reqs[0].positions):
             if before[pos] == mask and after[pos] not in (mask, den.special.null):
                 committed.append(float(lp[row, after[pos]]))
@@ -86,7 +81,7 @@ def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
     if keep:
         all_ids = canvas.ids()
         (logits,) = den.logits([all_ids], [keep])
-        rows = _log_softmax(logits)[np.arange(len(keep)), [all_ids[p] for p in keep]]
+        rows = log_softmax(logits)[np.arange(len(keep)), [all_ids[p] for p in keep]]
         visible = [float(v) for v in rows]
     return {"text": result.fills[0].text, "tokens": len(keep), "logp": visible,
             "commit": committed, "nfe": result.stats.nfe}

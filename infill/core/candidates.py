@@ -50,6 +50,7 @@ from infill.core.checks import Problem, Range, check_fills, splice, summary
 from infill.core.errors import DenoiserError
 from infill.core.options import SamplerOptions
 from infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
+from infill.core.scoring import log_softmax
 from model.denoiser import SpecialIds
 
 # (span index, fill text) of every span -> the problems of that combination
@@ -294,9 +295,7 @@ class CandidateJob:
         self.scoring_passes += 1
         self._scoring_nfe += len(logits)
         for (canvas, k, rows), arr in zip(self._scoring, logits, strict=True):
-            x = np.asarray(arr, dtype=np.float64)  # (rows, V)
-            logp = x - x.max(axis=1, keepdims=True)
-            logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+            logp = log_softmax(arr)  # (rows, V)
             canvas_ids = canvas.ids()
             at = 0
             for i, positions in rows:

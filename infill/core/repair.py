@@ -50,20 +50,21 @@ def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, i
     text is told apart from a split character."""
     bounds = [0]
     anchor: int | None = None  # the first token of a run decoded as a prefix
+    prefix = ""  # ids[anchor:k + 1] decoded (the last step's `longer`)
     for k in range(len(ids)):
         if anchor is None:
             piece = den.decode([ids[k]])
             if "\ufffd" not in piece:
                 bounds.append(bounds[-1] + len(piece))
                 continue
-            anchor = k
-        prefix = den.decode(ids[anchor:k + 1])
+            anchor, prefix = k, piece
         longer = den.decode(ids[anchor:k + 2]) if k + 1 < len(ids) else None
         if longer is None or (len(longer) > len(prefix) and longer.startswith(prefix)):
             bounds.append(bounds[anchor] + len(prefix))
             anchor = None
         else:
             bounds.append(bounds[-1])  # a partial character: the token is folded forward
+            prefix = longer
     if bounds[-1] != len(text):
         return None
     return [(bounds[k], bounds[k + 1]) for k in range(len(ids))]

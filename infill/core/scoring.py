@@ -23,6 +23,13 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax in float64 (scores compared across candidates to 1e-9)."""
+    x = np.asarray(logits, dtype=np.float64)
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
 def entropy(probs: np.ndarray) -> np.ndarray:
     """Row-wise entropy in nats (0 * log 0 = 0)."""
     p = np.asarray(probs, dtype=np.float32)
