@@ -48,14 +48,13 @@ class Rotary(nn.Module):
 
     def __init__(self, head_dim: int, thetas: dict[str, float]) -> None:
         super().__init__()
-        self.head_dim = head_dim
-        self.thetas = thetas
+        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+        for kind, theta in thetas.items():  # buffers: they follow the module's device
+            self.register_buffer(f"inv_{kind}", 1.0 / (theta ** exponents), persistent=False)
 
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        d = self.head_dim
-        inv = 1.0 / (self.thetas[layer_type] ** (
-            torch.arange(0, d, 2, dtype=torch.int64, device=position_ids.device).float() / d))
+        inv = getattr(self, f"inv_{layer_type}")
         freqs = position_ids[..., None].float() * inv  # (B, n, d/2)
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
