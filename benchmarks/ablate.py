@@ -4,6 +4,9 @@ validation split with the engine, and keep a table that grows across sessions.
     python -m benchmarks.ablate [--tokens 3e6] [--rows baseline,t-bell,...]
     python -m benchmarks.ablate --init-from model/weights --lr 4e-4 --tokens 1e6 \
         --out benchmarks/results/ablation_warm.json --rows baseline,no-reveal,neither
+    python -m benchmarks.ablate --init-from model/weights --lr 1.5e-4 --tokens 1e6 \
+        --noise p_reveal=0.0,p_engine_alloc=0.0 --out benchmarks/results/ablation_recipe.json \
+        --runs runs/recipe --rows baseline,t-bell,t-stratified,spans-80,spans-30
 
 Every row trains `model.train` for the same number of tokens (same seed, data, batch,
 schedule), from scratch or, with `--init-from`, continuing the same exported model (a
@@ -65,7 +68,13 @@ def train_args(name: str, args: argparse.Namespace) -> list[str]:
         base += ["--lr", f"{args.lr:g}"]
     if args.threads:  # only how fast, not what is computed
         base += ["--threads", str(args.threads)]
-    extra = ROWS[name][1]
+    extra = list(ROWS[name][1])
+    if args.noise:  # the table's common noise; a row's own fields are appended (they win)
+        if "--noise" in extra:
+            i = extra.index("--noise") + 1
+            extra[i] = f"{args.noise},{extra[i]}"
+        else:
+            extra += ["--noise", args.noise]
     if args.init_from and ("--tokenizer" in extra or "--preset" in extra):
         sys.exit(f"row {name} changes the model's shape or vocabulary: it cannot continue "
                  f"{args.init_from}")
@@ -140,11 +149,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--init-from", type=Path, default=None,
                         help="continue this exported model in every row (warm rows)")
     parser.add_argument("--lr", type=float, default=None, help="peak learning rate")
+    parser.add_argument("--noise", default="",
+                        help="noise fields every row trains with (e.g. the long run's "
+                             "p_reveal=0.0,p_engine_alloc=0.0); a row's own fields win")
     args = parser.parse_args(argv)
     out = args.out
     results = json.loads(out.read_text()) if out.exists() else {"rows": {}}
     settings = {"tokens": args.tokens, "corpus": str(args.corpus),
-                "init_from": str(args.init_from or ""), "lr": args.lr}
+                "init_from": str(args.init_from or ""), "lr": args.lr, "noise": args.noise}
     for key, value in settings.items():
         if results.get(key, value) != value:
             flag = key.replace("_", "-")

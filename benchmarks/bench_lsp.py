@@ -10,8 +10,13 @@ corpus) and times, from request sent to response received:
 - inline completion: a line cut at a word boundary near its middle and the rest of it
   deleted, the cursor at the cut (typing a line);
 - inline completion (empty line): a line's whole content deleted (a multi-line
-  completion on a blank line); for both, also reported: exact match of the offered text
-  with what was deleted, and the share of requests answered with no completion;
+  completion on a blank line);
+- inline completion (typing): from the first case's cut, the next `--keystrokes`
+  characters of the line typed one at a time (`didChange`), a completion asked after each,
+  as an editor does (the document's first completion, at the cut, is not timed); for the
+  three, also reported: exact match of the offered text with the rest of the line, the
+  share of requests answered with no completion, and every offered text (so that two runs
+  that differ in a setting, e.g. `completionReuse`, can be compared keystroke by keystroke);
 - code action list: `textDocument/codeAction` (no model; the cost of listing);
 - fill holes: a line's content replaced by `<mask>`, the action resolved;
 - rewrite selection: a line's content selected and rewritten;
@@ -134,20 +139,48 @@ class Bench:
     async def inline(self, case: str, text: str, at: int, truth: str) -> None:
         uri, lines = self.open(text)
         try:
-            params = types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), position=lines.position(at),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+            params = self._inline_params(uri, lines.position(at))
             got = await self.timed(
                 case,
                 lambda: self.client.text_document_inline_completion_async(params))
-            items = got.items if isinstance(got, types.InlineCompletionList) else got or []
-            offered = items[0].insert_text if items else None
-            self.completions.setdefault(case, []).append(
-                offered if isinstance(offered, str) or offered is None else offered.value)
-            self.truths.setdefault(case, []).append(truth)
+            self._offered(case, got, truth)
         finally:
             self.close(uri)
+
+    async def typing(self, case: str, text: str, at: int, truth: str, keys: int) -> None:
+        """Type the first `keys` characters of `truth` at `at`, one per change, and time a
+        completion after each (the one before the first keystroke is not timed)."""
+        uri, _ = self.open(text)
+        try:
+            await self.client.text_document_inline_completion_async(
+                self._inline_params(uri, Lines(text).position(at)))
+            for i, ch in enumerate(truth[:keys]):
+                here = Lines(text).position(at)
+                text, at = text[:at] + ch + text[at:], at + 1
+                self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                    content_changes=[types.TextDocumentContentChangePartial(
+                        range=types.Range(start=here, end=here), text=ch)]))
+                params = self._inline_params(uri, Lines(text).position(at))
+                got = await self.timed(
+                    case, lambda p=params: self.client.text_document_inline_completion_async(p))
+                self._offered(case, got, truth[i + 1:])
+        finally:
+            self.close(uri)
+
+    @staticmethod
+    def _inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
+        return types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position,
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+
+    def _offered(self, case: str, got: Any, truth: str) -> None:
+        items = got.items if isinstance(got, types.InlineCompletionList) else got or []
+        offered = items[0].insert_text if items else None
+        self.completions.setdefault(case, []).append(
+            offered if isinstance(offered, str) or offered is None else offered.value)
+        self.truths.setdefault(case, []).append(truth)
 
     def completion_quality(self, case: str) -> dict[str, Any]:
         got, truths = self.completions.get(case, []), self.truths.get(case, [])
@@ -156,7 +189,7 @@ class Bench:
                     for c, t in zip(got, truths, strict=True))
         empty = sum(c is None for c in got)
         return {"n": n, "exact_match": exact / n if n else None,
-                "no_completion": empty / n if n else None}
+                "no_completion": empty / n if n else None, "offered": got}
 
 
 def mid_line_cut(truth: str) -> int:
@@ -213,6 +246,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                            ex.text[cut:ex.end])
             await b.inline("inline completion (empty line)",
                            ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth)
+            await b.typing("inline completion (typing)", ex.text[:cut] + ex.text[ex.end:],
+                           cut, ex.text[cut:ex.end], args.keystrokes)
             if args.only_completion:
                 continue
             await b.action("fill holes", ex.text[:ex.start] + "<mask>" + ex.text[ex.end:],
@@ -234,7 +269,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         await client.shutdown_async(None)
         client.exit(None)
         await client.stop()
-    inline = ["inline completion", "inline completion (empty line)"]
+    inline = ["inline completion", "inline completion (empty line)",
+              "inline completion (typing)"]
     cases = [*inline, "code action list", "fill holes", "rewrite selection",
              "insert docstring", "fix selection"]
     return {
@@ -268,6 +304,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the example choice")
     p.add_argument("--out", type=Path, help="results JSON (default: "
                    "benchmarks/results/lsp_<model>.json)")
+    p.add_argument("--keystrokes", type=int, default=6,
+                   help="characters typed per line in the typing case")
     p.add_argument("--only-completion", action="store_true",
                    help="time inline completion only (faster, for tuning its settings)")
     p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",

@@ -18,6 +18,7 @@ an identifier, or before code on the same line (a fill there would only repeat i
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -119,7 +120,7 @@ class Completions(Feature):
         multiline = not snap.lines.line_text(line).strip()
         if not multiline and not wants_completion(snap.text[at:snap.lines.end(line)]):
             return None
-        options = completion_options(s, multiline)
+        options = completion_options(s, multiline, uri)
         ex = excerpt(snap.text, at, at, context=s.context_chars)
         try:
             # Progress only with the request's own token: a server-created progress bar
@@ -140,21 +141,25 @@ class Completions(Feature):
         return Completion(snap, at, text, multiline) if text else None
 
 
-def completion_options(s: Settings, multiline: bool) -> SamplerOptions:
+def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOptions:
     """The sampler options of a completion: a one-line one on a small canvas in a few
     passes, a multi-line one on the usual window in a few more; both reuse the context's
-    keys/values between passes (refreshed every 4, and after the hole grows)."""
+    keys/values between passes (refreshed every 4, and after the hole grows) and, with
+    `completionReuse`, from the document's last completion (keystroke to keystroke)."""
+    kind = "multi" if multiline else "line"
+    digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    carry = f"completion:{kind}:{digest}" if s.completion_reuse else ""
     budget = s.multiline_steps if multiline else s.completion_steps
     steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
     if multiline:
         tokens = s.multiline_tokens
         return s.sampler_options(default_span_tokens=tokens,
                                  max_span_tokens=max(s.max_tokens, tokens), max_steps=steps,
-                                 cache_refresh=4)
+                                 cache_refresh=4, carry_key=carry)
     return s.sampler_options(default_span_tokens=s.completion_tokens,
                              max_span_tokens=s.completion_tokens,
                              window_tokens=s.completion_window, max_steps=steps,
-                             cache_refresh=steps)
+                             cache_refresh=steps, carry_key=carry)
 
 
 def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:

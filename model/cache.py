@@ -8,6 +8,12 @@ context's entries are then slightly stale (they were computed against older span
 which is the approximation Fast-dLLM's DualCache makes; the sampler refreshes the cache
 every few steps. `transformers` has no such partial forward for an encoder, hence this
 hand-written one, checked against the library's own forward in tests/test_cache.py.
+
+Across requests (`carry`): when the next canvas differs from the cached one only in a
+middle part (the user typed a character before the cursor), the entries of the common
+prefix are kept where they are, those of the common suffix are moved to their new positions
+(a RoPE key at position i becomes one at i + shift by one more rotation, which is exact),
+and only the middle and the span slots are recomputed.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ if TYPE_CHECKING:  # transformers' class, or model/modernbert.py's twin with the
     from transformers import ModernBertForMaskedLM
 
 
+CARRY_MARGIN = 4  # tokens each side of a change that `carry` recomputes too (they moved most)
+
+
 @dataclass
 class LayerKV:
     keys: torch.Tensor  # (heads, T, head_dim), RoPE applied
@@ -32,6 +41,18 @@ class LayerKV:
 class ContextCache:
     ids: torch.Tensor  # (T,) the canvas the cache was computed from
     layers: list[LayerKV]
+    carried: int = 0  # requests since the last full pass (entries carried over by `carry`)
+
+
+def common_ends(old: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
+    """Lengths of the longest common prefix and suffix of two id sequences, not overlapping
+    in the shorter one."""
+    n = min(old.shape[0], new.shape[0])
+    same = (old[:n] == new[:n]).tolist()
+    prefix = same.index(False) if False in same else n
+    tail = (old.flip(0)[: n - prefix] == new.flip(0)[: n - prefix]).tolist()
+    suffix = tail.index(False) if False in tail else n - prefix
+    return prefix, suffix
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -53,6 +74,7 @@ class CachedModernBert:
         self.head_dim = cfg.hidden_size // cfg.num_attention_heads
         self.half_window = cfg.local_attention // 2
         self.layer_types = list(cfg.layer_types)
+        self.margin = CARRY_MARGIN
 
     def _cos_sin(self, positions: torch.Tensor, layer_type: str, dtype: torch.dtype
                  ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,11 +83,13 @@ class CachedModernBert:
         return cos[0].float(), sin[0].float()  # (n, d)
 
     def _layers(self, hidden: torch.Tensor, positions: torch.Tensor,
-                cache: ContextCache | None, store: list[LayerKV] | None) -> torch.Tensor:
+                cache: ContextCache | None, store: list[LayerKV] | None,
+                update: bool = False) -> torch.Tensor:
         """Run the encoder layers over `hidden` (n, H) at `positions` (n,).
 
         With `cache`, attention reads the cached keys/values with the rows at `positions`
-        replaced by fresh ones; without, the n positions are the whole canvas.
+        replaced by fresh ones (written into `cache` itself when `update`); without, the n
+        positions are the whole canvas.
         """
         n = hidden.shape[0]
         total = cache.ids.shape[0] if cache is not None else n
@@ -79,8 +103,9 @@ class CachedModernBert:
             cos, sin = self._cos_sin(positions, layer_type, q.dtype)
             q, k = _rope(q, cos, sin), _rope(k, cos, sin)
             if cache is not None:
-                keys = cache.layers[li].keys.clone()
-                values = cache.layers[li].values.clone()
+                keys, values = cache.layers[li].keys, cache.layers[li].values
+                if not update:
+                    keys, values = keys.clone(), values.clone()
                 keys[:, positions] = k.to(keys.dtype)
                 values[:, positions] = v.to(values.dtype)
             else:
@@ -114,3 +139,40 @@ class CachedModernBert:
         """Hidden states (n, H) at the `active` positions (n,) of canvas `ids` (T,)."""
         hidden = self.body.embeddings(input_ids=ids[active][None, :])[0]
         return self._layers(hidden, active, cache, None)
+
+    @torch.inference_mode()
+    def carry(self, ids: torch.Tensor, old: ContextCache, active: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor, ContextCache] | None:
+        """The cache of canvas `ids` built from the cache `old` of another canvas: the
+        common prefix's entries kept, the common suffix's moved to their new positions, the
+        rest and `active` recomputed. Returns the recomputed positions (m,), sorted and
+        including `active`, their hidden states (m, H), and the cache.
+
+        None when less than half of the new canvas is common to both (a full pass is then
+        about as cheap, and exact)."""
+        total = ids.shape[0]
+        prefix, suffix = common_ends(old.ids, ids)
+        if 2 * (prefix + suffix) < total:
+            return None
+        shift = total - old.ids.shape[0]
+        layers = []
+        for li, kv in enumerate(old.layers):
+            keys = kv.keys.new_empty((self.heads, total, self.head_dim))
+            values = kv.values.new_empty((self.heads, total, self.head_dim))
+            keys[:, :prefix], values[:, :prefix] = kv.keys[:, :prefix], kv.values[:, :prefix]
+            if suffix:
+                moved = kv.keys[:, kv.keys.shape[1] - suffix:]
+                if shift:
+                    cos, sin = self._cos_sin(torch.tensor([shift], device=ids.device),
+                                             self.layer_types[li], moved.dtype)
+                    moved = _rope(moved, cos, sin)
+                keys[:, total - suffix:] = moved
+                values[:, total - suffix:] = kv.values[:, kv.values.shape[1] - suffix:]
+            layers.append(LayerKV(keys, values))
+        cache = ContextCache(ids.clone(), layers, carried=old.carried + 1)
+        # the tokens nearest the change are recomputed too: their entries moved most
+        stale = torch.arange(max(0, prefix - self.margin), min(total, total - suffix + self.margin),
+                             device=ids.device)
+        active = torch.unique(torch.cat((stale, active)))  # sorted
+        hidden = self.body.embeddings(input_ids=ids[active][None, :])[0]
+        return active, self._layers(hidden, active, cache, None, update=True), cache

@@ -50,6 +50,10 @@ class CacheHint:
     key: Hashable  # the same object for one canvas across the steps of one request
     active: tuple[int, ...]  # canvas positions that may differ from the cached canvas
     refresh: bool  # recompute the whole canvas and replace the cached entries
+    # With `refresh`: the entries held under `key` may be those of another canvas (an
+    # earlier request's, e.g. the last keystroke's completion); the denoiser may carry over
+    # the parts the two canvases share and recompute only the rest and `active`.
+    carry: bool = False
 
 
 @runtime_checkable

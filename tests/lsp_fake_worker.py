@@ -90,12 +90,13 @@ class LspFake(WorkerFake):
 
 
 @contextlib.contextmanager
-def fake_worker() -> Iterator[str]:
-    """A fake worker on a thread; yields its address."""
+def fake_worker(denoiser: LspFake | None = None) -> Iterator[str]:
+    """A fake worker on a thread (serving `denoiser`, a new LspFake by default); yields its
+    address."""
     d = tempfile.mkdtemp(prefix="lspw-")
     address = f"unix:{d}/w.sock"
     try:
-        with running(Worker(denoiser=LspFake(), limits=Limits(grace=1.0)), address):
+        with running(Worker(denoiser=denoiser or LspFake(), limits=Limits(grace=1.0)), address):
             yield address
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -70,3 +70,87 @@ def test_denoiser_hints_refresh_equals_an_uncached_pass() -> None:
     np.testing.assert_allclose(again, plain, atol=0.05)
     den.forget("job")
     assert "job" not in den._caches
+
+
+# -- carrying a cache over to the next request's canvas ----------------------------------
+
+
+def _typed(ids: torch.Tensor, at: int, new: list[int]) -> torch.Tensor:
+    """`ids` with the tokens `new` inserted at `at` (a user typed before the cursor)."""
+    return torch.cat((ids[:at], torch.tensor(new, dtype=ids.dtype), ids[at:]))
+
+
+def test_carry_moves_the_suffix_keys_to_their_new_positions_exactly() -> None:
+    # Layer 0's keys depend on the token and its position alone, so after an insertion the
+    # moved suffix keys (one more RoPE rotation) must equal a fresh pass's, as must the
+    # kept prefix's; the deeper layers' are the (stale) approximation.
+    model = _model()
+    cached = CachedModernBert(model)
+    cached.margin = 0  # recompute the changed tokens alone
+    old = torch.randint(4, 300, (90,))
+    _, old_cache = cached.full(old)
+    for inserted in ([7], [7, 8, 9], [], None):
+        # None: a backspace (two tokens deleted, the suffix moves left)
+        new = _typed(old, 50, inserted) if inserted is not None else torch.cat((old[:50], old[52:]))
+        inserted = inserted or []
+        _, fresh = cached.full(new)
+        out = cached.carry(new, old_cache, torch.tensor([40, 41]))
+        assert out is not None
+        active, hidden, cache = out
+        assert cache.carried == 1 and torch.equal(cache.ids, new)
+        torch.testing.assert_close(cache.layers[0].keys, fresh.layers[0].keys,
+                                   atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(cache.layers[0].values, fresh.layers[0].values,
+                                   atol=1e-5, rtol=1e-4)
+        assert {40, 41} <= set(active.tolist())
+        assert set(range(50, 50 + len(inserted))) <= set(active.tolist())
+        assert len(active) == len(inserted) + 2  # only the new tokens and the asked rows
+    cached.margin = 3  # and by default a few tokens each side of the change
+    active, _, _ = cached.carry(_typed(old, 50, [7]), old_cache, torch.tensor([40]))
+    assert active.tolist() == [40, *range(47, 54)]
+
+
+def test_carry_of_the_same_canvas_is_exact_and_of_an_edit_close() -> None:
+    model = _model()
+    cached = CachedModernBert(model)
+    ids = torch.randint(4, 300, (90,))
+    full, cache = cached.full(ids)
+    out = cached.carry(ids, cache, torch.tensor([10, 60]))
+    assert out is not None
+    torch.testing.assert_close(out[1], full[out[0]], atol=1e-5, rtol=1e-4)
+    new = _typed(ids, 30, [5])
+    fresh, _ = cached.full(new)
+    out = cached.carry(new, cache, torch.tensor([31, 32]))
+    assert out is not None
+    active, hidden, _ = out
+    err = (hidden - fresh[active]).abs().max()
+    assert err < 0.5 * fresh.abs().mean() + 1e-3
+
+
+def test_carry_refuses_canvases_that_share_less_than_half() -> None:
+    cached = CachedModernBert(_model())
+    ids = torch.randint(4, 300, (90,))
+    _, cache = cached.full(ids)
+    other = ids.clone()
+    other[20:70] = torch.randint(4, 300, (50,))
+    other[20] = ids[20] + 1 if ids[20] < 299 else 4  # the prefix stops at 20
+    other[69] = ids[69] + 1 if ids[69] < 299 else 4  # the suffix at 20
+    assert cached.carry(other, cache, torch.tensor([30])) is None
+
+
+def test_denoiser_carries_a_keyed_cache_across_requests_up_to_its_limit() -> None:
+    den = _denoiser()
+    den.carry_limit = 2
+    canvas = list(range(4, 80))
+    for i in range(4):  # four keystrokes: a token typed at 30 each time
+        canvas = canvas[:30] + [200 + i] + canvas[30:]
+        pos = [31, 32]
+        plain = den.logits([canvas], [pos])[0]
+        hint = CacheHint(key="doc", active=(31, 32), refresh=True, carry=True)
+        got = den.logits([canvas], [pos], [hint])[0]
+        # first a full pass, then carried twice (the limit), then a full pass again
+        assert den._caches["doc"].carried == [0, 1, 2, 0][i]
+        if i in (0, 3):
+            np.testing.assert_allclose(got, plain, atol=0.05)
+        assert np.abs(got - plain).max() < 0.5 * np.abs(plain).mean() + 0.05
+        assert den._caches["doc"].ids.tolist() == canvas

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 from lsp_fake_worker import (
     REQUEST_CANCELLED,
+    LspFake,
     capabilities,
     fake_worker,
     lsp,
@@ -211,3 +212,38 @@ def test_completion_budget_settings_are_validated(worker):
                 assert f"infill.{name}" in warning.message
 
     run(go())
+
+
+def test_keystrokes_carry_the_context_cache_over_per_document():
+    # Each completion's first pass may reuse the entries its document's last completion
+    # left under one key (the worker keeps them); another document has its own key; with
+    # completionReuse off, no request carries anything over.
+    fake = LspFake()
+
+    def first_passes() -> list:
+        hints = [h for call in fake.hints for h in call or () if h is not None and h.refresh]
+        fake.hints.clear()
+        return hints
+
+    async def go(settings: dict) -> tuple[list, list]:
+        async with lsp(address, settings) as (client, _):
+            a = open_doc(client, "a.py", "name = \n")
+            b = open_doc(client, "b.py", "name = \n")
+            assert (await inline(client, a, pos(0, 7)))[0].insert_text == "'ada'"
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=a, version=2),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=pos(0, 0), end=pos(0, 0)), text="#\n")]))
+            await inline(client, a, pos(1, 7))
+            first_a = first_passes()
+            await inline(client, b, pos(0, 7))
+            return first_a, first_passes()
+
+    with fake_worker(fake) as address:
+        on_a, on_b = run(go({}))
+        assert len(on_a) == 2 and all(h.carry for h in on_a)
+        assert on_a[0].key == on_a[1].key
+        assert len(on_b) == 1 and on_b[0].carry and on_b[0].key != on_a[0].key
+        assert not set(fake.forgotten) & {on_a[0].key, on_b[0].key}
+        off_a, off_b = run(go({"completionReuse": False}))
+        assert off_a and not any(h.carry for h in off_a + off_b)

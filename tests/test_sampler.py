@@ -381,6 +381,31 @@ def test_cache_hints_refresh_after_growth():
     assert [len(h.active) for (h,) in d.hints] == [2, 4, 6, 8]
 
 
+def test_a_carry_key_is_shared_by_requests_and_kept_after_them():
+    conf = [0.99, 0.5, 0.4, 0.3, 0.2]
+    d = TargetDenoiser(["abcde"], confidence=lambda k, j, c: conf[j])
+    for _ in range(2):  # two keystrokes' requests under one name
+        fill_text("x = <mask:5>;", denoiser=d, exact_length=True, cache_refresh=2,
+                  carry_key="doc", language=None)
+    hints = [h for (h,) in d.hints]
+    assert len({h.key for h in hints}) == 1  # the same entries, request after request
+    # only a request's first pass may carry over the earlier request's entries
+    assert [h.carry for h in hints] == [True, False, False, False, False] * 2
+    assert [h.refresh for h in hints] == [True, False, True, False, True] * 2
+    assert d.forgotten == []  # kept for the next request
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"carry_key": "doc"}, "carry_key needs cache_refresh"),
+    ({"carry_key": "doc", "cache_refresh": 4, "lengths": 5}, "lengths must be 1"),
+    ({"carry_key": "x" * 5000, "cache_refresh": 4}, "at most 4096 characters"),
+    ({"carry_key": 7, "cache_refresh": 4}, "carry_key must be a string"),
+])
+def test_bad_carry_keys_are_refused(options, message):
+    with pytest.raises(OptionError, match=message):
+        SamplerOptions(**options)
+
+
 def test_cache_refresh_must_not_be_negative():
     with pytest.raises(OptionError, match="cache_refresh must be >= 0"):
         SamplerOptions(cache_refresh=-1)

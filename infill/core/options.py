@@ -23,6 +23,7 @@ DEFAULT_CHECKS = "parse,name,comment,keyword"
 # and its halvings 8, 4, 2, 1, picked by the model's score. Held-out single-line exact
 # match 0.0% -> 3.0% (docs/ARCHITECTURE.md, "Length"). The engine's own default is 1.
 DEFAULT_LENGTHS = 5
+MAX_CARRY_KEY = 4096  # characters of a carry_key (a document URI, say)
 MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
 
 
@@ -44,6 +45,10 @@ class SamplerOptions:
     exact_length: bool = False  # every span is exactly its allocation: no null, no growth
     window_tokens: int | None = None  # canvas budget; None: the denoiser's max_length
     cache_refresh: int = 0  # 0: exact passes; k: reuse context K/V, full pass every k steps
+    carry_key: str = ""  # with cache_refresh: keep the context K/V under this name after the
+    #                      request, for the next one of that name to carry over what its
+    #                      canvas shares (a document's inline completion, keystroke to
+    #                      keystroke); "": the request's own, dropped when it ends
     eager_ends: bool = True  # no pass on nulls alone; close a span whose slots all predict null
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
@@ -120,6 +125,17 @@ def _validate_checks(o: SamplerOptions) -> None:
                           f"(or empty: no checks), got {o.checks!r}")
 
 
+def _validate_cache(o: SamplerOptions) -> None:
+    _int("cache_refresh", o.cache_refresh, 0)
+    if not isinstance(o.carry_key, str) or len(o.carry_key) > MAX_CARRY_KEY:
+        raise OptionError(f"carry_key must be a string of at most {MAX_CARRY_KEY} characters, "
+                          f"got {o.carry_key!r:.80}")
+    if o.carry_key and not o.cache_refresh:
+        raise OptionError("carry_key needs cache_refresh (context keys/values are not reused)")
+    if o.carry_key and o.lengths > 1:
+        raise OptionError("carry_key applies to one decode per hole; lengths must be 1")
+
+
 def _validate(o: SamplerOptions) -> None:
     if o.order not in STRATEGIES:
         raise OptionError(
@@ -134,7 +150,7 @@ def _validate(o: SamplerOptions) -> None:
     _int("max_span_tokens", o.max_span_tokens, 1)
     _int("grow", o.grow, 0)
     _int("window_tokens", o.window_tokens, 8, optional=True)
-    _int("cache_refresh", o.cache_refresh, 0)
+    _validate_cache(o)
     _validate_checks(o)
     if not isinstance(o.eager_ends, bool):
         raise OptionError(f"eager_ends must be true or false, got {o.eager_ends!r}")
