@@ -97,6 +97,8 @@ def score(export: Path, corpus: Path, n: int) -> dict:
     ev = json.loads(path.read_text())
     return {"single_line_true_length": ev["single_line_true_length"]["exact_match"],
             "single_line": ev["single_line"]["exact_match"],
+            "length_error_tokens": ev["single_line"].get("length_error_tokens"),
+            "ends_within_1": ev["single_line"].get("ends_within_1"),
             "multi_line": ev["multi_line"]["exact_match"],
             "bug_top1": ev["bugs"]["top1_localisation"],
             "masked_acc_0.5": ev["masked_token_accuracy"]["0.50"],

@@ -59,6 +59,7 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
     neutralised, never the truth; a rejected fill is a miss."""
     hits, nfe, tokens, ms = 0, 0, 0, []
     parse_ok = clean = rejected = candidates = 0
+    length_errors: list[int] = []  # |tokens of the fill - tokens of the truth|, per fill
     truth_fails: dict[str, int] = dict.fromkeys(KINDS, 0)
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
@@ -82,6 +83,8 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             rejected += 1
             continue
         hits += f.text.strip() == ex.truth.strip()
+        length_errors.append(abs(len(den.encode(f.text.strip())) -
+                                 len(den.encode(ex.truth.strip()))))
         problems = _problems(ex, before, f.text)
         parse_ok += "parse" not in problems
         clean += not problems
@@ -93,6 +96,10 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             "broken": (n - rejected - parse_ok) / n,  # fills returned that add a syntax error
             "clean": clean / n,  # fills returned that pass every check
             "rejected": rejected / n, "candidates_per_fill": candidates / n,
+            # where fills end (meaningful with the engine's length): mean token-count error
+            # and the share of fills within one token of the truth's length
+            "length_error_tokens": statistics.fmean(length_errors) if length_errors else None,
+            "ends_within_1": sum(e <= 1 for e in length_errors) / n,
             "truth_fails": {k: v / n for k, v in truth_fails.items()}}
 
 

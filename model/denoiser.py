@@ -50,10 +50,11 @@ class CacheHint:
     key: Hashable  # the same object for one canvas across the steps of one request
     active: tuple[int, ...]  # canvas positions that may differ from the cached canvas
     refresh: bool  # recompute the whole canvas and replace the cached entries
-    # With `refresh`: the entries held under `key` may be those of another canvas (an
-    # earlier request's, e.g. the last keystroke's completion); the denoiser may carry over
-    # the parts the two canvases share and recompute only the rest and `active`.
-    carry: bool = False
+    # With `refresh`: the name of entries an earlier request left (e.g. the last
+    # keystroke's completion of this document). The denoiser may build this canvas's
+    # entries from them, carrying over what the two canvases share and recomputing the
+    # rest and `active`; the new entries are kept under that name too, for the next request.
+    carry: Hashable | None = None
 
 
 @runtime_checkable

@@ -222,10 +222,11 @@ class HFDenoiser:
         entry = self._caches.get(hint.key)
         active = torch.tensor(sorted(set(hint.active) | set(pos)), dtype=torch.long,
                               device=self.device)
+        source = self._caches.get(hint.carry) if hint.carry is not None else None
         with self._autocast:
-            carried = (self._cached.carry(ids, entry, active)
-                       if hint.refresh and hint.carry and entry is not None
-                       and entry.carried < self.carry_limit else None)
+            carried = (self._cached.carry(ids, source, active)
+                       if hint.refresh and source is not None
+                       and source.carried < self.carry_limit else None)
             if carried is not None:
                 active, hidden, entry = carried
             elif hint.refresh or entry is None or entry.ids.shape[0] != ids.shape[0]:
@@ -233,11 +234,16 @@ class HFDenoiser:
                 active = torch.arange(ids.shape[0], device=self.device)
             else:  # the cached entries serve as they are
                 hidden = self._cached.partial(ids, active, entry)  # (n, H)
-            self._caches[hint.key] = entry
-            self._caches.move_to_end(hint.key)
-            while len(self._caches) > self.cache_size:
-                self._caches.popitem(last=False)
+            self._keep(hint.key, entry)
+            if hint.refresh and hint.carry is not None:
+                self._keep(hint.carry, entry)  # for the next request of that name
             return self._project(hidden[torch.searchsorted(active, where)])
+
+    def _keep(self, key: Hashable, entry: ContextCache) -> None:
+        self._caches[key] = entry
+        self._caches.move_to_end(key)
+        while len(self._caches) > self.cache_size:
+            self._caches.popitem(last=False)
 
     def forget(self, key: Hashable) -> None:
         """Drop the cached context of a finished canvas."""

@@ -146,10 +146,12 @@ def test_denoiser_carries_a_keyed_cache_across_requests_up_to_its_limit() -> Non
         canvas = canvas[:30] + [200 + i] + canvas[30:]
         pos = [31, 32]
         plain = den.logits([canvas], [pos])[0]
-        hint = CacheHint(key="doc", active=(31, 32), refresh=True, carry=True)
+        hint = CacheHint(key=("job", i), active=(31, 32), refresh=True, carry="doc")
         got = den.logits([canvas], [pos], [hint])[0]
         # first a full pass, then carried twice (the limit), then a full pass again
         assert den._caches["doc"].carried == [0, 1, 2, 0][i]
+        assert den._caches[("job", i)] is den._caches["doc"]
+        den.forget(("job", i))  # the request ended; what it left for the next stays
         if i in (0, 3):
             np.testing.assert_allclose(got, plain, atol=0.05)
         assert np.abs(got - plain).max() < 0.5 * np.abs(plain).mean() + 0.05

@@ -381,18 +381,20 @@ def test_cache_hints_refresh_after_growth():
     assert [len(h.active) for (h,) in d.hints] == [2, 4, 6, 8]
 
 
-def test_a_carry_key_is_shared_by_requests_and_kept_after_them():
+def test_a_carry_key_names_what_each_request_leaves_for_the_next():
     conf = [0.99, 0.5, 0.4, 0.3, 0.2]
     d = TargetDenoiser(["abcde"], confidence=lambda k, j, c: conf[j])
     for _ in range(2):  # two keystrokes' requests under one name
         fill_text("x = <mask:5>;", denoiser=d, exact_length=True, cache_refresh=2,
                   carry_key="doc", language=None)
     hints = [h for (h,) in d.hints]
-    assert len({h.key for h in hints}) == 1  # the same entries, request after request
-    # only a request's first pass may carry over the earlier request's entries
-    assert [h.carry for h in hints] == [True, False, False, False, False] * 2
+    # only a request's first pass may start from the last request's entries, all by name
+    assert [h.carry is not None for h in hints] == [True, False, False, False, False] * 2
+    assert hints[0].carry == hints[5].carry == ("carry", "doc", 0)
     assert [h.refresh for h in hints] == [True, False, True, False, True] * 2
-    assert d.forgotten == []  # kept for the next request
+    # each request's own entries are its own, and dropped when it ends; the named ones stay
+    assert hints[0].key != hints[5].key
+    assert d.forgotten == [hints[0].key, hints[5].key]
 
 
 @pytest.mark.parametrize("options, message", [

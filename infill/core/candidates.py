@@ -156,7 +156,7 @@ class CandidateJob:
         done, total = zip(*(r.slots() for r in self.rounds), strict=True)
         return sum(done), sum(total)
 
-    def cache_key(self, ci: int) -> tuple[str, int | str, int]:
+    def cache_key(self, ci: int) -> tuple[str, int, int]:
         for r in self.rounds:
             if ci < len(r.canvases):
                 return r.cache_key(ci)

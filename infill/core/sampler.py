@@ -170,11 +170,8 @@ class DenoiseJob:
         self._pending = pending
         return out
 
-    def cache_key(self, ci: int) -> tuple[str, int | str, int]:
-        """The CacheHint key of canvas `ci`: unique per job and canvas in this process, or
-        the option `carry_key`'s (shared with the next request of that name)."""
-        if self.options.carry_key:
-            return ("carry", self.options.carry_key, ci)
+    def cache_key(self, ci: int) -> tuple[str, int, int]:
+        """The CacheHint key of canvas `ci` (unique per job and canvas in this process)."""
         return ("infill", self._serial, ci)
 
     def _hint(self, ci: int, canvas: Canvas) -> CacheHint | None:
@@ -190,9 +187,10 @@ class DenoiseJob:
             for span, off in zip(canvas.spans, canvas.offsets(), strict=True)
             for j in range(len(span.ids))
         )
-        first = since is None  # the entries held under a carry key are an earlier request's
-        return CacheHint(key=self.cache_key(ci), active=active, refresh=refresh,
-                         carry=first and bool(self.options.carry_key))
+        # the first pass may start from what the last request of the same carry_key left
+        carry = (("carry", self.options.carry_key, ci)
+                 if since is None and self.options.carry_key else None)
+        return CacheHint(key=self.cache_key(ci), active=active, refresh=refresh, carry=carry)
 
     # -- advance ----------------------------------------------------------------------
 
@@ -368,7 +366,7 @@ def denoise(job: DenoiseJob, denoiser: Denoiser,
         if progress is not None:
             progress(*job.slots())
     forget = getattr(denoiser, "forget", None)
-    if job.options.cache_refresh and not job.options.carry_key and callable(forget):
+    if job.options.cache_refresh and callable(forget):
         for ci in range(len(job.canvases)):
             forget(job.cache_key(ci))
     return job

@@ -187,7 +187,7 @@ class Scheduler:
     def _forget(self, job: DenoiseJob) -> None:
         """Drop the job's cached context keys/values (on the model thread, later)."""
         forget = getattr(self.denoiser, "forget", None)
-        if not job.options.cache_refresh or job.options.carry_key or not callable(forget):
+        if not job.options.cache_refresh or not callable(forget):
             return
         keys = [job.cache_key(ci) for ci in range(len(job.canvases))]
         with suppress(RuntimeError):  # the executor is shut down: nothing to free
