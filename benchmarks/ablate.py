@@ -48,6 +48,9 @@ ROWS: dict[str, tuple[str, list[str]]] = {
                         ["--noise", "p_engine_alloc=0.0"]),
     "neither": ("neither part-decoded holes nor engine-sized allocations (the first "
                 "session's holes)", ["--noise", "p_reveal=0.0,p_engine_alloc=0.0"]),
+    # in a table whose --noise turns them off (the long run's): both back on, as by default
+    "engine-holes": ("part-decoded holes and engine-sized allocations (the default noise)",
+                     ["--noise", "p_reveal=0.5,p_engine_alloc=0.5"]),
     "vocab-8k": ("8,192-token BPE vocabulary (data/tokenizer8k)",
                  ["--tokenizer", "data/tokenizer8k/tokenizer.json"]),
     "shape-deep": ("192 wide x 8 layers instead of 256 x 4 (similar FLOPs/token)",
