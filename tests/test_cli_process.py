@@ -21,6 +21,7 @@ from worker_fake_main import WorkerFake
 
 import model.loading
 from infill.cli import main
+from infill.cli.changes import hunks
 from infill.core import window
 from infill.core.repair import SCORE_BATCH
 
@@ -191,6 +192,7 @@ def test_help_and_input_errors_do_not_import_torch(tmp_path):
     script = """
 import contextlib, io, sys
 from infill.cli import main
+from infill.cli.changes import hunks
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     codes = [main(["--help"]), main(["fill", "--help"]), main(["fill", "missing.py"]),
              main(["fill", "plain.py"]), main(["fill", "--steps", "0", "hole.py"]),
@@ -261,3 +263,71 @@ def test_fill_of_one_hole_in_a_long_file_reads_one_window(tmp_path, counted, cap
     out, err = capsys.readouterr()
     assert re.search(r"filling (\d+)/\1 slots 100%", err)
     assert "\n+x = y\n" in out
+
+
+# -- fix --changed: the lines changed since git's HEAD ------------------------------------
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git work tree with long.py (LONG) committed."""
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "long.py").write_text(LONG)
+    _git(tmp_path, "add", "long.py")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    return tmp_path
+
+
+def _edited_lines(out: str, text: str) -> list[int]:
+    return [text[:e["start"]].count("\n") + 1 for e in json.loads(out)["edits"]]
+
+
+def test_fix_changed_repairs_each_changed_region_and_reads_nothing_else(repo, counted, capsys):
+    fake, _ = counted
+    lines = LONG.split("\n")
+    for n in (1502, 2702):  # two edits far apart ("return a + 1" lines)
+        lines[n - 1] = "    return a + 2"
+    edited = "\n".join(lines)
+    (repo / "long.py").write_text(edited)
+    assert main(["fix", "--json", "--no-checks", "--changed", str(repo / "long.py")]) == 0
+    scored = [c for canvases, _ in fake.calls for c in canvases]
+    assert len(scored) <= 6 and max(len(c) for c in scored) <= 128  # windows of 2 regions
+    assert _edited_lines(capsys.readouterr().out, edited) == [1502, 2702]  # one fix each
+
+
+def test_fix_changed_skips_an_unchanged_file_without_loading_the_model(repo, counted,
+                                                                      capsys):
+    fake, _ = counted
+    assert main(["fix", "--changed", str(repo / "long.py")]) == 0
+    assert fake.calls == []
+    assert capsys.readouterr().err.strip() == f"{repo / 'long.py'}: no changes since HEAD"
+
+
+def test_fix_changed_takes_an_untracked_file_whole_and_refuses_outside_git(
+        repo, tmp_path_factory, counted, capsys):
+    new = repo / "new.py"
+    new.write_text("x = a\n")
+    assert main(["fix", "--json", "--no-checks", "--changed", str(new)]) == 0
+    assert _edited_lines(capsys.readouterr().out, "x = a\n") == [1]
+    outside = tmp_path_factory.mktemp("plain") / "a.py"
+    outside.write_text("x = a\n")
+    assert main(["fix", "--changed", str(outside)]) == 1
+    assert "--changed: not in a git work tree" in capsys.readouterr().err
+    assert main(["fix", "--changed", "--base", "nosuchrev", str(repo / "long.py")]) == 1
+    assert "unknown revision 'nosuchrev'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--changed", "--lines", "1:2"], ["--base", "HEAD~1"]])
+def test_fix_changed_flag_misuse_is_a_usage_error(repo, flags, capsys):
+    assert main(["fix", *flags, str(repo / "long.py")]) == 2
+
+
+def test_changed_hunks_take_both_sides_of_a_deletion_and_merge_neighbours():
+    diff = ("@@ -3 +3 @@\n-a\n+b\n@@ -5,2 +4,0 @@\n-c\n-d\n@@ -9,0 +9,2 @@\n+e\n+f\n"
+            "@@ -20,0 +30 @@\n+g\n")
+    assert hunks(diff, 30) == [(3, 5), (9, 10), (30, 30)]

@@ -7,6 +7,7 @@
     infill fill a.py --trace      # every denoising step on stderr
     infill fill a.py --worker unix:/run/user/1000/infill/worker.sock   # a running worker
     infill fix a.py --lines 10:20 # score lines 10-20, re-denoise the most suspicious token
+    infill fix --changed *.py     # only the lines changed since git's HEAD
 
 The diff goes to stdout alone so that it can be piped to `patch -p1` or `git apply`;
 summaries, traces and errors go to stderr. The model is loaded once, on the first file that
@@ -39,7 +40,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.cli.backends import Backend, Repair, backend_for
+from infill.cli.backends import Backend, backend_for
+from infill.cli.changes import changed_lines, merged
 from infill.cli.files import Source, encode, language_for, line_range, read_source, write_atomic
 from infill.cli.parser import build_parser, check_worker_args, lines_spec, sampler_options
 from infill.cli.progress import ProgressLine
@@ -192,25 +194,42 @@ def cmd_fill(args: argparse.Namespace) -> int:
 
 def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
               backend: Backend) -> tuple[Source, FillResult | None, list[TokenScore]]:
-    """(the file, the repair or None, every token's score)."""
+    """(the file, the repair or None, every token's score). With --changed, each changed
+    region is repaired on its own, from the bottom of the file up (the regions above keep
+    their offsets); an unchanged file is not scored (no scores)."""
     source = read_source(Path(path))
     text = source.text
     check_text(text)
-    start, end = line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))
-    with _progress(args, path, "scoring", "windows") as progress:
-        repair: Repair = backend.fix(text, start=start, end=end, max_fixes=args.max_fixes,
-                                     min_suspicion=args.min_suspicion,
-                                     min_likely=args.min_likely,
-                                     language=language_for(args, path), options=options,
-                                     progress=progress)
-    return (source, *repair)
+    if args.changed:
+        n_lines = text.count("\n") + (not text.endswith("\n") and bool(text))
+        ranges = [line_range(text, a, b)
+                  for a, b in changed_lines(Path(path), n_lines, args.base)]
+    else:
+        ranges = [line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))]
+    parts: list[FillResult] = []
+    scores: list[TokenScore] = []
+    current = text
+    for start, end in reversed(ranges):
+        with _progress(args, path, "scoring", "windows") as progress:
+            result, found = backend.fix(current, start=start, end=end,
+                                        max_fixes=args.max_fixes,
+                                        min_suspicion=args.min_suspicion,
+                                        min_likely=args.min_likely,
+                                        language=language_for(args, path), options=options,
+                                        progress=progress)
+        scores = found + scores
+        if result is not None:
+            parts.append(result)
+            current = result.text
+    return source, merged(text, parts), scores
 
 
 def _fix_summary(path: str, text: str, result: FillResult | None,
-                 scores: list[TokenScore]) -> str:
+                 scores: list[TokenScore], args: argparse.Namespace) -> str:
     worst = max(scores, key=lambda s: s.suspicion, default=None)
     if worst is None:
-        return f"{path}: nothing to score"
+        return f"{path}: no changes since {args.base}" if args.changed else \
+            f"{path}: nothing to score"
     where = line_col(text, worst.start)
     head = f"most suspicious {worst.text.strip()!r} at {where} ({worst.suspicion:.2f})"
     if result is None:  # no token passed the rule (docs/ARCHITECTURE.md, "Fixer calibration")
@@ -237,7 +256,7 @@ def _report_fix(path: str, args: argparse.Namespace, source: Source,
     if changed and not args.in_place:
         sys.stdout.write(result.diff(path))
         sys.stdout.flush()
-    print(_fix_summary(path, original, result, scores), file=sys.stderr)
+    print(_fix_summary(path, original, result, scores, args), file=sys.stderr)
     return True
 
 
@@ -253,6 +272,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
                 raise ValueError(f"{flag} must be in 0..1, got {value}")
         if args.lines is not None:
             lines_spec(args.lines)
+        if args.base != "HEAD" and not args.changed:
+            raise ValueError("--base applies to --changed")
     except (InfillError, ValueError) as exc:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -106,7 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("files", nargs="+", metavar="FILE")
     _add_output_args(fix, "repaired")
     what = fix.add_argument_group("what to fix")
-    what.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
+    where = what.add_mutually_exclusive_group()
+    where.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
+    where.add_argument("--changed", action="store_true",
+                       help="only the lines changed since git's HEAD (or --base), each changed "
+                       "region on its own (--max-fixes per region); an untracked file is all "
+                       "new; an unchanged one is skipped without loading the model")
+    what.add_argument("--base", default="HEAD", metavar="REV",
+                      help="with --changed: the revision to compare with (default HEAD)")
     what.add_argument("--max-fixes", type=int, default=1, help="most tokens repaired (default 1)")
     what.add_argument("--min-suspicion", type=float, default=DEFAULT_MIN_SUSPICION,
                       help="repair only tokens at least this suspicious (1 - p(token)), 0..1 "
