@@ -110,17 +110,18 @@ def score(export: Path, corpus: Path, n: int) -> dict:
 
 def table(results: dict) -> str:
     head = ("| row | change | valid masked CE | single-line EM (true len) | single-line EM "
-            "(engine len) | engine/true | multi-line EM | bug top-1 | tokens/s | command |\n"
-            "|---|---|---|---|---|---|---|---|---|---|")
+            "(engine len) | length error (tokens) | ends within 1 | multi-line EM | bug top-1 "
+            "| tokens/s | command |\n|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for name, r in results["rows"].items():
         s = r["scores"]
-        ratio = (s["single_line"] / s["single_line_true_length"]
-                 if s["single_line_true_length"] else float("nan"))
+        error, ends = s.get("length_error_tokens"), s.get("ends_within_1")
         lines.append(
             f"| {name} | {ROWS[name][0]} | {r['valid_masked_ce']:.3f} | "
             f"{100 * s['single_line_true_length']:.1f}% | {100 * s['single_line']:.1f}% | "
-            f"{ratio:.2f} | {100 * s['multi_line']:.1f}% | {100 * s['bug_top1']:.1f}% | "
+            f"{'-' if error is None else f'{error:.2f}'} | "
+            f"{'-' if ends is None else f'{100 * ends:.0f}%'} | "
+            f"{100 * s['multi_line']:.1f}% | {100 * s['bug_top1']:.1f}% | "
             f"{r['tokens_per_s']:,.0f} | `{r['command']}` |")
     return "\n".join(lines)
 

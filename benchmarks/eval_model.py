@@ -293,6 +293,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="candidates per fill when the checks are on")
     parser.add_argument("--lengths", type=int, default=infill.SamplerOptions().lengths,
                         help="allocations raced per hole (1: the engine's one allocation)")
+    parser.add_argument("--cache-refresh", type=int, default=0,
+                        help="reuse the context's keys/values, a full pass every K steps "
+                        "(0: every pass exact, the default)")
     parser.add_argument("--ablate-checks", action="store_true",
                         help="only the checks' ablation on single-line, multi-line and "
                         "'arguments' holes (--parts); --out names its JSON")
@@ -303,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     if parts - set(PARTS) - ({"arguments"} if args.ablate_checks else set()):
         parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
     options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates,
-                                    lengths=args.lengths)
+                                    lengths=args.lengths, cache_refresh=args.cache_refresh)
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
                      "checks": args.checks, "candidates": args.candidates,
-                     "lengths": args.lengths}
+                     "lengths": args.lengths, "cache_refresh": args.cache_refresh}
     for key, examples in (("single_line", single), ("multi_line", multi)):
         for true_length in (False, True):
             name = key + ("_true_length" if true_length else "")

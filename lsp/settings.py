@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from infill.core.errors import OptionError
-from infill.core.options import DEFAULT_LENGTHS, MAX_CANDIDATES, SamplerOptions
+from infill.core.options import (
+    DEFAULT_CACHE_REFRESH,
+    DEFAULT_LENGTHS,
+    MAX_CANDIDATES,
+    SamplerOptions,
+)
 from infill.core.spans import DEFAULT_MARKER, check_marker
 from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from infill.serve.sockets import parse_address
@@ -122,6 +127,8 @@ class Settings:
     checks: bool = _s("checks", _bool, default=True)  # code actions: a fill must pass checks
     # code actions: allocations raced per hole whose length the model chooses (16, 8, ...)
     lengths: int = _s("lengths", _int(1, MAX_CANDIDATES), default=DEFAULT_LENGTHS)
+    # context keys/values reused between passes, a full pass every K (0: every pass exact)
+    cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)
     # -- completion
     completion_tokens: int = _s("completionTokens", _int(1, 1024), default=16)  # one line
     multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=64)  # empty line
@@ -156,7 +163,8 @@ class Settings:
 
     def sampler_options(self, **overrides: Any) -> SamplerOptions:
         """The SamplerOptions these settings set, with `overrides` on top."""
-        out: dict[str, Any] = {"max_span_tokens": self.max_tokens}
+        out: dict[str, Any] = {"max_span_tokens": self.max_tokens,
+                               "cache_refresh": self.cache_refresh}
         if self.steps is not None:
             out["max_steps"] = self.steps
         if self.threshold is not None:

@@ -45,7 +45,11 @@ def test_sampler_options_from_settings_are_valid():
     s = parse({"steps": 3, "threshold": 0.7, "maxTokens": 8})[0]
     options = s.sampler_options(default_span_tokens=16)
     assert options == SamplerOptions(max_span_tokens=8, max_steps=3, threshold=0.7,
-                                     default_span_tokens=8)
+                                     default_span_tokens=8, cache_refresh=4)
+    exact = parse({"cacheRefresh": 0})[0].sampler_options()
+    assert exact.cache_refresh == 0
+    bad, warnings = parse({"cacheRefresh": -1})
+    assert bad.cache_refresh == 4 and "infill.cacheRefresh" in warnings[0]
 
 
 def test_excerpt_of_a_short_text_is_the_text():

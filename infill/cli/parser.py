@@ -6,7 +6,12 @@ import argparse
 import re
 
 from infill.core.checks import KINDS
-from infill.core.options import DEFAULT_CHECKS, DEFAULT_LENGTHS, SamplerOptions
+from infill.core.options import (
+    DEFAULT_CACHE_REFRESH,
+    DEFAULT_CHECKS,
+    DEFAULT_LENGTHS,
+    SamplerOptions,
+)
 from infill.core.spans import DEFAULT_MARKER
 from infill.core.strategies import STRATEGIES
 from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
@@ -45,9 +50,10 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--cache-refresh",
         type=int,
-        default=0,
+        default=DEFAULT_CACHE_REFRESH,
         metavar="K",
-        help="reuse context keys/values, full pass every K steps (default 0: off)",
+        help="reuse the context's keys/values between passes, a full pass every K steps "
+        f"(default {DEFAULT_CACHE_REFRESH}; 0: every pass exact)",
     )
     s.add_argument("--checks", default=DEFAULT_CHECKS, metavar="LIST",
                    help="a fill must pass these checks, comma-separated, of: "
