@@ -6,7 +6,7 @@ validation split with the engine, and keep a table that grows across sessions.
         --out benchmarks/results/ablation_warm.json --rows baseline,no-reveal,neither
     python -m benchmarks.ablate --init-from model/weights --lr 1.5e-4 --tokens 1e6 \
         --noise p_reveal=0.0,p_engine_alloc=0.0 --out benchmarks/results/ablation_recipe.json \
-        --runs runs/recipe --rows baseline,t-bell,t-stratified,spans-80,spans-30
+        --runs runs/recipe --rows baseline,t-bell,t-stratified,engine-holes,spans-80,spans-30
 
 Every row trains `model.train` for the same number of tokens (same seed, data, batch,
 schedule), from scratch or, with `--init-from`, continuing the same exported model (a

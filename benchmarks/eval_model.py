@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="candidates per fill when the checks are on")
     parser.add_argument("--lengths", type=int, default=infill.SamplerOptions().lengths,
                         help="allocations raced per hole (1: the engine's one allocation)")
-    parser.add_argument("--cache-refresh", type=int, default=0,
+    parser.add_argument("--cache-refresh", type=int,
+                        default=infill.SamplerOptions().cache_refresh,
                         help="reuse the context's keys/values, a full pass every K steps "
                         "(0: every pass exact, the default)")
     parser.add_argument("--ablate-checks", action="store_true",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from infill.core.errors import InfillError
-from infill.core.options import SamplerOptions
+from infill.core.options import DEFAULT_CACHE_REFRESH, SamplerOptions
 from infill.core.spans import Span
 from lsp.excerpt import excerpt
 from lsp.host import Feature, Host, Snapshot
@@ -155,7 +155,7 @@ def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOp
         tokens = s.multiline_tokens
         return s.sampler_options(default_span_tokens=tokens,
                                  max_span_tokens=max(s.max_tokens, tokens), max_steps=steps,
-                                 cache_refresh=4, carry_key=carry)
+                                 cache_refresh=DEFAULT_CACHE_REFRESH, carry_key=carry)
     return s.sampler_options(default_span_tokens=s.completion_tokens,
                              max_span_tokens=s.completion_tokens,
                              window_tokens=s.completion_window, max_steps=steps,

@@ -31,11 +31,11 @@ log = logging.getLogger(__name__)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
 
 
-# Diffusion models in transformers that denoise a block *after* a prompt (encoder-decoder,
-# uniform noise) rather than masked positions inside a sequence.
 # Requests in a row (keystrokes) whose context entries may be carried over from the last
 # one before a full pass; see benchmarks/results/lsp_carry.json for what it was chosen by.
 CARRY_LIMIT = 8
+# Diffusion models in transformers that denoise a block *after* a prompt (encoder-decoder,
+# uniform noise) rather than masked positions inside a sequence.
 PROMPT_TO_BLOCK = frozenset({"diffusion_gemma"})
 
 
@@ -165,9 +165,7 @@ class HFDenoiser:
         # position i predict token i + 1.
         self._shifted = getattr(model.config, "model_type", "").lower() == "dream"
         self.cache_size = 64  # canvases whose context entries are kept (LRU)
-        # requests in a row whose entries may be carried over from the last one before a
-        # full pass (the carried entries grow staler with each)
-        self.carry_limit = CARRY_LIMIT
+        self.carry_limit = CARRY_LIMIT  # carried entries grow staler with each request
 
     @classmethod
     def load(cls, path: Path, *, device: str | None = None, trust_remote_code: bool = False,

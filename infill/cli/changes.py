@@ -78,8 +78,10 @@ def merged(original: str, parts: list[FillResult]) -> FillResult | None:
     edits, fills and windows, the statistics summed."""
     if not parts:
         return None
-    sums = {f.name: sum(getattr(r.stats, f.name) for r in parts)
-            for f in fields(FillStats) if f.type in ("int", "float") and f.name != "nfe_per_token"}
+    counts = [f.name for f in fields(FillStats)  # every count and time; not the model's name
+              if isinstance(getattr(parts[0].stats, f.name), int | float)
+              and f.name != "nfe_per_token"]
+    sums = {name: sum(getattr(r.stats, name) for r in parts) for name in counts}
     stats = replace(parts[-1].stats, **sums,
                     nfe_per_token=sums["nfe"] / max(1, sums["tokens"]))
     return replace(parts[-1], original=original,
