@@ -109,21 +109,36 @@ def score(export: Path, corpus: Path, n: int) -> dict:
 
 
 def table(results: dict) -> str:
-    head = ("| row | change | valid masked CE | single-line EM (true len) | single-line EM "
-            "(engine len) | length error (tokens) | ends within 1 | multi-line EM | bug top-1 "
-            "| tokens/s | command |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    head = ("| row | change | valid masked CE | per char | single-line EM (true len) | "
+            "single-line EM (engine len) | length error (tokens) | ends within 1 | multi-line EM | bug top-1 "
+            "| tokens/s | command |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for name, r in results["rows"].items():
         s = r["scores"]
         error, ends = s.get("length_error_tokens"), s.get("ends_within_1")
+        cpt = r.get("chars_per_token")  # rows before session 6 lack it
+        per_char = "-" if cpt is None else f"{r['valid_masked_ce'] / cpt:.3f}"
         lines.append(
-            f"| {name} | {ROWS[name][0]} | {r['valid_masked_ce']:.3f} | "
+            f"| {name} | {ROWS[name][0]} | {r['valid_masked_ce']:.3f} | {per_char} | "
             f"{100 * s['single_line_true_length']:.1f}% | {100 * s['single_line']:.1f}% | "
             f"{'-' if error is None else f'{error:.2f}'} | "
             f"{'-' if ends is None else f'{100 * ends:.0f}%'} | "
             f"{100 * s['multi_line']:.1f}% | {100 * s['bug_top1']:.1f}% | "
             f"{r['tokens_per_s']:,.0f} | `{r['command']}` |")
     return "\n".join(lines)
+
+
+def chars_per_token(export: Path, corpus: Path, docs: int = 200) -> float:
+    """Characters per token of the row's tokenizer on the validation split: turns a
+    per-token loss into a per-character one, so that vocabularies compare."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(export / "tokenizer.json"))
+    tok.encode_special_tokens = True
+    texts = [json.loads(line)["text"] for line in
+             (corpus / "valid.jsonl").read_text().splitlines()[:docs]]
+    tokens = sum(len(e.ids) for e in tok.encode_batch(texts))
+    return sum(map(len, texts)) / max(1, tokens)
 
 
 def run_row(name: str, args: argparse.Namespace) -> dict:
@@ -139,6 +154,7 @@ def run_row(name: str, args: argparse.Namespace) -> dict:
             "tokens_per_s": record["tokens"] / max(1e-9, record["minutes"] * 60),
             "wall_seconds": round(seconds), "valid_loss": record["valid"]["loss"],
             "valid_masked_ce": record["valid"]["masked_ce"],
+            "chars_per_token": chars_per_token(args.runs / name / "export", args.corpus),
             "scores": score(args.runs / name / "export", args.corpus, args.n)}
 
 

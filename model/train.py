@@ -83,6 +83,14 @@ def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
     return loss, stats
 
 
+def stream_seed(seed: int, state: RunState) -> int:
+    """The seed of a run's windows and masks. A warm restart counts its steps from 0 again,
+    so a seed of `seed + step` gave every session the windows and masks of the one before
+    (sessions 3-6 trained on the same ~9M tokens over and over); the tokens seen before
+    this run make each session's stream its own, and a resumed run's step its own again."""
+    return seed + state.step + state.tokens_before
+
+
 def lr_at(progress: float, peak: float, warmup: float) -> float:
     """Linear warm-up then cosine decay to 10% of peak; progress in [0, 1]."""
     if progress < warmup:
@@ -215,7 +223,6 @@ class Trainer:
         if args.threads:
             torch.set_num_threads(args.threads)
         torch.manual_seed(args.seed)
-        self.rng = random.Random(args.seed)
         self.seq_len = args.seq_len or PRESETS[args.preset].seq_len
         tok_path = args.tokenizer or (args.init_from / "tokenizer.json" if args.init_from
                                       else Path("data/tokenizer/tokenizer.json"))
@@ -226,6 +233,7 @@ class Trainer:
         self.precision = pick_precision(self.device, args.dtype)
         self.state = RunState()
         self.model = build_model(args, self.vocab, self.seq_len, self.state).to(self.device)
+        self.rng = random.Random(stream_seed(args.seed, self.state))  # a checkpoint's wins
         if args.init_from is not None:
             self.seq_len = min(self.seq_len, self.model.config.max_position_embeddings)
         self.optim = make_optimizer(self.model, args)
@@ -238,7 +246,7 @@ class Trainer:
             print(f"resumed at step {s.step}, {s.tokens / 1e6:.1f}M tokens, "
                   f"{s.elapsed / 60:.1f} min", file=sys.stderr)
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6,
-                                   seed=args.seed + self.state.step)
+                                   seed=stream_seed(args.seed, self.state))
         # Validation noise is fixed whatever the run trains with (the first session's
         # recipe), so that ablation rows and sessions are compared on the same kind of batch.
         valid = TextSampler(load_texts(args.corpus, "valid", skip_tests=True),

@@ -43,6 +43,26 @@ def test_warm_restart_continues_the_record_of_the_exported_model(
     assert after["dtype"] == "fp32"
 
 
+def test_each_session_trains_on_windows_of_its_own(
+    corpus: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    """A warm restart counts steps from 0 again; it must not replay the last session's
+    windows and masks (sessions 3-6 of the long run did)."""
+    first = tmp_path / "first"
+    train.main(_argv(corpus, tok_dir, first, "--max-steps", "2"))
+
+    def stream(out: str, *extra: str) -> list[str]:
+        trainer = train.Trainer(train.parse_args(_argv(corpus, tok_dir, tmp_path / out,
+                                                       *extra)))
+        return [trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
+
+    scratch = stream("scratch")
+    warm = stream("warm", "--init-from", str(first / "export"))
+    assert warm != scratch, "the next session draws other windows and masks"
+    assert warm == stream("warm-again", "--init-from", str(first / "export")), \
+        "and the same session, run again, the same ones"
+
+
 def test_warm_restart_refuses_a_model_of_another_vocabulary(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
