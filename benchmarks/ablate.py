@@ -29,12 +29,13 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.eval_model import PARTS
 from benchmarks.results_file import RESULTS
 
 # name: (what changes, extra arguments of model.train)
 ROWS: dict[str, tuple[str, list[str]]] = {
-    "baseline": ("the current recipe (t uniform, 30% token / 15% block / 55% editor spans, "
-                 "16k vocab, small)", []),
+    "baseline": ("the table's recipe: its --noise (t uniform unless it says), 30% token / "
+                 "15% block / 55% editor spans, 16k vocab, small", []),
     "t-bell": ("mask rate t ~ Beta(2, 2) instead of U(0, 1)", ["--noise", "t_dist=bell"]),
     "t-stratified": ("t low-discrepancy: evenly spaced strata across a batch",
                      ["--noise", "t_dist=stratified"]),
@@ -55,13 +56,19 @@ ROWS: dict[str, tuple[str, list[str]]] = {
                  ["--tokenizer", "data/tokenizer8k/tokenizer.json"]),
     "shape-deep": ("192 wide x 8 layers instead of 256 x 4 (similar FLOPs/token)",
                    ["--preset", "small-deep"]),
+    "vocab-8k-compute": ("8,192-token vocabulary at the baseline's compute: 1.26x its tokens "
+                         "(8k steps are that much faster: benchmarks/results/"
+                         "train_shapes.json)",
+                         ["--tokenizer", "data/tokenizer8k/tokenizer.json"]),
 }
+# rows that train for a multiple of the table's tokens (equal compute, not equal tokens)
+TOKEN_SCALE = {"vocab-8k-compute": 1.26}
 OUT = RESULTS / "ablation.json"
 
 
 def train_args(name: str, args: argparse.Namespace) -> list[str]:
     base = ["--corpus", str(args.corpus), "--out", str(args.runs / name),
-            "--tokens", f"{args.tokens:g}", "--eval-every", "1000000", "--save-every", "50",
+            "--tokens", f"{args.tokens * TOKEN_SCALE.get(name, 1.0):g}", "--eval-every", "1000000", "--save-every", "50",
             "--quiet"]
     if args.init_from:  # the model's own shape and tokenizer
         base += ["--init-from", str(args.init_from)]
@@ -87,7 +94,8 @@ def train_args(name: str, args: argparse.Namespace) -> list[str]:
     return base + extra
 
 
-def score(export: Path, corpus: Path, n: int) -> dict:
+def score(export: Path, corpus: Path, n: int, parts: str) -> dict:
+    """The row's validation figures; a part left out of `parts` scores None."""
     from benchmarks import eval_model
 
     row, runs = export.parent.name, export.parent.parent.name
@@ -96,16 +104,22 @@ def score(export: Path, corpus: Path, n: int) -> dict:
                                         f"{runs}_{row}.json")
     eval_model.main(["--model", str(export), "--corpus", str(corpus), "--split", "valid",
                      "--n", str(n), "--n-multi", str(n // 2), "--n-bugs", str(n),
-                     "--out", str(path)])
+                     "--parts", parts, "--out", str(path)])
     ev = json.loads(path.read_text())
-    return {"single_line_true_length": ev["single_line_true_length"]["exact_match"],
-            "single_line": ev["single_line"]["exact_match"],
-            "length_error_tokens": ev["single_line"].get("length_error_tokens"),
-            "ends_within_1": ev["single_line"].get("ends_within_1"),
-            "multi_line": ev["multi_line"]["exact_match"],
-            "bug_top1": ev["bugs"]["top1_localisation"],
-            "masked_acc_0.5": ev["masked_token_accuracy"]["0.50"],
-            "nfe_per_token": ev["single_line"]["nfe_per_token"]}
+    single, true, multi = (ev.get(k, {}) for k in ("single_line", "single_line_true_length",
+                                                   "multi_line"))
+    return {"single_line_true_length": true.get("exact_match"),
+            "single_line": single.get("exact_match"),
+            "length_error_tokens": single.get("length_error_tokens"),
+            "ends_within_1": single.get("ends_within_1"),
+            "multi_line": multi.get("exact_match"),
+            "bug_top1": ev.get("bugs", {}).get("top1_localisation"),
+            "masked_acc_0.5": ev.get("masked_token_accuracy", {}).get("0.50"),
+            "nfe_per_token": single.get("nfe_per_token")}
+
+
+def _percent(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
 
 
 def table(results: dict) -> str:
@@ -120,25 +134,22 @@ def table(results: dict) -> str:
         per_char = "-" if cpt is None else f"{r['valid_masked_ce'] / cpt:.3f}"
         lines.append(
             f"| {name} | {ROWS[name][0]} | {r['valid_masked_ce']:.3f} | {per_char} | "
-            f"{100 * s['single_line_true_length']:.1f}% | {100 * s['single_line']:.1f}% | "
-            f"{'-' if error is None else f'{error:.2f}'} | "
-            f"{'-' if ends is None else f'{100 * ends:.0f}%'} | "
-            f"{100 * s['multi_line']:.1f}% | {100 * s['bug_top1']:.1f}% | "
+            f"{_percent(s['single_line_true_length'])} | {_percent(s['single_line'])} | "
+            f"{'-' if error is None else f'{error:.2f}'} | {_percent(ends, 0)} | "
+            f"{_percent(s['multi_line'])} | {_percent(s['bug_top1'])} | "
             f"{r['tokens_per_s']:,.0f} | `{r['command']}` |")
     return "\n".join(lines)
 
 
-def chars_per_token(export: Path, corpus: Path, docs: int = 200) -> float:
-    """Characters per token of the row's tokenizer on the validation split: turns a
-    per-token loss into a per-character one, so that vocabularies compare."""
+def chars_per_token(export: Path, corpus: Path) -> float:
+    """The row's tokenizer's characters per token on the validation split."""
     from tokenizers import Tokenizer
+
+    from model.tokenizer import chars_per_token as measure
 
     tok = Tokenizer.from_file(str(export / "tokenizer.json"))
     tok.encode_special_tokens = True
-    texts = [json.loads(line)["text"] for line in
-             (corpus / "valid.jsonl").read_text().splitlines()[:docs]]
-    tokens = sum(len(e.ids) for e in tok.encode_batch(texts))
-    return sum(map(len, texts)) / max(1, tokens)
+    return measure(tok, corpus)
 
 
 def run_row(name: str, args: argparse.Namespace) -> dict:
@@ -155,7 +166,8 @@ def run_row(name: str, args: argparse.Namespace) -> dict:
             "wall_seconds": round(seconds), "valid_loss": record["valid"]["loss"],
             "valid_masked_ce": record["valid"]["masked_ce"],
             "chars_per_token": chars_per_token(args.runs / name / "export", args.corpus),
-            "scores": score(args.runs / name / "export", args.corpus, args.n)}
+            "eval_parts": args.parts,
+            "scores": score(args.runs / name / "export", args.corpus, args.n, args.parts)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -166,6 +178,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="the table's results file")
     parser.add_argument("--runs", type=Path, default=Path("runs/ablation"))
     parser.add_argument("--n", type=int, default=200, help="single-line / bug examples")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="eval_model's measures per row (from-scratch rows of a few "
+                             "million tokens: single_line_true_length,masked,bugs_top1; an "
+                             "untrained model never ends a fill, and the engine's growth "
+                             "then takes ~10 s per hole)")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads per training run (1 when the cores are shared)")
     parser.add_argument("--init-from", type=Path, default=None,

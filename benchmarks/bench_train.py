@@ -17,6 +17,9 @@ Configurations (name: what changes against `fp32`):
   threads1   one thread
   full-head  the output head on every position (the work a plain MLM loss would do)
   b16x512 / b64x128 / b8x1024    other batch x sequence shapes (same tokens per step)
+  deep-threads1     the `small-deep` shape (192 x 8 layers), one thread
+  vocab8k-threads1  the 8k vocabulary (data/tokenizer8k), one thread: compare chars/s,
+                    since its tokens carry fewer characters
 
 FLOP/s counts the matrix products only (dense layers, attention scores and values, the
 output head at the positions it runs on), forward and backward (3x forward). Prints a
@@ -45,6 +48,7 @@ from benchmarks.results_file import RESULTS, write_results
 from model.config import PRESETS, Preset, modernbert_config
 from model.noising import Batch, NoiseConfig, TextSampler, Vocab, make_batch
 from model.precision import cpu_flags, pick_precision
+from model.tokenizer import chars_per_token
 from model.train import make_optimizer, parse_args, train_step
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
@@ -59,6 +63,8 @@ class Config:
     batch: int = 32
     seq_len: int = 256
     full_head: bool = False
+    preset: str | None = None  # another shape than --preset's
+    tokenizer: str | None = None  # another vocabulary than --tokenizer's
 
 
 def configs() -> dict[str, Config]:
@@ -74,6 +80,10 @@ def configs() -> dict[str, Config]:
         replace(base, name="b16x512", batch=16, seq_len=512),
         replace(base, name="b64x128", batch=64, seq_len=128),
         replace(base, name="b8x1024", batch=8, seq_len=1024),
+        # the recipe ablation's other shape and vocabulary, on one thread like its rows
+        replace(base, name="deep-threads1", threads=1, preset="small-deep"),
+        replace(base, name="vocab8k-threads1", threads=1,
+                tokenizer="data/tokenizer8k/tokenizer.json"),
     ]}
 
 
@@ -90,28 +100,50 @@ def flops_per_step(preset: Preset, vocab: int, batch: Batch) -> float:
     return 3.0 * (dense + attention + head)
 
 
+@dataclass
+class Text:
+    """A vocabulary's tokenizer, ids and training windows."""
+    tok: Tokenizer
+    vocab: Vocab
+    sampler: TextSampler
+    chars_per_token: float
+
+
 class Bench:
-    """One model per configuration shape; batches drawn once per shape and reused."""
+    """One model per configuration; batches drawn once per shape and vocabulary, reused."""
 
     def __init__(self, preset_name: str, corpus: Path, tokenizer: Path) -> None:
-        self.preset = PRESETS[preset_name]
-        self.tok = Tokenizer.from_file(str(tokenizer))
-        self.tok.encode_special_tokens = True
-        self.vocab = Vocab.of(self.tok)
-        texts = _texts(corpus)
-        self.sampler = TextSampler(texts, window_chars=1024 * 6, seed=0)
-        self.batches: dict[tuple[int, int], list[Batch]] = {}
+        self.preset_name, self.corpus, self.tokenizer = preset_name, corpus, tokenizer
+        self.texts = _texts(corpus)
+        self._text: dict[str, Text] = {}
+        self.batches: dict[tuple[int, int, str], list[Batch]] = {}
+
+    def preset(self, cfg: Config) -> Preset:
+        return PRESETS[cfg.preset or self.preset_name]
+
+    def text(self, cfg: Config) -> Text:
+        path = cfg.tokenizer or str(self.tokenizer)
+        if path not in self._text:
+            tok = Tokenizer.from_file(path)
+            tok.encode_special_tokens = True
+            per_token = (chars_per_token(tok, self.corpus)
+                         if (self.corpus / "valid.jsonl").exists() else float("nan"))
+            self._text[path] = Text(tok, Vocab.of(tok),
+                                    TextSampler(self.texts, window_chars=1024 * 6, seed=0),
+                                    per_token)
+        return self._text[path]
 
     def batches_for(self, cfg: Config, n: int = 4) -> list[Batch]:
-        key = (cfg.batch, cfg.seq_len)
+        text = self.text(cfg)
+        key = (cfg.batch, cfg.seq_len, cfg.tokenizer or "")
         if key not in self.batches:
             rng = random.Random(0)
-            self.batches[key] = [make_batch(self.sampler, self.tok, self.vocab, cfg.batch,
+            self.batches[key] = [make_batch(text.sampler, text.tok, text.vocab, cfg.batch,
                                             cfg.seq_len, NoiseConfig(), rng) for _ in range(n)]
         got = self.batches[key]
         if cfg.full_head:
             got = [Batch(b.input_ids, b.targets,
-                         torch.where(b.input_ids != self.vocab.pad, b.weights.clamp(min=1e-6),
+                         torch.where(b.input_ids != text.vocab.pad, b.weights.clamp(min=1e-6),
                                      b.weights), b.masked) for b in got]
         return got
 
@@ -122,9 +154,9 @@ class Bench:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(0)
-        config = modernbert_config(replace(self.preset, seq_len=max(cfg.seq_len, 256)),
-                                   self.vocab.size, self.vocab.pad, self.vocab.mask,
-                                   self.vocab.eos)
+        vocab = self.text(cfg).vocab
+        config = modernbert_config(replace(self.preset(cfg), seq_len=max(cfg.seq_len, 256)),
+                                   vocab.size, vocab.pad, vocab.mask, vocab.eos)
         model = ModernBertForMaskedLM(config)
         optim = make_optimizer(model, parse_args([]))
         encoder = torch.compile(model.model) if cfg.compile else None
@@ -186,20 +218,25 @@ def main(argv: list[str] | None = None) -> None:
     rows = {}
     for cfg in chosen:
         step = statistics.median(times[cfg.name])
-        batches = bench.batches_for(cfg)
-        tokens = statistics.mean(int((b.input_ids != bench.vocab.pad).sum()) for b in batches)
-        flops = statistics.mean(flops_per_step(bench.preset, bench.vocab.size, b)
+        batches, text = bench.batches_for(cfg), bench.text(cfg)
+        tokens = statistics.mean(int((b.input_ids != text.vocab.pad).sum()) for b in batches)
+        flops = statistics.mean(flops_per_step(bench.preset(cfg), text.vocab.size, b)
                                 for b in batches)
         rows[cfg.name] = {"step_ms": 1000 * step, "tokens_per_s": tokens / step,
+                          # what a vocabulary change must be compared on
+                          "chars_per_s": tokens / step * text.chars_per_token,
+                          "preset": cfg.preset or args.preset,
+                          "vocab": text.vocab.size,
                           "gflop_per_s": flops / step / 1e9, "steps_timed": len(times[cfg.name]),
                           "dtype": str(cfg.dtype).removeprefix("torch."),
                           "compile": cfg.compile, "threads": cfg.threads or
                           torch.get_num_threads(), "batch": cfg.batch,
                           "seq_len": cfg.seq_len, "full_head": cfg.full_head}
-    print(f"{'config':10s} {'ms/step':>9s} {'tokens/s':>9s} {'GFLOP/s':>8s} {'steps':>5s}")
+    print(f"{'config':16s} {'ms/step':>9s} {'tokens/s':>9s} {'chars/s':>9s} {'GFLOP/s':>8s} "
+          f"{'steps':>5s}")
     for name, r in rows.items():
-        print(f"{name:10s} {r['step_ms']:9.0f} {r['tokens_per_s']:9.0f} "
-              f"{r['gflop_per_s']:8.1f} {r['steps_timed']:5d}")
+        print(f"{name:16s} {r['step_ms']:9.0f} {r['tokens_per_s']:9.0f} "
+              f"{r['chars_per_s']:9.0f} {r['gflop_per_s']:8.1f} {r['steps_timed']:5d}")
     picked = "bf16" if auto.name == "bf16" else "fp32"
     result = {"machine": _machine(), "preset": args.preset, "auto_dtype": auto.name,
               "auto_reason": auto.reason, "configs": rows}

@@ -41,8 +41,9 @@ from infill.core.sampler import denoise
 from infill.core.spans import neutralise
 from model.loading import default_model_dir, load_denoiser
 
+# "bugs_top1": localisation only, without the repairs (an untrained model never ends one)
 PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
-         "masked", "bugs")
+         "masked", "bugs", "bugs_top1")
 
 
 def _problems(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
@@ -255,22 +256,26 @@ def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
     return out
 
 
-def bug_scores(den, bugs, desc: str) -> dict[str, object]:
+def bug_scores(den, bugs, desc: str, repair: bool = True) -> dict[str, object]:
+    """Top-1 localisation and (with `repair`) exact repair of injected bugs."""
     by_kind: dict[str, list[tuple[bool, bool]]] = {}
     for bug in tqdm(bugs, desc=desc, file=sys.stderr, leave=False):
         scores = score_text(bug.buggy, denoiser=den)
         worst = max(scores, key=lambda s: s.suspicion)
         located = worst.start < bug.end and worst.end > bug.start
-        result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
-        repaired = result is not None and result.text == bug.clean
+        repaired = False
+        if repair:
+            result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
+            repaired = result is not None and result.text == bug.clean
         by_kind.setdefault(bug.kind, []).append((located, repaired))
     flat = [x for v in by_kind.values() for x in v]
+    rate = (lambda v: sum(b for _, b in v) / len(v)) if repair else (lambda v: None)
     return {
         "top1_localisation": sum(a for a, _ in flat) / len(flat),
-        "exact_repair": sum(b for _, b in flat) / len(flat),
+        "exact_repair": rate(flat),
         "n": len(flat),
         "by_kind": {k: {"top1_localisation": sum(a for a, _ in v) / len(v),
-                        "exact_repair": sum(b for _, b in v) / len(v), "n": len(v)}
+                        "exact_repair": rate(v), "n": len(v)}
                     for k, v in sorted(by_kind.items())},
     }
 
@@ -330,8 +335,8 @@ def main(argv: list[str] | None = None) -> None:
     if "masked" in parts:
         results["masked_token_accuracy"] = masked_accuracy(
             den, files, [0.15, 0.3, 0.5, 0.7, 0.9], n=100, seed=args.seed)
-    if "bugs" in parts:
-        results["bugs"] = bug_scores(den, bugs, desc="bugs")
+    if parts & {"bugs", "bugs_top1"}:
+        results["bugs"] = bug_scores(den, bugs, desc="bugs", repair="bugs" in parts)
     results["seconds"] = round(time.perf_counter() - t0, 1)
     training = (Path(results["model"]) / "training.json")
     if training.exists():
@@ -380,11 +385,12 @@ def _print(results: dict) -> None:
     if "bugs" not in results:
         return
     b = results["bugs"]
+    pct = lambda x: "-" if x is None else f"{100 * x:5.1f}%"  # noqa: E731 (no repair run)
     print(f"bugs                       top-1 localisation {100 * b['top1_localisation']:.1f}%"
-          f"  exact repair {100 * b['exact_repair']:.1f}%  n={b['n']}")
+          f"  exact repair {pct(b['exact_repair'])}  n={b['n']}")
     for kind, v in b["by_kind"].items():
         print(f"  {kind:24s} top-1 {100 * v['top1_localisation']:5.1f}%  "
-              f"repair {100 * v['exact_repair']:5.1f}%  n={v['n']}")
+              f"repair {pct(v['exact_repair'])}  n={v['n']}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,14 @@ def corpus_texts(corpus: Path, split: str = "train") -> Iterator[str]:
             yield json.loads(line)["text"]
 
 
+def chars_per_token(tok: Tokenizer, corpus: Path, docs: int = 200) -> float:
+    """Characters per token on the first `docs` validation files: turns a per-token loss
+    or speed into a per-character one, so that vocabularies compare."""
+    texts = [t for t, _ in zip(corpus_texts(corpus, "valid"), range(docs), strict=False)]
+    tokens = sum(len(e.ids) for e in tok.encode_batch(texts))
+    return sum(map(len, texts)) / max(1, tokens)
+
+
 def train(corpus: Path, vocab_size: int) -> Tokenizer:
     tok = build_tokenizer()
     trainer = trainers.BpeTrainer(
