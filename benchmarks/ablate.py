@@ -68,7 +68,8 @@ OUT = RESULTS / "ablation.json"
 
 def train_args(name: str, args: argparse.Namespace) -> list[str]:
     base = ["--corpus", str(args.corpus), "--out", str(args.runs / name),
-            "--tokens", f"{args.tokens * TOKEN_SCALE.get(name, 1.0):g}", "--eval-every", "1000000", "--save-every", "50",
+            "--tokens", f"{args.tokens * TOKEN_SCALE.get(name, 1.0):g}",
+            "--eval-every", "1000000", "--save-every", "50",
             "--quiet"]
     if args.init_from:  # the model's own shape and tokenizer
         base += ["--init-from", str(args.init_from)]
@@ -124,8 +125,8 @@ def _percent(value: float | None, digits: int = 1) -> str:
 
 def table(results: dict) -> str:
     head = ("| row | change | valid masked CE | per char | single-line EM (true len) | "
-            "single-line EM (engine len) | length error (tokens) | ends within 1 | multi-line EM | bug top-1 "
-            "| tokens/s | command |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "single-line EM (engine len) | length error (tokens) | ends within 1 | "
+            "multi-line EM | bug top-1 | tokens/s | command |\n" + "|---" * 12 + "|")
     lines = [head]
     for name, r in results["rows"].items():
         s = r["scores"]
