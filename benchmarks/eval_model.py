@@ -100,6 +100,9 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             # where fills end (meaningful with the engine's length): mean token-count error
             # and the share of fills within one token of the truth's length
             "length_error_tokens": statistics.fmean(length_errors) if length_errors else None,
+            # the mean is pulled by a few fills that grow to hundreds of tokens
+            "length_error_median": (statistics.median(length_errors) if length_errors
+                                    else None),
             "ends_within_1": sum(e <= 1 for e in length_errors) / n,
             "truth_fails": {k: v / n for k, v in truth_fails.items()}}
 
