@@ -86,7 +86,7 @@ def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
 def stream_seed(seed: int, state: RunState) -> int:
     """The seed of a run's windows and masks. A warm restart counts its steps from 0 again,
     so a seed of `seed + step` gave every session the windows and masks of the one before
-    (sessions 3-6 trained on the same ~9M tokens over and over); the tokens seen before
+    (sessions 3-5 trained on the same ~10M tokens over and over); the tokens seen before
     this run make each session's stream its own, and a resumed run's step its own again."""
     return seed + state.step + state.tokens_before
 
@@ -233,7 +233,8 @@ class Trainer:
         self.precision = pick_precision(self.device, args.dtype)
         self.state = RunState()
         self.model = build_model(args, self.vocab, self.seq_len, self.state).to(self.device)
-        self.rng = random.Random(stream_seed(args.seed, self.state))  # a checkpoint's wins
+        # the masks' generator; a resumed run's checkpoint restores its state below
+        self.rng = random.Random(stream_seed(args.seed, self.state))
         if args.init_from is not None:
             self.seq_len = min(self.seq_len, self.model.config.max_position_embeddings)
         self.optim = make_optimizer(self.model, args)

@@ -47,7 +47,7 @@ def test_each_session_trains_on_windows_of_its_own(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
     """A warm restart counts steps from 0 again; it must not replay the last session's
-    windows and masks (sessions 3-6 of the long run did)."""
+    windows and masks (sessions 3-5 of the long run did)."""
     first = tmp_path / "first"
     train.main(_argv(corpus, tok_dir, first, "--max-steps", "2"))
 
