@@ -11,6 +11,7 @@ loss plot.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -25,10 +26,13 @@ from model.tokenizer import save_for_transformers
 
 
 def export(model: ModernBertForMaskedLM, tok: Tokenizer, out: Path, meta: dict) -> None:
-    """A Hugging Face directory: safetensors (bf16), config, tokenizer, training record."""
+    """A Hugging Face directory: safetensors (bf16), config, tokenizer, training record.
+
+    A bf16 copy is written; the model itself keeps its fp32 weights. (Until session 7 the
+    export cast the training model to bf16 and back, rounding the live weights every
+    evaluation: every 100 steps in the long run.)"""
     out.mkdir(parents=True, exist_ok=True)
-    model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
-    model.to(torch.float32)
+    copy.deepcopy(model).to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
     save_for_transformers(tok, out)
     (out / "training.json").write_text(json.dumps(meta, indent=1))
 

@@ -11,6 +11,10 @@ elapsed time) and a Hugging Face export (`export/`: safetensors, config, tokeniz
 loads, and saves the loss curve as `loss.png`. Running the same command again resumes from
 `ckpt.pt`.
 
+`--workers N` trains data-parallel in N processes, one per core (model.parallel): each
+draws its own windows and masks, and the gradients are averaged before every step, so a
+step sees N batches of --batch-size.
+
 `--init-from DIR` starts from an exported model's weights (the shipped `model/weights`, or
 the tracked resume folder): a warm restart with a fresh optimiser and a short warm-up,
 which is how training continues across sessions without optimiser state in git. Tokens
@@ -25,8 +29,10 @@ without bf16 instructions it is ~40x slower in training); --dtype overrides.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -44,6 +50,7 @@ from model.checkpoint import RunState, export, load_checkpoint, plot, save_check
 from model.config import PRESETS, modernbert_config
 from model.corpus.records import is_test_path
 from model.noising import Batch, NoiseConfig, TextSampler, Vocab, make_batch
+from model.parallel import Group, launch, rank_seed
 from model.precision import pick_precision
 
 Autocast = Callable[[], AbstractContextManager]
@@ -139,7 +146,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--device", default=None, help="cuda or cpu (default: auto)")
     add("--dtype", default="auto", help="auto (the faster here), fp32 or bf16")
     add("--no-bf16", dest="dtype", action="store_const", const="fp32", help="= --dtype fp32")
-    add("--threads", type=int, default=None, help="CPU threads")
+    add("--threads", type=int, default=None,
+        help="CPU threads per worker (default: torch's; cores / workers with --workers)")
+    add("--workers", type=int, default=1,
+        help="data-parallel worker processes, one per core (gradients averaged each step)")
     add("--noise", type=noise_config, default=NoiseConfig(),
         help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)")
     add("--seed", type=int, default=0, help="random seed")
@@ -202,12 +212,15 @@ def make_optimizer(model: torch.nn.Module, args: argparse.Namespace) -> torch.op
 
 
 def train_step(model: ModernBertForMaskedLM, optim: torch.optim.Optimizer, batch: Batch,
-               autocast: Autocast, encoder: Callable | None = None) -> tuple[float, dict]:
-    """One optimiser step on one batch: (loss, stats)."""
+               autocast: Autocast, encoder: Callable | None = None,
+               group: Group | None = None) -> tuple[float, dict]:
+    """One optimiser step on one batch (this worker's share of it): (loss, stats)."""
     with autocast():
         loss, stats = weighted_loss(model, batch, encoder)
     optim.zero_grad(set_to_none=True)
     loss.backward()
+    if group is not None:
+        group.average_gradients(model)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optim.step()
     return loss.item(), stats
@@ -216,12 +229,15 @@ def train_step(model: ModernBertForMaskedLM, optim: torch.optim.Optimizer, batch
 class Trainer:
     """The loop's pieces: data, schedule, evaluation and export for one run."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
+    def __init__(self, args: argparse.Namespace, group: Group | None = None) -> None:
+        group = group or Group()
+        self.args, self.group = args, group
         self.device = torch.device(args.device or ("cuda" if torch.cuda.is_available()
                                                    else "cpu"))
-        if args.threads:
-            torch.set_num_threads(args.threads)
+        threads = args.threads or (max(1, (os.cpu_count() or 1) // group.world)
+                                   if group.world > 1 else None)
+        if threads:
+            torch.set_num_threads(threads)
         torch.manual_seed(args.seed)
         self.seq_len = args.seq_len or PRESETS[args.preset].seq_len
         tok_path = args.tokenizer or (args.init_from / "tokenizer.json" if args.init_from
@@ -234,7 +250,7 @@ class Trainer:
         self.state = RunState()
         self.model = build_model(args, self.vocab, self.seq_len, self.state).to(self.device)
         # the masks' generator; a resumed run's checkpoint restores its state below
-        self.rng = random.Random(stream_seed(args.seed, self.state))
+        self.rng = random.Random(rank_seed(stream_seed(args.seed, self.state), group.rank))
         if args.init_from is not None:
             self.seq_len = min(self.seq_len, self.model.config.max_position_embeddings)
         self.optim = make_optimizer(self.model, args)
@@ -244,10 +260,17 @@ class Trainer:
             self.state = load_checkpoint(self.ckpt, self.model, self.optim, self.rng,
                                          self.device)
             s = self.state
-            print(f"resumed at step {s.step}, {s.tokens / 1e6:.1f}M tokens, "
-                  f"{s.elapsed / 60:.1f} min", file=sys.stderr)
+            if group.rank > 0:  # the checkpoint holds worker 0's generator
+                self.rng = random.Random(rank_seed(stream_seed(args.seed, s), group.rank))
+            if group.leader:
+                print(f"resumed at step {s.step}, {s.tokens / 1e6:.1f}M tokens, "
+                      f"{s.elapsed / 60:.1f} min", file=sys.stderr)
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6,
-                                   seed=stream_seed(args.seed, self.state))
+                                   seed=rank_seed(stream_seed(args.seed, self.state),
+                                                  group.rank))
+        self.valid_batches: list[Batch] = []
+        if not group.leader:
+            return
         # Validation noise is fixed whatever the run trains with (the first session's
         # recipe), so that ablation rows and sessions are compared on the same kind of batch.
         valid = TextSampler(load_texts(args.corpus, "valid", skip_tests=True),
@@ -275,7 +298,8 @@ class Trainer:
                 "seq_len": self.seq_len, "batch_size": a.batch_size, "lr": a.lr,
                 "device": str(self.device), "dtype": self.precision.name,
                 "dtype_reason": self.precision.reason, "noise": self.noise.__dict__,
-                "threads": torch.get_num_threads(), "init_from": str(a.init_from or ""),
+                "threads": torch.get_num_threads(), "workers": self.group.world,
+                "init_from": str(a.init_from or ""),
                 "step": s.step, "tokens": s.tokens, "tokens_total": s.total_tokens,
                 "minutes": s.elapsed / 60, "history": [h for h in s.history
                                                        if "valid_loss" in h]}
@@ -301,11 +325,16 @@ def run(trainer: Trainer) -> None:
     """The training loop: schedule, step, log, evaluate, checkpoint."""
     from tqdm import tqdm
 
-    a, s, model = trainer.args, trainer.state, trainer.model
+    a, s, model, group = trainer.args, trainer.state, trainer.model, trainer.group
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"{a.preset}: {n_params / 1e6:.2f}M parameters on {trainer.device}, "
-          f"{trainer.precision.name} ({trainer.precision.reason})", file=sys.stderr)
-    bar = tqdm(total=100, desc="train", unit="%", disable=a.quiet, file=sys.stderr,
+    if group.leader:
+        workers = f", {group.world} workers x {torch.get_num_threads()} threads" \
+            if group.world > 1 else ""
+        print(f"{a.preset}: {n_params / 1e6:.2f}M parameters on {trainer.device}, "
+              f"{trainer.precision.name} ({trainer.precision.reason}){workers}",
+              file=sys.stderr)
+    bar = tqdm(total=100, desc="train", unit="%", disable=a.quiet or not group.leader,
+               file=sys.stderr,
                bar_format="{l_bar}{bar}| {n:.1f}/{total}% [{elapsed}<{remaining}] {postfix}")
     bar.update(100 * trainer.progress())
     model.train()
@@ -313,15 +342,20 @@ def run(trainer: Trainer) -> None:
     while trainer.progress() < 1.0:
         t0 = time.perf_counter()
         lr = lr_at(trainer.progress(), a.lr, a.warmup)
-        for group in trainer.optim.param_groups:
-            group["lr"] = lr
+        for param_group in trainer.optim.param_groups:
+            param_group["lr"] = lr
         batch = make_batch(trainer.sampler, trainer.tok, trainer.vocab, a.batch_size,
                            trainer.seq_len, trainer.noise, trainer.rng).to(trainer.device)
-        loss, stats = train_step(model, trainer.optim, batch, trainer.autocast)
-        n_tok = int((batch.input_ids != trainer.vocab.pad).sum())
+        loss, stats = train_step(model, trainer.optim, batch, trainer.autocast, group=group)
+        # every worker counts all workers' tokens and worker 0's step time (the others'
+        # include waiting for its evaluations), so that all of them agree on the
+        # schedule, the evaluations and the end
+        n_tok, seconds = group.sum([float((batch.input_ids != trainer.vocab.pad).sum()),
+                                    time.perf_counter() - t0 if group.leader else 0.0])
+        n_tok = int(n_tok)
         s.step, s.tokens, window_tokens = s.step + 1, s.tokens + n_tok, window_tokens + n_tok
         before = trainer.progress()
-        s.elapsed += time.perf_counter() - t0
+        s.elapsed += seconds
         bar.update(100 * (trainer.progress() - before))
         if s.step % 10 == 0:
             rate = window_tokens / (time.perf_counter() - window_start)
@@ -330,17 +364,21 @@ def run(trainer: Trainer) -> None:
                               "masked_acc": stats["masked_acc"], "lr": lr})
             line = f"loss {loss:.3f} acc {stats['masked_acc']:.3f} {rate:,.0f} tok/s lr {lr:.1e}"
             bar.set_postfix_str(line)
-            if a.quiet and s.step % 50 == 0:
+            if a.quiet and group.leader and s.step % 50 == 0:
                 print(f"step {s.step} {s.total_tokens / 1e6:.1f}M tokens "
                       f"{s.elapsed / 60:.1f} min {line}", file=sys.stderr, flush=True)
         last = trainer.progress() >= 1.0
-        if s.step % a.eval_every == 0 or last:
+        if (s.step % a.eval_every == 0 or last) and group.leader:
             trainer.evaluate_and_export()
         if s.step % a.save_every == 0 or last:
-            trainer.save()
+            group.check_in_sync(model)
+            if group.leader:
+                trainer.save()
     bar.close()
-    print(f"done: {s.step} steps, {s.tokens / 1e6:.1f}M tokens this run "
-          f"({s.total_tokens / 1e6:.1f}M in all), {s.elapsed / 60:.1f} min", file=sys.stderr)
+    if group.leader:
+        print(f"done: {s.step} steps, {s.tokens / 1e6:.1f}M tokens this run "
+              f"({s.total_tokens / 1e6:.1f}M in all), {s.elapsed / 60:.1f} min",
+              file=sys.stderr)
 
 
 def return_big_buffers_to_the_os() -> None:
@@ -358,12 +396,24 @@ def return_big_buffers_to_the_os() -> None:
         ctypes.CDLL(name).mallopt(m_mmap_threshold, 1 << 20)
 
 
-def main(argv: list[str] | None = None) -> None:
+def train_worker(args: argparse.Namespace, group: Group) -> None:
+    """One worker's whole run (the only one without --workers)."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     return_big_buffers_to_the_os()
-    run(Trainer(parse_args(argv)))
+    run(Trainer(args, group))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.workers < 1:
+        raise SystemExit(f"--workers {args.workers}: expected 1 or more")
+    # `model.train.train_worker` by name, so that spawned workers can unpickle it even
+    # when this module runs as __main__
+    from model import train as this_module
+
+    launch(functools.partial(this_module.train_worker, args), args.workers)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import torch
 from conftest import SOURCES
 from tokenizers import Tokenizer
 
-from model import noising, ship, train
+from model import noising, parallel, ship, train
 
 
 def _argv(corpus: Path, tok_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -61,6 +61,81 @@ def test_each_session_trains_on_windows_of_its_own(
     assert warm != scratch, "the next session draws other windows and masks"
     assert warm == stream("warm-again", "--init-from", str(first / "export")), \
         "and the same session, run again, the same ones"
+
+
+def test_workers_train_one_model_on_batches_of_their_own(
+    corpus: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    """`--workers 2`: two processes, one model (checked at every checkpoint), twice the
+    tokens per step, and a resumed run goes on from the checkpoint."""
+    one = tmp_path / "one"
+    train.main(_argv(corpus, tok_dir, one, "--max-steps", "3"))
+    two = tmp_path / "two"
+    train.main(_argv(corpus, tok_dir, two, "--max-steps", "3", "--workers", "2",
+                     "--save-every", "1"))
+    single = json.loads((one / "export" / "training.json").read_text())
+    double = json.loads((two / "export" / "training.json").read_text())
+    assert double["workers"] == 2 and double["threads"] == 1
+    assert double["step"] == single["step"] == 3
+    assert double["tokens"] > 1.5 * single["tokens"], "each step counts both workers' batches"
+
+    train.main(_argv(corpus, tok_dir, two, "--max-steps", "5", "--workers", "2"))
+    resumed = json.loads((two / "export" / "training.json").read_text())
+    assert resumed["step"] == 5 and resumed["tokens"] > double["tokens"]
+
+
+def test_each_worker_draws_windows_and_masks_of_its_own(
+    corpus: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    """Worker 0 draws what a single-process run draws; worker 1 something else."""
+    args = train.parse_args(_argv(corpus, tok_dir, tmp_path / "run"))
+
+    def stream(group: parallel.Group) -> list[str]:
+        trainer = train.Trainer(args, group)
+        return [trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
+
+    alone = stream(parallel.Group())
+    assert stream(parallel.Group(0, 2)) == alone
+    assert stream(parallel.Group(1, 2)) != alone
+
+
+def _drift_on_worker_1(group: parallel.Group) -> None:
+    model = torch.nn.Linear(2, 2)
+    torch.nn.init.zeros_(model.weight)
+    if group.rank == 1:
+        model.weight.data[0, 0] = 1.0
+    group.check_in_sync(model)
+
+
+def test_workers_whose_weights_drift_apart_stop_the_run() -> None:
+    with pytest.raises(Exception, match="worker 1's weights drifted from worker 0's"):
+        parallel.launch(_drift_on_worker_1, 2)
+
+
+def test_workers_must_be_at_least_one(corpus: Path, tok_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="--workers 0: expected 1 or more"):
+        train.main(_argv(corpus, tok_dir, tmp_path / "run", "--workers", "0"))
+
+
+def test_export_writes_bf16_and_leaves_the_training_weights_alone(
+    tiny_model_dir: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    """Exports used to cast the live model to bf16 and back: every evaluation rounded the
+    weights being trained."""
+    from transformers import ModernBertForMaskedLM
+
+    from model.checkpoint import export
+
+    model = ModernBertForMaskedLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 1e-3)  # values bf16 cannot hold
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    export(model, Tokenizer.from_file(str(tok_dir / "tokenizer.json")), tmp_path / "x", {})
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters())
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    saved = ModernBertForMaskedLM.from_pretrained(tmp_path / "x")
+    assert next(saved.parameters()).dtype == torch.bfloat16
 
 
 def test_warm_restart_refuses_a_model_of_another_vocabulary(
@@ -181,3 +256,25 @@ def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
     assert [p["where"] for p in points] == ["resume", "weights"]
     assert (root / "img/c.png").stat().st_size > 0
     torch.manual_seed(0)  # nothing else to check: the export loads (test_model covers it)
+
+
+def test_bench_parallel_times_each_layout_and_writes_the_figures(
+    corpus: Path, tiny_model_dir: Path, tmp_path: Path, capsys
+) -> None:
+    from benchmarks import bench_parallel
+
+    out = tmp_path / "parallel.json"
+    bench_parallel.main(["--steps", "2", "--layouts", "1x1,2x1", "--init-from",
+                         str(tiny_model_dir), "--corpus", str(corpus), "--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["workers"], r["threads"], r["steps"]) for r in rows] == [(1, 1, 2), (2, 1, 2)]
+    assert all(r["tokens_per_s"] > 0 for r in rows)
+    assert "tokens/s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", ["2", "0x1", "2x", "axb"])
+def test_bench_parallel_refuses_a_malformed_layout(bad: str) -> None:
+    from benchmarks import bench_parallel
+
+    with pytest.raises(argparse.ArgumentTypeError, match="expected WORKERSxTHREADS"):
+        bench_parallel.parse_layout(bad)
