@@ -18,7 +18,6 @@ single-process run, bit for bit.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,6 +106,4 @@ def launch(fn: Callable[[Group], None], workers: int) -> None:
 
     with tempfile.TemporaryDirectory(prefix="train-workers-") as tmp:
         store = str(Path(tmp) / "rendezvous")
-        # Every worker is single-threaded unless told otherwise; children inherit this.
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
         mp.spawn(_worker, args=(workers, store, fn), nprocs=workers, join=True)
