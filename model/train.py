@@ -265,12 +265,9 @@ class Trainer:
             if group.leader:
                 print(f"resumed at step {s.step}, {s.tokens / 1e6:.1f}M tokens, "
                       f"{s.elapsed / 60:.1f} min", file=sys.stderr)
+        seed = rank_seed(stream_seed(args.seed, self.state), group.rank)
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6,
-                                   seed=rank_seed(stream_seed(args.seed, self.state),
-                                                  group.rank))
-        self.valid_batches: list[Batch] = []
-        if not group.leader:
-            return
+                                   seed=seed)
         # Validation noise is fixed whatever the run trains with (the first session's
         # recipe), so that ablation rows and sessions are compared on the same kind of batch.
         valid = TextSampler(load_texts(args.corpus, "valid", skip_tests=True),
@@ -279,6 +276,11 @@ class Trainer:
         self.valid_batches = [
             make_batch(valid, self.tok, self.vocab, args.batch_size, self.seq_len,
                        VALID_NOISE, valid_rng).to(self.device) for _ in range(8)]
+        # torch's generator draws make_batch's substitutions and identity targets. Until
+        # here it is where `args.seed` and building the model left it, which is what
+        # the validation batches have always been drawn with (so the validation losses
+        # of all sessions compare); from here each worker and each session draws its own.
+        torch.manual_seed(seed)
 
     def autocast(self) -> AbstractContextManager:
         return torch.autocast(self.device.type, dtype=torch.bfloat16,

@@ -55,11 +55,14 @@ def test_each_session_trains_on_windows_of_its_own(
     def stream(out: str, *extra: str) -> list[str]:
         trainer = train.Trainer(train.parse_args(_argv(corpus, tok_dir, tmp_path / out,
                                                        *extra)))
-        return [trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
+        return ([trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
+                + [str(torch.rand(4).tolist())])
 
     scratch = stream("scratch")
     warm = stream("warm", "--init-from", str(first / "export"))
-    assert warm != scratch, "the next session draws other windows and masks"
+    assert warm[:8] != scratch[:8] and warm[8] != scratch[8], \
+        "the next session draws other windows and masks"
+    assert warm[9] != scratch[9], "and other substitutions"
     assert warm == stream("warm-again", "--init-from", str(first / "export")), \
         "and the same session, run again, the same ones"
 
@@ -94,11 +97,14 @@ def test_each_worker_draws_windows_and_masks_of_its_own(
 
     def stream(group: parallel.Group) -> list[str]:
         trainer = train.Trainer(args, group)
-        return [trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
+        return ([trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
+                + [str(torch.rand(4).tolist())])  # torch draws make_batch's substitutions
 
     alone = stream(parallel.Group())
     assert stream(parallel.Group(0, 2)) == alone
-    assert stream(parallel.Group(1, 2)) != alone
+    other = stream(parallel.Group(1, 2))
+    assert other[:8] != alone[:8] and other[8] != alone[8], "windows and masks"
+    assert other[9] != alone[9], "and substitutions"
 
 
 def _drift_on_worker_1(group: parallel.Group) -> None:
