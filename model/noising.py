@@ -70,8 +70,12 @@ class Batch:
     masked: torch.Tensor  # (B, T) bool; positions that were masked (for the metrics)
 
     def to(self, device: torch.device) -> Batch:
-        return Batch(self.input_ids.to(device), self.targets.to(device),
-                     self.weights.to(device), self.masked.to(device))
+        return Batch(*(x.to(device, non_blocking=True) for x in
+                       (self.input_ids, self.targets, self.weights, self.masked)))
+
+    def pin_memory(self) -> Batch:  # the DataLoader's pin_memory=True calls this
+        return Batch(*(x.pin_memory() for x in
+                       (self.input_ids, self.targets, self.weights, self.masked)))
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,34 @@ def test_each_worker_draws_windows_and_masks_of_its_own(
     assert other[9] != alone[9], "and substitutions"
 
 
+def test_loader_workers_make_batches_of_their_own_beside_the_loop(
+    corpus: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    """`--loader-workers 2` (what keeps a GPU fed): the run trains and records it, and the
+    two processes draw different batches."""
+    out = tmp_path / "loaded"
+    train.main(_argv(corpus, tok_dir, out, "--max-steps", "3", "--loader-workers", "2"))
+    record = json.loads((out / "export" / "training.json").read_text())
+    assert record["step"] == 3 and record["tokens"] > 0 and record["loader_workers"] == 2
+
+    trainer = train.Trainer(train.parse_args(_argv(corpus, tok_dir, tmp_path / "s",
+                                                   "--loader-workers", "2")))
+    loader = train.batches(trainer)
+    first, second = next(loader), next(loader)  # the DataLoader alternates its workers
+    assert first.input_ids.shape[0] == second.input_ids.shape[0] == 4
+    assert not torch.equal(first.input_ids, second.input_ids), "each worker its own stream"
+
+
+def test_padded_batches_keep_their_tokens_and_add_no_loss() -> None:
+    batch = noising.Batch(torch.ones(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.long),
+                          torch.ones(2, 5), torch.zeros(2, 5, dtype=torch.bool))
+    wide = train.padded(batch, 8, pad=0)
+    assert wide.input_ids.shape == (2, 8) and wide.weights[:, 5:].sum() == 0
+    assert torch.equal(wide.input_ids[:, :5], batch.input_ids)
+    assert (wide.input_ids[:, 5:] == 0).all() and not wide.masked[:, 5:].any()
+    assert train.padded(batch, 4, pad=0) is batch
+
+
 def _drift_on_worker_1(group: parallel.Group) -> None:
     model = torch.nn.Linear(2, 2)
     torch.nn.init.zeros_(model.weight)
