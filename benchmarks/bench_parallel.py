@@ -3,7 +3,7 @@
     python -m benchmarks.bench_parallel [--steps 16] [--layouts 1x1,1x2,2x1]
 
 Each layout (`WORKERSxTHREADS`) runs `python -m model.train` for a few real steps, warm
-from model/resume on the training corpus, in a fresh process as the long run does, and
+from model/weights on the training corpus, in a fresh process as the long run does, and
 reads tokens and training seconds (start-up and evaluation excluded) from the export's
 training.json. A worker layout counts all workers' tokens. Run it on an idle machine:
 the figures are only comparable with nothing else on the cores. Prints a table and
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=16, help="optimiser steps per layout")
     parser.add_argument("--layouts", type=lambda s: [parse_layout(x) for x in s.split(",")],
                         default=[(1, 1), (1, 2), (2, 1)], help="e.g. 1x1,1x2,2x1")
-    parser.add_argument("--init-from", type=Path, default=Path("model/resume"))
+    parser.add_argument("--init-from", type=Path, default=Path("model/weights"))
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--out", type=Path, default=RESULTS / "train_parallel.json")
     args = parser.parse_args(argv)
