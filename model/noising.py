@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -69,13 +69,15 @@ class Batch:
     weights: torch.Tensor  # (B, T) float; 0 = no loss
     masked: torch.Tensor  # (B, T) bool; positions that were masked (for the metrics)
 
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Batch:
+        """The batch with `fn` applied to each of its tensors."""
+        return Batch(fn(self.input_ids), fn(self.targets), fn(self.weights), fn(self.masked))
+
     def to(self, device: torch.device) -> Batch:
-        return Batch(*(x.to(device, non_blocking=True) for x in
-                       (self.input_ids, self.targets, self.weights, self.masked)))
+        return self.map(lambda x: x.to(device, non_blocking=True))
 
     def pin_memory(self) -> Batch:  # the DataLoader's pin_memory=True calls this
-        return Batch(*(x.pin_memory() for x in
-                       (self.input_ids, self.targets, self.weights, self.masked)))
+        return self.map(torch.Tensor.pin_memory)
 
 
 @dataclass(frozen=True)

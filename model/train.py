@@ -428,7 +428,7 @@ def batches(trainer: Trainer) -> Iterator[Batch]:
                              trainer.seq_len, trainer.noise, trainer.rng)
     loader = torch.utils.data.DataLoader(
         BatchStream(trainer), batch_size=None, num_workers=a.loader_workers,
-        prefetch_factor=4, pin_memory=trainer.device.type == "cuda", persistent_workers=True)
+        prefetch_factor=4, pin_memory=trainer.device.type == "cuda")
     yield from loader
 
 
