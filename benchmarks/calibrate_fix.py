@@ -37,9 +37,8 @@ from tqdm import tqdm
 
 from benchmarks.heldout import BugExample, bug_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.core.engine import prepare_fill
 from infill.core.options import SamplerOptions
-from infill.core.repair import fix_spans, score_text, suspicious_spans
+from infill.core.repair import prepare_repair, score_text, suspicious_spans
 from infill.core.results import TokenScore
 from infill.core.sampler import denoise
 from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
@@ -161,8 +160,7 @@ def _fix(den, text: str, scores: list[TokenScore], t: float, r: float) -> str | 
     picked = suspicious_spans(scores, text=text, max_fixes=1, min_suspicion=t, min_likely=r)
     if not picked:
         return None
-    fill = prepare_fill(text, fix_spans(den, text, picked), denoiser=den,
-                        options=SamplerOptions(), rewrite=True)
+    fill = prepare_repair(den, text, picked, SamplerOptions())
     denoise(fill.job, den)
     return fill.result().text
 

@@ -11,7 +11,8 @@ version that is no longer current is dropped: the change that made it stale has 
 scheduled the next run.
 
 Each diagnostic's `data` holds the version and the token's character range, so its quick
-fix (lsp.actions, "fixToken") re-denoises exactly that token.
+fix (lsp.actions, "fixToken") repairs exactly that token (infill.core.repair:
+the model's likeliest other token, or its word re-denoised).
 """
 
 from __future__ import annotations

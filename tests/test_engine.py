@@ -335,3 +335,34 @@ def test_context_ids_are_context_and_slots_are_masks():
     assert canvas == [CTX_BASE + 0, MASK, MASK, CTX_BASE + 1]
     assert positions == [1, 2]
     assert NULL not in canvas
+
+
+def test_decided_spans_take_no_pass_and_the_others_are_denoised():
+    from infill.core.engine import prepare_fill
+    from infill.core.options import SamplerOptions
+    from infill.core.sampler import denoise
+
+    d = TargetDenoiser(["zz"])
+    text = "a = b - c\n"
+    plus = d.encode("+")
+    opts = SamplerOptions()
+    fill = prepare_fill(text, [Span(6, 7, length=1, exact=True)], denoiser=d, options=opts,
+                        rewrite=True, decided=[plus])
+    assert fill.job.done  # nothing masked: no pass
+    assert fill.result().text == "a = b + c\n" and d.calls == []
+    # a decided span beside one to denoise: the canvas is denoised, the decided one kept
+    fill = prepare_fill(text, [Span(0, 1), Span(6, 7, length=1, exact=True)], denoiser=d,
+                        options=opts, rewrite=True, decided=[None, plus])
+    denoise(fill.job, d)
+    assert fill.result().text == "zz = b + c\n"
+
+
+@pytest.mark.parametrize("decided", [[[5, 6]], [None, None], []])
+def test_decided_tokens_must_match_their_exact_spans(decided):
+    from infill.core.engine import prepare_fill
+    from infill.core.options import SamplerOptions
+
+    d = TargetDenoiser(["x"])
+    with pytest.raises(SpanError, match="decided tokens"):
+        prepare_fill("a = b - c\n", [Span(6, 7, length=1, exact=True)], denoiser=d,
+                     options=SamplerOptions(), rewrite=True, decided=decided)

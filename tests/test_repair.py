@@ -63,7 +63,7 @@ def test_the_rule_needs_both_conditions(suspicion, p_likely, expected):
     assert is_suspicious(_score(suspicion, p_likely), 0.9, 0.5) is expected
     picked = suspicious_spans([_score(suspicion, p_likely)], text=TEXT, max_fixes=1,
                               min_suspicion=0.9, min_likely=0.5)
-    assert picked == ([(6, 7, suspicion)] if expected else [])
+    assert picked == ([(6, 7, _score(suspicion, p_likely))] if expected else [])
 
 
 def test_whitespace_is_never_flagged():
@@ -74,7 +74,7 @@ def test_the_worst_flagged_token_is_picked_not_the_worst_token():
     scores = [TokenScore(0, 1, "y", 0.999, "z", 0.01),  # worst, but no replacement
               TokenScore(6, 7, "-", 0.95, "+", 0.9)]
     assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9,
-                            min_likely=0.5) == [(6, 7, 0.95)]
+                            min_likely=0.5) == [(6, 7, scores[1])]
 
 
 def test_scores_carry_the_likeliest_other_token_and_its_probability():
@@ -108,13 +108,32 @@ def test_a_confident_replacement_is_made_at_the_default_thresholds():
     assert result is not None and result.text == "y = x + 1\n"
 
 
-def test_a_repair_keeps_its_length_whatever_lengths_says():
-    # the command and the server race hole lengths; a repair's length is the token's own
-    den = WorkerFake(targets=["+"], confidence=0.99)
-    result, _ = fix_text(TEXT, denoiser=den, lengths=5)
+def test_a_flagged_whole_token_is_replaced_by_the_likely_one_without_a_pass():
+    # the substitution the model was trained to undo: the scoring pass already names the
+    # replacement, so the repair costs no pass more (and no hole lengths are raced)
+    den = WorkerFake(targets=["*"], confidence=0.99)  # a re-denoise would write "*"
+    result, scores = fix_text(TEXT, denoiser=den, lengths=5)
     assert result is not None and result.text == "y = x + 1\n"
-    assert result.stats.candidates == 0
-    assert all(len(canvases) == 1 for canvases, _ in den.calls)
+    assert len(den.calls) == 1  # the scoring pass only
+    assert result.stats.nfe == 0 and result.stats.candidates == 0
+
+
+def test_a_flagged_part_of_a_word_has_the_word_re_denoised_at_its_length():
+    text = "y = xq - 1\n"
+    # "q" is flagged (likely "z"), but it is part of the word "xq": the word is masked
+    # and re-denoised, exactly two tokens (a model that never writes an end does not grow
+    # it into junk)
+    den = WorkerFake(targets=["ab + c + d + e + f + g"], confidence=0.99, wrong={"q": "z"})
+    result, _ = fix_text(text, denoiser=den)
+    assert result is not None and result.text == "y = ab - 1\n"
+    assert result.stats.nfe >= 1
+
+
+def test_a_substitution_that_breaks_the_code_is_rejected_by_the_checks():
+    den = WorkerFake(targets=["+"], confidence=0.99, wrong={"-": "("})
+    result, _ = fix_text(TEXT, denoiser=den, checks="parse")
+    assert result is not None and result.text == TEXT
+    assert result.fills[0].rejected
 
 
 def test_the_defaults_are_one_setting_everywhere():
@@ -166,3 +185,21 @@ def test_the_default_is_the_best_recall_that_changes_few_clean_files():
              "recall": 0.02}]
     assert pick_default(rows) is rows[2]  # same recall, fewer clean files changed
     assert pick_default(rows[3:]) is rows[3]
+
+
+def test_the_repair_study_counts_every_variant(tiny_model_dir, tmp_path):
+    import json
+
+    from benchmarks import repair_study
+
+    body = "".join(f"def f{i}(a, b):\n    if a < b + {i}:\n        return a - b * 2\n"
+                   f"    return b == a\n\n" for i in range(30))
+    (tmp_path / "valid.jsonl").write_text(json.dumps({"unit": "u", "path": "a.py",
+                                                      "text": body}) + "\n")
+    out = tmp_path / "study.json"
+    repair_study.main(["--model", str(tiny_model_dir), "--corpus", str(tmp_path), "--n", "3",
+                       "--out", str(out)])
+    counts = json.loads(out.read_text())["counts"]["all"]
+    assert counts["n"] == 3
+    assert set(counts) == {"n", *repair_study.VARIANTS}
+    assert all(0 <= v <= 3 for v in counts.values())

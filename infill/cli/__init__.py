@@ -6,7 +6,7 @@
     infill fill a.py --json       # one JSON object per file (one per line) on stdout
     infill fill a.py --trace      # every denoising step on stderr
     infill fill a.py --worker unix:/run/user/1000/infill/worker.sock   # a running worker
-    infill fix a.py --lines 10:20 # score lines 10-20, re-denoise the most suspicious token
+    infill fix a.py --lines 10:20 # score lines 10-20, repair the most suspicious token
     infill fix --changed *.py     # only the lines changed since git's HEAD
 
 The diff goes to stdout alone so that it can be piped to `patch -p1` or `git apply`;

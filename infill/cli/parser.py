@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         "fix",
         help="find improbable tokens and repair them",
         description="Score every token of each FILE (or of --lines A:B) in one forward pass, "
-        "mask the most suspicious ones and re-denoise them; print the diff of what changed.",
+        "replace the most suspicious ones by what the model expects there; print the diff of "
+        "what changed.",
     )
     fix.add_argument("files", nargs="+", metavar="FILE")
     _add_output_args(fix, "repaired")

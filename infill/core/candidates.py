@@ -99,6 +99,8 @@ class CandidateJob:
         self._failures: dict[int, str] = {}  # span -> why its primary fill fails
         self.scoring_passes = 0
         self._scoring_nfe = 0
+        if self.primary.done:  # every slot decided before any pass: check them now
+            self._next()
 
     # -- what a driver sees ---------------------------------------------------------
 

@@ -30,6 +30,7 @@ from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from infill.core.sampler import DenoiseJob, denoise
 from infill.core.scopes import PythonScopes
 from infill.core.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
+from infill.core.spans import check_decided as _check_decided
 from infill.core.window import Layout, Window, plan_windows
 from model.denoiser import Denoiser
 
@@ -233,8 +234,10 @@ def _string_limits(spans: list[Span], scopes: PythonScopes | None) -> list[str]:
 
 
 def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocation], *,
-            denoiser: Denoiser, budget: int, forbidden: list[tuple[int, ...]]) -> Canvas:
-    """The window's canvas: its context segments encoded one by one, masked slots."""
+            denoiser: Denoiser, budget: int, forbidden: list[tuple[int, ...]],
+            decided: Sequence[list[int] | None]) -> Canvas:
+    """The window's canvas: its context segments encoded one by one, masked slots (or the
+    tokens `decided` for a span)."""
 
     def encode(piece: str) -> list[int]:
         return list(denoiser.encode(piece)) if piece else []
@@ -243,7 +246,8 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
     mask = denoiser.special.mask
     return Canvas(
         left=encode(text[window.start : spans[idx[0]].start]),
-        spans=[SpanSlots(i, [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact,
+        spans=[SpanSlots(i, list(decided[i]) if decided[i] is not None
+                         else [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact,
                          forbidden=forbidden[i], raced=allocs[i].raced)
                for i in idx],
         gaps=[encode(text[spans[a].end : spans[b].start]) for a, b in pairwise(idx)],
@@ -276,6 +280,7 @@ def prepare_fill(
     rewrite: bool,
     language: str | None = PYTHON,
     parse_text: str | None = None,
+    decided: Sequence[list[int] | None] | None = None,
 ) -> PreparedFill:
     """Validate spans, choose windows, build canvases and the job. No forward pass yet.
 
@@ -288,10 +293,13 @@ def prepare_fill(
             hole markers (each marker is replaced whole).
         language: "python" for scope-aware windows; anything else gets line windows.
         parse_text: the text to parse for scopes, if not `text` (holes neutralised).
+        decided: per span (position order), its tokens if already chosen (a repair's
+            substitution; exact spans of that length), else None. Nothing masked: no pass.
     """
     started = time.perf_counter()
     check_text(text)
     ordered = check_spans(text, list(spans))
+    chosen = _check_decided(ordered, decided)
     budget = denoiser.max_length
     if options.window_tokens is not None:
         budget = min(budget, options.window_tokens)
@@ -314,7 +322,8 @@ def prepare_fill(
     limits = _string_limits(ordered, layout.scopes)
     forbidden = {chars: _ids_with(denoiser, chars) for chars in set(limits) if chars}
     canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget,
-                        forbidden=[forbidden.get(chars, ()) for chars in limits])
+                        forbidden=[forbidden.get(chars, ()) for chars in limits],
+                        decided=chosen)
                 for w in windows]
     job = _job(text, parse_text if parse_text is not None else text, ordered, canvases,
                denoiser=denoiser, options=options, language=language)

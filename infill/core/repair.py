@@ -1,4 +1,4 @@
-"""Bug finding and repair: score every token of a clean buffer, re-denoise the worst.
+"""Bug finding and repair: score every token of a clean buffer, replace the worst.
 
 The model was trained with random-token substitution (model/noising.py): shown a buffer
 with no masks, it predicts the original token at every position. One forward pass over a
@@ -7,9 +7,10 @@ Autoregressive completion engines cannot do this; a denoiser does it in one pass
 
 A token is suspicious when it is improbable AND the model is confident of a replacement
 (infill/core/suspicion.py, calibrated so that clean files are left alone). `fix_text`
-masks the most suspicious tokens (widened to the whole identifier, number or
-operator they belong to) and fills them jointly with the usual sampler; only what changed
-comes back as edits.
+replaces each of the most suspicious tokens by that replacement when the token is a whole
+identifier, number or operator run (no forward pass more), and otherwise masks the word
+it belongs to and re-denoises it with the usual sampler (`repair_plan`); the checks judge
+either kind of fill, and only what changed comes back as edits.
 """
 
 from __future__ import annotations
@@ -186,10 +187,11 @@ def _widen(text: str, s: int, e: int) -> tuple[int, int]:
 
 def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
                      min_suspicion: float = DEFAULT_MIN_SUSPICION,
-                     min_likely: float = DEFAULT_MIN_LIKELY) -> list[tuple[int, int, float]]:
+                     min_likely: float = DEFAULT_MIN_LIKELY
+                     ) -> list[tuple[int, int, TokenScore]]:
     """The worst tokens that pass `is_suspicious`, widened, non-overlapping, at most
-    `max_fixes`: (start, end, suspicion)."""
-    picked: list[tuple[int, int, float]] = []
+    `max_fixes`: (start, end, the token's score)."""
+    picked: list[tuple[int, int, TokenScore]] = []
     for sc in sorted(scores, key=lambda s: -s.suspicion):
         if len(picked) >= max_fixes:
             break
@@ -197,13 +199,42 @@ def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
             continue
         s, e = _widen(text, sc.start + (len(sc.text) - len(sc.text.lstrip())), sc.end)
         if all(e <= a or s >= b for a, b, _ in picked):
-            picked.append((s, e, sc.suspicion))
+            picked.append((s, e, sc))
     return sorted(picked)
 
 
-def fix_spans(den: Denoiser, text: str, picked: list[tuple[int, int, float]]) -> list[Span]:
-    """The spans `fix_text` re-denoises: each picked range, with room for two more tokens."""
-    return [Span(s, e, length=max(4, len(den.encode(text[s:e])) + 2)) for s, e, _ in picked]
+def repair_plan(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScore]]
+                ) -> tuple[list[Span], list[list[int] | None]]:
+    """The spans `fix_text` rewrites and, per span, its tokens when already decided.
+
+    A flagged token that is a whole identifier, number or operator run is replaced by the
+    model's likeliest other token there: the substitution the model was trained to undo,
+    read with the wrong token in view, and no forward pass more. A token that is part of
+    a longer word (`_widen`) has the whole word masked and re-denoised at its length
+    (exactly: given more slots the model writes content into all of them). On 100
+    validation bug windows the substitution repaired 10, re-denoising the flagged word 4
+    (docs/ARCHITECTURE.md, "Repair")."""
+    spans: list[Span] = []
+    decided: list[list[int] | None] = []
+    for s, e, score in picked:
+        lead = len(score.text) - len(score.text.lstrip())
+        ids = den.encode(score.likely) if "\ufffd" not in score.likely else []
+        if (s, e) == (score.start + lead, score.end) and score.likely.strip() and ids:
+            spans.append(Span(score.start, score.end, length=len(ids), exact=True))
+            decided.append(list(ids))
+        else:
+            spans.append(Span(s, e, length=max(1, len(den.encode(text[s:e]))), exact=True))
+            decided.append(None)
+    return spans, decided
+
+
+def prepare_repair(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScore]],
+                   options: SamplerOptions, *, language: str | None = PYTHON) -> PreparedFill:
+    """The fill of the `picked` ranges (not run; `repair_plan` says how each is rewritten).
+    The hole lengths of `options.lengths` are not raced: a repair's length is known."""
+    spans, decided = repair_plan(den, text, picked)
+    return prepare_fill(text, spans, denoiser=den, options=replace(options, lengths=1),
+                        rewrite=True, language=language, decided=decided)
 
 
 def prepare_fix(
@@ -228,10 +259,7 @@ def prepare_fix(
                               min_suspicion=min_suspicion, min_likely=min_likely)
     if not picked:
         return None, scores
-    # lengths=1: a repair's length comes from the token it replaces, not a guess to race
-    fill = prepare_fill(text, fix_spans(denoiser, text, picked), denoiser=denoiser,
-                        options=replace(options, lengths=1), rewrite=True, language=language)
-    return fill, scores
+    return prepare_repair(denoiser, text, picked, options, language=language), scores
 
 
 def fix_text(

@@ -116,7 +116,10 @@ class DenoiseJob:
         self._serial = next(_job_serial)
         self._since_full: list[int | None] = [None] * len(self.canvases)
         self._moved = [False] * len(self.canvases)
-        self._done = [False] * len(self.canvases)
+        # a canvas whose slots were all decided before any pass (a repair's substitution)
+        # has nothing to denoise
+        self._done = [not any(special.mask in span.ids for span in c.spans)
+                      for c in self.canvases]
         self._pending: list[_Pending] | None = None
         self.steps = 0
         self.nfe = 0

@@ -191,7 +191,7 @@ class FillRequest(Message):
 
 @dataclass(frozen=True)
 class FixRequest(Message):
-    """Score text[start:end], re-denoise its most suspicious tokens ("Fix selection")."""
+    """Score text[start:end], repair its most suspicious tokens ("Fix selection")."""
 
     TYPE: ClassVar[str] = "fix"
     id: int = _f(_ID)
