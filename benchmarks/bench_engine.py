@@ -34,6 +34,9 @@ SAMPLERS = {
     # slots all predicted null took one more pass to close)
     "previous": {"eager_ends": False},
     "kv-reuse": {"cache_refresh": 4},  # context keys/values reused, full pass every 4 steps
+    # what a latency-bound caller on a CPU can ask for: a 128-token window (inline
+    # completion's) and key/value reuse; run with INFILL_DTYPE=int8 for int8 weights
+    "fast-cpu": {"window_tokens": 128, "cache_refresh": 4},
     "one-per-step": {"order": "left-to-right"},
 }
 

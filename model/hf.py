@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 from model import modernbert
 from model.cache import CachedModernBert, ContextCache
 from model.denoiser import CacheHint, ModelLoadError, SpecialIds
-from model.precision import Precision, pick_precision
+from model.precision import Precision, pick_precision, quantise_int8
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +182,8 @@ class HFDenoiser:
             precision = pick_precision(dev, dtype)
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from exc
+        if precision.int8:
+            model = quantise_int8(model)
         _set_threads(os.environ.get("INFILL_THREADS"))
         log.info("model %s on %s in %s (%s), %d CPU threads", path, dev, precision.name,
                  precision.reason, torch.get_num_threads())

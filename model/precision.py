@@ -1,11 +1,16 @@
-"""Which floating-point type is fast on this machine: fp32 or bf16.
+"""Which number type is fast on this machine: fp32, bf16, or int8 weights (CPU inference).
 
 A CPU without bf16 instructions (no AMX, no AVX-512 BF16: an AMD EPYC Zen 3, say) emulates
 bf16 and ran autocast ~3x *slower* than fp32 in inference and ~40x slower in training
 (docs/TRAINING.md); a CPU with AMX runs it ~2x faster. So the choice is made per machine:
 from the CPU's flags where they settle it, else by timing both on a matrix product of the
-shape this project's models multiply. `INFILL_DTYPE=fp32|bf16` (or an explicit request)
-overrides.
+shape this project's models multiply. `INFILL_DTYPE=fp32|bf16|int8` (or an explicit
+request) overrides.
+
+int8 (inference on the CPU only): the linear layers' weights are quantised to int8 per
+tensor and their inputs per batch at run time (PyTorch's dynamic quantisation), the rest
+stays fp32. On the 2-core EPYC one forward pass of the shipped model over 128 tokens took
+36 ms instead of 70 (docs/ARCHITECTURE.md, "int8 on the CPU", has the quality it costs).
 """
 
 from __future__ import annotations
@@ -20,16 +25,20 @@ import torch
 
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 NAMES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
-         "bfloat16": torch.bfloat16}
+         "bfloat16": torch.bfloat16, "int8": torch.float32}
+QUANTISED = frozenset({"int8"})  # names whose linear layers are quantised (fp32 otherwise)
 
 
 @dataclass(frozen=True)
 class Precision:
-    dtype: torch.dtype
+    dtype: torch.dtype  # what activations are computed in
     reason: str  # why it was chosen, for logs and the README
+    int8: bool = False  # linear layers quantised to int8 (dynamic; CPU inference only)
 
     @property
     def name(self) -> str:
+        if self.int8:
+            return "int8"
         return "bf16" if self.dtype == torch.bfloat16 else "fp32"
 
 
@@ -77,9 +86,12 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
     wish = (requested or os.environ.get("INFILL_DTYPE") or "auto").lower()
     if wish != "auto":
         if wish not in NAMES:
-            raise ValueError(f"unknown dtype {wish!r}: use auto, fp32 or bf16")
+            raise ValueError(f"unknown dtype {wish!r}: use auto, fp32, bf16 or int8")
         source = "requested" if requested else "INFILL_DTYPE"
-        return Precision(NAMES[wish], f"{source}={wish}")
+        if wish in QUANTISED and torch.device(device).type != "cpu":
+            raise ValueError(f"{source}={wish}: int8 weights are for the CPU; "
+                             f"use fp32 or bf16 on {torch.device(device).type}")
+        return Precision(NAMES[wish], f"{source}={wish}", int8=wish in QUANTISED)
     device = torch.device(device)
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
@@ -88,3 +100,17 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
     if device.type != "cpu":
         return Precision(torch.float32, f"{device.type}: fp32")
     return _fastest_on_cpu()
+
+
+def quantise_int8(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with every nn.Linear replaced by a dynamically quantised int8 twin (weights
+    int8 per tensor, activations quantised per call; fbgemm kernels), for CPU inference.
+    The module tree keeps its names and call signatures, so the cached forward
+    (model/cache.py) runs on it unchanged."""
+    import warnings  # noqa: PLC0415
+
+    from torch.ao.quantization import quantize_dynamic  # noqa: PLC0415
+
+    with warnings.catch_warnings():  # torch.ao's notice that torchao is its successor
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)

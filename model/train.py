@@ -144,7 +144,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--eval-every", type=int, default=200, help="steps between evals")
     add("--save-every", type=int, default=100, help="steps between checkpoints")
     add("--device", default=None, help="cuda or cpu (default: auto)")
-    add("--dtype", default="auto", help="auto (the faster here), fp32 or bf16")
+    add("--dtype", default="auto", choices=["auto", "fp32", "bf16"],
+        help="auto (the faster here), fp32 or bf16")
     add("--no-bf16", dest="dtype", action="store_const", const="fp32", help="= --dtype fp32")
     add("--threads", type=int, default=None,
         help="CPU threads per worker (default: torch's; cores / workers with --workers)")

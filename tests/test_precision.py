@@ -3,13 +3,15 @@ faster; a request or $INFILL_DTYPE overrides; the loaded denoiser says what it c
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from model import precision
-from model.denoiser import ModelLoadError
+from model.denoiser import CacheHint, ModelLoadError
 from model.loading import load_denoiser
 
 
@@ -71,3 +73,37 @@ def test_infill_threads_sets_the_cpu_threads(tiny_model_dir: Path, monkeypatch,
         monkeypatch.setenv("INFILL_THREADS", bad)
         with pytest.raises(ModelLoadError, match="INFILL_THREADS must be a positive"):
             load_denoiser(tiny_model_dir, dtype="fp32")
+
+
+def test_int8_is_a_cpu_inference_choice(monkeypatch) -> None:
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    chosen = precision.pick_precision("cpu", "int8")
+    assert chosen.int8 and chosen.name == "int8" and chosen.dtype == torch.float32
+    monkeypatch.setenv("INFILL_DTYPE", "int8")
+    assert precision.pick_precision("cpu").name == "int8"
+    with pytest.raises(ValueError, match="int8 weights are for the CPU"):
+        precision.pick_precision("cuda", "int8")
+
+
+def test_an_int8_denoiser_quantises_its_linear_layers_and_answers_like_fp32(
+        tiny_model_dir: Path, monkeypatch) -> None:
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    exact = load_denoiser(tiny_model_dir, dtype="fp32")
+    den = load_denoiser(tiny_model_dir, dtype="int8")
+    assert den.precision.name == "int8"
+    kinds = {type(m) for m in den.model.modules()}
+    assert torch.nn.Linear not in kinds  # every linear layer quantised
+    assert torch.ao.nn.quantized.dynamic.Linear in kinds
+    canvas = den.encode("def add(a, b):\n    return a + b\n")
+    canvas[5:8] = [den.special.mask] * 3
+    pos = list(range(len(canvas)))
+    (want,) = exact.logits([canvas], [pos])
+    (got,) = den.logits([canvas], [pos])
+    assert got.shape == want.shape and np.isfinite(got).all()
+    assert np.abs(got - want).max() < 0.1 * np.abs(want).max()
+    # the cached forward (context keys/values reused) runs on the quantised layers too (its
+    # activations are quantised over fewer rows, hence a looser match than in fp32)
+    hint = CacheHint(key="k", active=tuple(range(5, 8)), refresh=True)
+    (full,) = den.logits([canvas], [pos], [hint])
+    (part,) = den.logits([canvas], [[5, 6, 7]], [replace(hint, refresh=False)])
+    np.testing.assert_allclose(part, full[5:8], atol=0.02)
