@@ -10,7 +10,7 @@ request) overrides.
 int8 (inference on the CPU only): the linear layers' weights are quantised to int8 per
 tensor and their inputs per batch at run time (PyTorch's dynamic quantisation), the rest
 stays fp32. On the 2-core EPYC one forward pass of the shipped model over 128 tokens took
-36 ms instead of 70 (docs/ARCHITECTURE.md, "int8 on the CPU", has the quality it costs).
+37 ms instead of 70 (docs/ARCHITECTURE.md, "int8 on the CPU", has the quality it costs).
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import torch
 
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 NAMES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
-         "bfloat16": torch.bfloat16, "int8": torch.float32}
-QUANTISED = frozenset({"int8"})  # names whose linear layers are quantised (fp32 otherwise)
+         "bfloat16": torch.bfloat16, "int8": torch.float32}  # int8: fp32 around int8 layers
 
 
 @dataclass(frozen=True)
@@ -84,15 +83,15 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
                    ) -> Precision:
     """The dtype to compute in on `device`: `requested`, else $INFILL_DTYPE, else measured."""
     wish = (requested or os.environ.get("INFILL_DTYPE") or "auto").lower()
+    device = torch.device(device)
     if wish != "auto":
         if wish not in NAMES:
             raise ValueError(f"unknown dtype {wish!r}: use auto, fp32, bf16 or int8")
         source = "requested" if requested else "INFILL_DTYPE"
-        if wish in QUANTISED and torch.device(device).type != "cpu":
+        if wish == "int8" and device.type != "cpu":
             raise ValueError(f"{source}={wish}: int8 weights are for the CPU; "
-                             f"use fp32 or bf16 on {torch.device(device).type}")
-        return Precision(NAMES[wish], f"{source}={wish}", int8=wish in QUANTISED)
-    device = torch.device(device)
+                             f"use fp32 or bf16 on {device.type}")
+        return Precision(NAMES[wish], f"{source}={wish}", int8=wish == "int8")
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
             return Precision(torch.bfloat16, "CUDA device with bf16")

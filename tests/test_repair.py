@@ -112,7 +112,7 @@ def test_a_flagged_whole_token_is_replaced_by_the_likely_one_without_a_pass():
     # the substitution the model was trained to undo: the scoring pass already names the
     # replacement, so the repair costs no pass more (and no hole lengths are raced)
     den = WorkerFake(targets=["*"], confidence=0.99)  # a re-denoise would write "*"
-    result, scores = fix_text(TEXT, denoiser=den, lengths=5)
+    result, _ = fix_text(TEXT, denoiser=den, lengths=5)
     assert result is not None and result.text == "y = x + 1\n"
     assert len(den.calls) == 1  # the scoring pass only
     assert result.stats.nfe == 0 and result.stats.candidates == 0
