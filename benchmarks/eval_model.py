@@ -42,8 +42,9 @@ from infill.core.spans import neutralise
 from model.loading import default_model_dir, load_denoiser
 
 # "bugs_top1": localisation only, without the repairs (an untrained model never ends one)
+# "arguments": holes inside a line (a call's arguments), with code after them on the line
 PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
-         "masked", "bugs", "bugs_top1")
+         "arguments", "masked", "bugs", "bugs_top1")
 
 
 def _problems(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"measures to run, comma-separated, of: {', '.join(PARTS)}")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
-    if parts - set(PARTS) - ({"arguments"} if args.ablate_checks else set()):
+    if parts - set(PARTS):
         parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
     options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates,
                                     lengths=args.lengths, cache_refresh=args.cache_refresh)
@@ -329,7 +330,9 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
                      "checks": args.checks, "candidates": args.candidates,
                      "lengths": args.lengths, "cache_refresh": args.cache_refresh}
-    for key, examples in (("single_line", single), ("multi_line", multi)):
+    args_ex = argument_examples(files, args.n, seed=args.seed + 3) if "arguments" in parts else []
+    for key, examples in (("single_line", single), ("multi_line", multi),
+                          ("arguments", args_ex)):
         for true_length in (False, True):
             name = key + ("_true_length" if true_length else "")
             if name in parts:
@@ -373,7 +376,7 @@ def _ablate_main(args, den, single, multi, parts, t0) -> None:
 
 
 def _print(results: dict) -> None:
-    for key in PARTS[:4]:
+    for key in PARTS[:5]:
         if key not in results:
             continue
         r = results[key]

@@ -20,7 +20,8 @@ Three kinds of corruption, mixed per sequence (shares in `NoiseConfig`):
 On top of any of these, a share of the clean positions is replaced by tokens drawn from
 the batch (random-token substitution) with the original as target, and a few clean
 positions are trained to predict themselves, so that one pass over a clean buffer scores
-every token (bug finding).
+every token (bug finding). With `p_plausible`, some rows also get bug-shaped swaps
+(model/swaps.py), the subtle corruptions the fixer must find.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 
 import torch
 from tokenizers import Tokenizer
+
+from model.swaps import PlausibleSwaps
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,10 @@ class NoiseConfig:
     p_substitute: float = 0.5  # share of sequences with random-token substitution
     max_substitute: float = 0.15  # most of a sequence's clean tokens substituted
     p_identity: float = 0.05  # clean positions trained to predict themselves
+    # share of sequences with bug-shaped swaps (model/swaps.py: a name for another name of
+    # the window, + for -, < for >=, n for n+1), 1..max_plausible of them, original as target
+    p_plausible: float = 0.0
+    max_plausible: int = 3
 
 
 @dataclass
@@ -261,6 +268,18 @@ def _masked_example(
     return ids, targets, weights
 
 
+_SWAPS: dict[int, tuple[Tokenizer, PlausibleSwaps]] = {}
+
+
+def _swaps_of(tok: Tokenizer) -> PlausibleSwaps:
+    """The swap tables of `tok`, built once (the entry keeps `tok` alive, so its id is
+    never reused by another tokenizer)."""
+    hit = _SWAPS.get(id(tok))
+    if hit is None or hit[0] is not tok:
+        hit = _SWAPS[id(tok)] = (tok, PlausibleSwaps(tok))
+    return hit[1]
+
+
 def make_batch(
     sampler: TextSampler, tok: Tokenizer, vocab: Vocab, batch_size: int, seq_len: int,
     cfg: NoiseConfig, rng: random.Random,
@@ -290,8 +309,19 @@ def make_batch(
         weights[b, :len(w)] = torch.tensor(w)
     masked = input_ids == vocab.mask
 
-    # Random-token substitution: clean tokens replaced by tokens drawn from the batch.
     real = (input_ids != vocab.pad) & ~masked
+    # Bug-shaped swaps (drawn before the random substitution, which then avoids them).
+    if cfg.p_plausible > 0:
+        swaps = _swaps_of(tok)
+        for b in range(B):
+            if rng.random() >= cfg.p_plausible:
+                continue
+            n = rng.randint(1, cfg.max_plausible)
+            for pos, new in swaps.pick(input_ids[b].tolist(), real[b].tolist(), n, rng):
+                input_ids[b, pos] = new
+                weights[b, pos] = 1.0
+                real[b, pos] = False
+    # Random-token substitution: clean tokens replaced by tokens drawn from the batch.
     pool = targets[real & (targets != vocab.null)]
     for b in range(B):
         if rng.random() >= cfg.p_substitute or pool.numel() == 0:

@@ -370,8 +370,8 @@ def run(trainer: Trainer) -> None:
         n_tok, seconds = group.sum([real_tokens,
                                     time.perf_counter() - t0 if group.leader else 0.0])
         n_tok = int(n_tok)
+        before = trainer.progress()  # before the step counts: steps, tokens and time
         s.step, s.tokens, window_tokens = s.step + 1, s.tokens + n_tok, window_tokens + n_tok
-        before = trainer.progress()
         s.elapsed += seconds
         bar.update(100 * (trainer.progress() - before))
         if s.step % 10 == 0:

@@ -274,15 +274,25 @@ class ScoredByLength(ByLength):
 RACE = {16: "len(values)", 8: "values+1", 4: "v[0]", 2: "xy", 1: "y"}  # exact lengths
 
 
-def test_raced_lengths_decode_together_and_the_best_scored_wins():
-    d = ScoredByLength(RACE, {8: 0.99})
-    r = fill_text(TEXT, denoiser=d, lengths=5)
-    assert r.text == TEXT.replace(MARK, "values+1")
+def test_a_failing_hole_races_exact_shorter_lengths_and_the_best_scored_wins():
+    d = ScoredByLength({**RACE, 16: "len(values"}, {8: 0.99})
+    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT.replace(MARK, "values+1") and r.fills[0].rejected is None
     assert r.stats.candidates == 4 and r.stats.nfe == d.nfe
-    assert len(d.calls[0][0]) == 5  # one batched pass: the primary and 8, 4, 2, 1 slots
-    assert len(d.calls[-1][0]) == 5  # the scoring pass: every candidate passes, no checks
-    d = ScoredByLength(RACE, {1: 0.99})  # exactly one token: it cannot grow back
-    assert fill_text(TEXT, denoiser=d, lengths=5).text == TEXT.replace(MARK, "y")
+    # the primary alone, then one batched round: 8, 4, 2, 1 slots side by side (only
+    # `values+1` passes the name check: no scoring pass)
+    sizes = [len(canvases) for canvases, _ in d.calls]
+    assert 4 in sizes and set(sizes[:sizes.index(4)]) == {1}
+    d = ScoredByLength({**RACE, 16: "len(values", 1: "f"}, {1: 0.99})  # exactly one
+    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)  # token: no growth
+    assert r.text == TEXT.replace(MARK, "f")
+
+
+def test_a_passing_fill_is_kept_and_races_nothing():
+    d = ScoredByLength(RACE, {8: 0.99})  # a shorter length would score higher
+    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT.replace(MARK, "len(values)") and r.stats.candidates == 0
+    assert all(len(canvases) == 1 for canvases, _ in d.calls)
 
 
 def test_one_length_is_the_primary_decode():
@@ -293,9 +303,9 @@ def test_one_length_is_the_primary_decode():
 
 
 def test_a_raced_candidate_that_fails_the_checks_cannot_win():
-    d = ScoredByLength({**RACE, 8: "values(("}, {8: 0.99, 16: 0.9})
+    d = ScoredByLength({**RACE, 16: "len((", 8: "values((", 4: "f(1)"}, {8: 0.99, 4: 0.9})
     r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)
-    assert r.text == TEXT.replace(MARK, "len(values)") and r.fills[0].rejected is None
+    assert r.text == TEXT.replace(MARK, "f(1)") and r.fills[0].rejected is None
 
 
 def test_a_rewrite_keeps_its_length_and_an_exact_span_is_not_raced():

@@ -74,14 +74,18 @@ def test_json_output(tmp_path, capsys, fake_model):
     assert "trace" not in obj and err == ""
 
 
-def test_a_hole_races_shorter_lengths_by_default(tmp_path, capsys, fake_model):
+def test_a_failing_hole_races_shorter_lengths_by_default(tmp_path, capsys, fake_model):
     f = tmp_path / "m.py"
     f.write_text("def f(x):\n    return <mask>\n")
     assert main(["fill", "--json", str(f)]) == 0
     obj = json.loads(capsys.readouterr().out)
-    # 16, 8, 4, 2, 1 slots side by side; the fake scores every candidate alike, so the
-    # tie goes to the primary decode
-    assert obj["stats"]["candidates"] == 4 and obj["text"] == "def f(x):\n    return x + 1\n"
+    # the fill passes its checks: kept, nothing raced
+    assert obj["stats"]["candidates"] == 0 and obj["text"] == "def f(x):\n    return x + 1\n"
+    f.write_text("def f(y):\n    return <mask>\n")  # `x` is no name of the file
+    assert main(["fill", "--json", str(f)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["stats"]["candidates"] == 4  # 8, 4, 2, 1 slots: the fake's fill fails at all
+    assert obj["fills"][0]["rejected"]
     assert main(["fill", "--json", "--lengths", "9", str(f)]) == 2
     assert "lengths must be <= 8" in capsys.readouterr().err
 

@@ -86,6 +86,17 @@ def test_train_script_runs_resumes_and_exports_a_loadable_model(
     assert logits.shape == (2, den.vocab_size)
 
 
+def test_progress_bar_follows_a_token_budget(
+    corpus: Path, tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train.main(["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
+                str(tok_dir / "tokenizer.json"), "--out", str(tmp_path / "run"),
+                "--batch-size", "4", "--seq-len", "64", "--tokens", "600",
+                "--eval-every", "100", "--save-every", "100", "--no-bf16"])
+    bar = capsys.readouterr().err
+    assert "100.0/100%" in bar and "0.0/100%" in bar
+
+
 def test_loader_refuses_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="not found"):
         load_denoiser(tmp_path / "nope")

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -314,3 +315,48 @@ def test_bench_parallel_refuses_a_malformed_layout(bad: str) -> None:
 
     with pytest.raises(argparse.ArgumentTypeError, match="expected WORKERSxTHREADS"):
         bench_parallel.parse_layout(bad)
+
+
+def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
+    from model.swaps import PlausibleSwaps
+
+    # the shipped tokenizer: the test corpus's own is too small to have whole-word names
+    shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
+    tok = Tokenizer.from_file(str(shipped))
+    swaps = PlausibleSwaps(tok)
+    src = ("def total(items, limit):\n    count = 0\n    for item in items:\n"
+           "        if item.price >= 10 and count < limit:\n"
+           "            count = count + item.price * 2\n    return count == limit\n")
+    ids = tok.encode(src).ids
+    found = swaps.candidates(ids, [True] * len(ids))
+    seen = {kind: {(swaps.text[ids[p]].strip(), swaps.text[new].strip()) for p, new in hits}
+            for kind, hits in found.items()}
+    assert ("count", "limit") in seen["name"] and ("count", "price") not in seen["name"]
+    assert all(old != new for pairs in seen.values() for old, new in pairs)
+    assert seen["operator"] <= {("+", "-"), ("*", "/"), ("and", "or")}
+    assert seen["comparison"] <= {(">=", "<"), ("<", ">="), ("==", "!=")}
+    assert all(abs(int(a) - int(b)) == 1 for a, b in seen["number"])
+    # a position that is not allowed (masked) is never swapped; positions are distinct
+    allowed = [i % 2 == 0 for i in range(len(ids))]
+    picked = swaps.pick(ids, allowed, 50, random.Random(0))
+    assert picked and all(allowed[p] for p, _ in picked)
+    assert len({p for p, _ in picked}) == len(picked)
+
+
+def test_plausible_swaps_put_the_original_token_as_target(tok_dir: Path) -> None:
+    tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
+    vocab = noising.Vocab.of(tok)
+    clean = noising.NoiseConfig(p_tokens=1.0, p_substitute=0.0, p_identity=0.0,
+                                t_dist="uniform")
+    swapped = 0
+    for cfg in (clean, replace(clean, p_plausible=1.0, max_plausible=3)):
+        sampler = noising.TextSampler(SOURCES, window_chars=400, seed=0)
+        batch = noising.make_batch(sampler, tok, vocab, 16, 128, cfg, random.Random(0))
+        changed = (batch.input_ids != batch.targets) & ~batch.masked
+        changed &= batch.input_ids != vocab.pad
+        assert bool((batch.weights[changed] == 1.0).all())
+        assert int(changed.sum(dim=1).max()) <= 3
+        swapped += int(changed.sum())
+        if cfg is clean:
+            assert swapped == 0  # the default recipe makes none
+    assert swapped >= 8

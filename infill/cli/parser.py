@@ -64,8 +64,9 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--candidates", type=int, default=2, metavar="N",
                    help="with checks: the first decode and N-1 alternatives (default 2)")
     s.add_argument("--lengths", type=int, default=DEFAULT_LENGTHS, metavar="N",
-                   help="a hole without a fixed length races N allocations (16, 8, 4, ...: "
-                   f"the model's score picks; default {DEFAULT_LENGTHS}, 1: one allocation)")
+                   help="a hole without a fixed length whose fill fails its checks races "
+                   "N-1 shorter allocations (8, 4, ...: the model's score picks; default "
+                   f"{DEFAULT_LENGTHS}, 1: none)")
 
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:

@@ -22,17 +22,17 @@ The design keeps the cost bounded and visible, and pays it only when a fill fail
    has two passing alternatives or more). With none passing, the span is *rejected*: the
    result keeps the span's text as it was and says why.
 
-Raced lengths (`lengths` > 1): a hole whose length the model chooses (SpanSlots.raced: the
-default allocation or a hint, not a rewrite's own length) gets `lengths - 1` shorter
-candidates of exactly `initial >> k` tokens from the start, decoded beside the primary in
-the same first round (one batched pass per step), and the model's score picks among every
-candidate that passes the checks, the primary included.
-On held-out single-line holes (benchmarks/length_study.py, docs/ARCHITECTURE.md "Length")
-the engine's own length gave 0% exact match where the true length gave 3.5%, and the
-best mean log-probability over allocations 1, 2, 4, 8, 16 gave 3.0%.
+Raced lengths (`lengths` > 1): a failing hole whose length the model chose
+(SpanSlots.raced: the default allocation or a hint, not a rewrite's own length) gets
+`lengths - 1` alternatives of exactly `initial >> k` tokens (8, 4, 2, 1 after 16) instead,
+and the model's score picks among those that pass. Only failing holes race: a primary fill
+that passes is kept, so a hole the model gets right costs nothing more. Racing every hole
+from the start and letting the score pick, primary included, was worse: held-out one-line
+exact match 8.0% against 11.0% for the primary alone, at 3x the time (docs/ARCHITECTURE.md,
+"Length").
 
-So a request costs at most `candidates` times the primary's forward passes (`lengths`
-times when lengths race; plus one scoring pass),
+So a request costs the primary's passes, plus for a failing hole at most `candidates - 1`
+(or `lengths - 1`) shorter decodes batched in one more round, plus one scoring pass,
 and `FillStats.candidates` / `nfe` show what it took. The rounds are one job for whoever
 drives it (`requests()` / `advance()` / `done`), so a worker batches them with other
 requests' steps like any DenoiseJob.
@@ -81,14 +81,10 @@ class CandidateJob:
         self._check = check
         self._neutral = neutral  # per span: its text before (what a rejected span keeps)
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
-        self._n = len(canvases)  # the primary canvases come first in the first round
         self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
                        if options.lengths > 1 else set())
         self._alts: list[tuple[int, int]] = []  # per alternative canvas: (window, k)
-        first = list(canvases)
-        if self._raced:  # the raced allocations decode beside the primary from the start
-            first += self._alternatives(canvases, self._raced, options.lengths, freeze=False)
-        self.primary = DenoiseJob(first, options, special=special, vocab_size=vocab_size)
+        self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size)
         self.rounds = [self.primary]
         # scoring pass: (canvas, k, rows), rows: (span, canvas positions of its fill)
         self._scoring: list[tuple[Canvas, int, list[tuple[int, list[int]]]]] | None = None
@@ -115,12 +111,10 @@ class CandidateJob:
     @property
     def primary_canvases(self) -> list[Canvas]:
         """The primary decode's canvases (what a live view shows)."""
-        return self.primary.canvases[:self._n]
+        return self.primary.canvases
 
     def _alt_canvases(self) -> list[Canvas]:
         """The alternatives' canvases, in the order of `_alts`."""
-        if self._raced:
-            return self.primary.canvases[self._n:]
         return self.rounds[1].canvases if len(self.rounds) > 1 else []
 
     @property
@@ -208,15 +202,13 @@ class CandidateJob:
             self._primary_ids = self._ids(self.primary_canvases)
             texts, bad = self._texts(self._primary_ids)
             self._failures = self._why(texts, bad)
-            if not self._raced:
-                alts = self._alternatives(self.primary.canvases, set(self._failures),
-                                          self.options.candidates, freeze=True)
-                if not alts:
-                    self._decide()
-                    return
-                self.rounds.append(DenoiseJob(alts, self.options, special=self.special,
-                                              vocab_size=self.vocab_size))
+            alts = self._alternatives(self.primary.canvases, set(self._failures))
+            if not alts:
+                self._decide()
                 return
+            self.rounds.append(DenoiseJob(alts, self.options, special=self.special,
+                                          vocab_size=self.vocab_size))
+            return
         self._judge()
         if not self._scoring:
             self._decide()
@@ -228,59 +220,52 @@ class CandidateJob:
             out[i] = summary([p for p in problems if p.range == i])
         return out
 
-    def _alternatives(self, canvases: Sequence[Canvas], redo: set[int], count: int, *,
-                      freeze: bool) -> list[Canvas]:
-        """`count - 1` canvases for each of `canvases` that holds a span of `redo` whose
-        length may change: alternative k re-decodes those spans from `initial >> k` masks.
-        The other spans are kept: as decoded (`freeze`, after the primary), or as they are
-        to decode alongside (raced lengths, before any pass; the raced spans are then of
-        exactly that length: with nulls allowed, a model that expects a long fill writes
-        content into every slot and grows the span back)."""
+    def _alternatives(self, canvases: Sequence[Canvas], redo: set[int]) -> list[Canvas]:
+        """The alternative canvases of each of `canvases` that holds a span of `redo`
+        whose length may change, the window's other spans kept as decoded: alternative k
+        re-decodes those spans from `initial >> k` masks. A raced span (its length is the
+        model's guess, `lengths` > 1) gets `lengths - 1` alternatives of exactly that many
+        tokens (with nulls allowed, a model that expects a long fill writes content into
+        every slot and grows the span back); any other gets `candidates - 1`, with nulls
+        and growth. A window with both kinds takes the larger count for each."""
         out: list[Canvas] = []
         for w, c in enumerate(canvases):
             mine = {s.index for s in c.spans if s.index in redo and not s.exact}
             if not mine:
                 continue
+            count = (self.options.lengths if mine & self._raced
+                     else self.options.candidates)
             for k in range(1, count):
                 out.append(Canvas(
                     left=list(c.left), gaps=[list(g) for g in c.gaps], right=list(c.right),
                     budget=c.budget,
-                    spans=[self._shorter(s, k, exact=not freeze) if s.index in mine else
-                           _kept(s, freeze=freeze) for s in c.spans]))
+                    spans=[self._shorter(s, k, exact=s.index in self._raced)
+                           if s.index in mine else _kept(s) for s in c.spans]))
                 self._alts.append((w, k))
         return out
 
     def _shorter(self, s: SpanSlots, k: int, *, exact: bool) -> SpanSlots:
         """Span `s` from `initial >> k` masks: exactly that many tokens (a raced length),
-        or with nulls and growth (an alternative to a failing fill)."""
+        or with nulls and growth."""
         n = max(1, self._initial[s.index] >> k)
         return SpanSlots(s.index, [self.special.mask] * n, n if exact else s.cap, exact,
                          forbidden=s.forbidden, raced=s.raced)
 
-    def _contested(self) -> set[int]:
-        """The spans whose fill is chosen among candidates: the raced ones, or the ones
-        whose primary fill failed its checks."""
-        return self._raced | set(self._failures)
-
     def _judge(self) -> None:
-        """Check each alternative canvas (its contested spans in place of the primary's);
+        """Check each alternative canvas (its redone spans in place of the primary's);
         queue a scoring pass for the spans that have several passing candidates."""
-        contested = self._contested()
-        for i in sorted(self._raced - set(self._failures)):
-            self._passing.setdefault(i, []).append(0)  # a raced primary that passes
+        failing = set(self._failures)
         alt_canvases = self._alt_canvases()
         for ci, (_, k) in enumerate(self._alts):
             canvas = alt_canvases[ci]
-            mine = {i: v for i, v in self._ids([canvas]).items() if i in contested}
+            mine = {i: v for i, v in self._ids([canvas]).items() if i in failing}
             texts, bad = self._texts(dict(self._primary_ids) | mine)
             fails = self._why(texts, bad)
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
         several = {i for i, ks in self._passing.items() if len(ks) > 1}
-        entries = [(c, 0) for c in self.primary_canvases] if self._raced else []
-        entries += [(alt_canvases[ci], k) for ci, (_, k) in enumerate(self._alts)]
         scoring = []
-        for canvas, k in entries:
+        for canvas, (_, k) in zip(alt_canvases, self._alts, strict=True):
             rows = [(s.index, [off + j for j, t in enumerate(s.ids) if t != self.special.null])
                     for s, off in zip(canvas.spans, canvas.offsets(), strict=True)
                     if s.index in several and k in self._passing[s.index]]
@@ -314,10 +299,9 @@ class CandidateJob:
         for (_, k), canvas in zip(self._alts, self._alt_canvases(), strict=True):
             for s in canvas.spans:
                 alt_ids[(s.index, k)] = fill_ids(s.ids, self.special)
-        contested = self._contested()
         choices = []
         for i in range(len(self._neutral)):
-            if i not in contested:
+            if i not in self._failures:
                 choices.append(Choice(self._primary_ids[i], 0))
             elif self._passing.get(i):
                 # best score; a tie (to 1e-9: a mean of equal terms) goes to the lower k
@@ -339,13 +323,10 @@ class CandidateJob:
                 for i, c in enumerate(choices)]
 
 
-def _kept(s: SpanSlots, *, freeze: bool) -> SpanSlots:
-    """A span an alternative does not redo: as decoded and fixed (`freeze`, after the
-    primary round), or a copy still to decode alongside (raced lengths)."""
-    if freeze:
-        return SpanSlots(s.index, list(s.ids), len(s.ids), s.exact, can_grow=False,
-                         forbidden=s.forbidden)
-    return replace(s, ids=list(s.ids))
+def _kept(s: SpanSlots) -> SpanSlots:
+    """A span an alternative does not redo: as the primary decoded it, fixed."""
+    return SpanSlots(s.index, list(s.ids), len(s.ids), s.exact, can_grow=False,
+                     forbidden=s.forbidden)
 
 
 def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[Canvas],

@@ -25,10 +25,10 @@ from infill.core.candidates import CandidateJob, checked_job
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
 from infill.core.diff import minimal_edits
 from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
+from infill.core.limits import fill_limits, ids_with
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from infill.core.sampler import DenoiseJob, denoise
-from infill.core.scopes import PythonScopes
 from infill.core.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
 from infill.core.spans import check_decided as _check_decided
 from infill.core.window import Layout, Window, plan_windows
@@ -202,37 +202,6 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
                        raced=guessed and not exact)
 
 
-def _ids_with(denoiser: Denoiser, chars: str) -> tuple[int, ...]:
-    """The ids whose text holds any of `chars` (special ids never do). One decode per id of
-    the vocabulary, so it runs only for spans inside string literals."""
-    sp = denoiser.special
-    special = {sp.mask, sp.null, sp.pad}
-    found = []
-    for t in range(denoiser.vocab_size):
-        if t in special:
-            continue
-        try:
-            piece = denoiser.decode([t])
-        except (ValueError, KeyError, IndexError):  # an id with no text of its own
-            continue
-        if any(c in piece for c in chars):
-            found.append(t)
-    return tuple(found)
-
-
-def _string_limits(spans: list[Span], scopes: PythonScopes | None) -> list[str]:
-    """Per span, the characters its fill may not contain: inside a string literal, the
-    literal's quote character (and newlines, in a one-line literal), so that a fill cannot
-    close the string or break its line; "" elsewhere."""
-    if scopes is None:
-        return [""] * len(spans)
-    out = []
-    for s in spans:
-        quote = scopes.string_quote(s.start, s.end)
-        out.append("" if quote is None else quote[0] + ("" if len(quote) == 3 else "\n\r"))
-    return out
-
-
 def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocation], *,
             denoiser: Denoiser, budget: int, forbidden: list[tuple[int, ...]],
             decided: Sequence[list[int] | None]) -> Canvas:
@@ -319,8 +288,8 @@ def prepare_fill(
         count=count,
         layout=layout,
     )
-    limits = _string_limits(ordered, layout.scopes)
-    forbidden = {chars: _ids_with(denoiser, chars) for chars in set(limits) if chars}
+    limits = fill_limits(ordered, layout.scopes)
+    forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
     canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget,
                         forbidden=[forbidden.get(chars, ()) for chars in limits],
                         decided=chosen)

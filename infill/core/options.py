@@ -18,10 +18,11 @@ DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no bu
 # SyntaxError). The engine's own default is none, so that a caller of
 # fill_text gets exactly the model's decode unless it asks.
 DEFAULT_CHECKS = "parse,name,comment,keyword"
-# Raced lengths for a hole whose length the model chooses, in the CLI and the server's
-# code actions (not inline completion, where every millisecond counts): the allocation
-# and its halvings 8, 4, 2, 1, picked by the model's score. Held-out single-line exact
-# match 0.0% -> 3.0% (docs/ARCHITECTURE.md, "Length"). The engine's own default is 1.
+# Raced lengths in the CLI and the server's code actions (not inline completion, where
+# every millisecond counts): a hole whose length the model chose and whose fill fails its
+# checks races the halvings 8, 4, 2, 1 of its allocation, picked by the model's score.
+# Held-out one-line holes, base model: 95.5% filled cleanly vs 83.5% without, exact match
+# 10.5% vs 11.0% (docs/ARCHITECTURE.md, "Length"). The engine's own default is 1.
 DEFAULT_LENGTHS = 5
 # Context key/value reuse in the CLI and the server's code actions: a full pass every 4
 # steps, the passes between recompute only the span slots. Held-out one-line holes with
@@ -59,8 +60,9 @@ class SamplerOptions:
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
-    lengths: int = 1  # > 1: race this many allocations of a hole whose length the model
-    #                   chooses (the allocation and its halvings), the model's score picks
+    lengths: int = 1  # > 1: a hole whose length the model chose and whose fill fails its
+    #                   checks races this many - 1 exact halvings of its allocation, the
+    #                   model's score picks among those that pass
 
     def __post_init__(self) -> None:
         _validate(self)
