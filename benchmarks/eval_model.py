@@ -323,14 +323,14 @@ def main(argv: list[str] | None = None) -> None:
     single = infill_examples(files, "single-line", args.n, seed=args.seed)
     multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1)
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
+    args_ex = argument_examples(files, args.n, seed=args.seed + 3) if "arguments" in parts else []
     t0 = time.perf_counter()
     if args.ablate_checks:
-        _ablate_main(args, den, single, multi, parts, t0)
+        _ablate_main(args, den, files, single, multi, args_ex, parts, t0)
         return
     results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
                      "checks": args.checks, "candidates": args.candidates,
                      "lengths": args.lengths, "cache_refresh": args.cache_refresh}
-    args_ex = argument_examples(files, args.n, seed=args.seed + 3) if "arguments" in parts else []
     for key, examples in (("single_line", single), ("multi_line", multi),
                           ("arguments", args_ex)):
         for true_length in (False, True):
@@ -352,14 +352,11 @@ def main(argv: list[str] | None = None) -> None:
     write_results("eval", args.model, results, args.out)
 
 
-def _ablate_main(args, den, single, multi, parts, t0) -> None:
+def _ablate_main(args, den, files, single, multi, args_ex, parts, t0) -> None:
     out: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
                  "command": "python -m benchmarks.eval_model " + " ".join(sys.argv[1:])}
-    out["truth_in_whole_files"] = truth_false_alarms(load_test_files(args.corpus, args.split),
-                                                     n=500, seed=args.seed)
+    out["truth_in_whole_files"] = truth_false_alarms(files, n=500, seed=args.seed)
     print("truth in whole files: " + json.dumps(out["truth_in_whole_files"]))
-    args_ex = argument_examples(load_test_files(args.corpus, args.split), args.n,
-                                seed=args.seed + 3) if "arguments" in parts else []
     for key, examples in (("single_line", single), ("multi_line", multi),
                           ("arguments", args_ex)):
         if key in parts:

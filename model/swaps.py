@@ -46,11 +46,17 @@ class PlausibleSwaps:
         # id -> (lead, bare) for tokens that are a lead of at most one space and a name
         self.names: dict[int, tuple[str, str]] = {}
         self.table: dict[int, tuple[str, int]] = {}  # id -> (kind, replacement id)
+        self.numbers: dict[int, list[int]] = {}  # id -> the ids of its value moved by one
         for i, t in enumerate(self.text):
             bare = t[1:] if t.startswith(" ") else t
             lead = t[:len(t) - len(bare)]
             if _NAME.fullmatch(bare) and not keyword.iskeyword(bare):
                 self.names[i] = (lead, bare)
+            if bare.isdigit() and len(bare) <= 3:
+                value = int(bare)
+                moved = [self.id_of.get(lead + str(v))
+                         for v in {value + 1, max(0, value - 1)} - {value}]
+                self.numbers[i] = [m for m in moved if m is not None]
             if lead != " ":
                 continue
             for kind, table in (("operator", OPERATORS), ("comparison", COMPARISONS)):
@@ -90,15 +96,8 @@ class PlausibleSwaps:
                     if other != bare and new is not None:
                         out["name"].append((i, new))
                 continue
-            bare = self.text[tid].lstrip(" ")
-            lead = self.text[tid][:len(self.text[tid]) - len(bare)]
-            if bare.isdigit() and len(bare) <= 3 and len(lead) <= 1 \
-                    and self._whole_word(ids, i):
-                value = int(bare)
-                for moved in {value + 1, max(0, value - 1)} - {value}:
-                    new = self.id_of.get(lead + str(moved))
-                    if new is not None:
-                        out["number"].append((i, new))
+            if tid in self.numbers and self._whole_word(ids, i):
+                out["number"] += [(i, new) for new in self.numbers[tid]]
         return out
 
     def pick(self, ids: list[int], allowed: list[bool], n: int, rng: random.Random

@@ -227,7 +227,8 @@ class CandidateJob:
         model's guess, `lengths` > 1) gets `lengths - 1` alternatives of exactly that many
         tokens (with nulls allowed, a model that expects a long fill writes content into
         every slot and grows the span back); any other gets `candidates - 1`, with nulls
-        and growth. A window with both kinds takes the larger count for each."""
+        and growth. In a window that holds a raced failing span, every failing span gets
+        `lengths - 1` alternatives."""
         out: list[Canvas] = []
         for w, c in enumerate(canvases):
             mine = {s.index for s in c.spans if s.index in redo and not s.exact}
