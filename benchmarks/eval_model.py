@@ -39,6 +39,7 @@ from infill.core.engine import prepare_fill
 from infill.core.repair import fix_text, score_text
 from infill.core.sampler import denoise
 from infill.core.spans import neutralise
+from infill.core.suspicion import preference
 from model.loading import default_model_dir, load_denoiser
 
 # "bugs_top1": localisation only, without the repairs (an untrained model never ends one)
@@ -260,12 +261,16 @@ def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
     return out
 
 
-def bug_scores(den, bugs, desc: str, repair: bool = True) -> dict[str, object]:
-    """Top-1 localisation and (with `repair`) exact repair of injected bugs."""
+def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preference"
+               ) -> dict[str, object]:
+    """Top-1 localisation and (with `repair`) exact repair of injected bugs; the worst
+    token by `order`: the fixer's `preference`, or `suspicion` (its order before session
+    11; the repair always follows the fixer)."""
+    key = preference if order == "preference" else (lambda s: s.suspicion)
     by_kind: dict[str, list[tuple[bool, bool]]] = {}
     for bug in tqdm(bugs, desc=desc, file=sys.stderr, leave=False):
         scores = score_text(bug.buggy, denoiser=den)
-        worst = max(scores, key=lambda s: s.suspicion)
+        worst = max((s for s in scores if s.text.strip()), key=key)
         located = worst.start < bug.end and worst.end > bug.start
         repaired = False
         if repair:
@@ -309,6 +314,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ablate-checks", action="store_true",
                         help="only the checks' ablation on single-line, multi-line and "
                         "'arguments' holes (--parts); --out names its JSON")
+    parser.add_argument("--bug-order", choices=("preference", "suspicion"),
+                        default="preference",
+                        help="which token top-1 localisation names: the fixer's order "
+                        "(preference), or the highest suspicion")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"measures to run, comma-separated, of: {', '.join(PARTS)}")
     args = parser.parse_args(argv)
@@ -342,7 +351,9 @@ def main(argv: list[str] | None = None) -> None:
         results["masked_token_accuracy"] = masked_accuracy(
             den, files, [0.15, 0.3, 0.5, 0.7, 0.9], n=100, seed=args.seed)
     if parts & {"bugs", "bugs_top1"}:
-        results["bugs"] = bug_scores(den, bugs, desc="bugs", repair="bugs" in parts)
+        results["bugs"] = bug_scores(den, bugs, desc="bugs", repair="bugs" in parts,
+                                     order=args.bug_order)
+        results["bug_order"] = args.bug_order
     results["seconds"] = round(time.perf_counter() - t0, 1)
     training = (Path(results["model"]) / "training.json")
     if training.exists():

@@ -75,6 +75,25 @@ def test_a_comment_at_the_end_of_a_line_is_fine():
     assert problems("x = 1  <mask>\n", "# one") == []
 
 
+# -- line ---------------------------------------------------------------------------
+
+
+def test_a_fill_that_breaks_the_line_of_its_hole_is_blamed():
+    assert problems("values = 1\nx = f(<mask>)\n", "values,\n    values") == [("line", 0)]
+    assert problems("values = 1\nx = f(<mask>)\n", "values, values") == []
+
+
+def test_a_hole_with_nothing_after_it_on_its_line_may_take_lines():
+    # a hole at the end of a line (or alone on it) is where new lines go
+    assert problems("def f(v):\n    <mask>\n", "x = v\n    return x") == []
+    assert problems("def f(v):\n    return <mask>\n", "(v +\n            v)") == []
+
+
+def test_the_line_check_needs_no_grammar():
+    assert problems("a = f(<mask>) + 1\n", "1\n2", language="nolang") == [("line", 0)]
+    assert problems("a = f(<mask>) + 1\n", "1, 2", language="nolang") == []
+
+
 # -- keyword ------------------------------------------------------------------------
 
 

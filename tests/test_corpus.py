@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from model import corpus
+from model.corpus.card import NOTES
 
 
 def code(seed: int, lines: int = 30, changed: int = 0) -> str:
@@ -87,6 +88,18 @@ def built(tmp_path: Path) -> Path:
     summary = corpus.build(out, cache, stdlib, packages, sdists=frozenset({"src-pkg"}))
     corpus.write_card(out, tmp_path / "CARD.md", summary)
     return out
+
+
+def test_rebuilding_the_card_keeps_the_hand_written_notes(built: Path, tmp_path: Path) -> None:
+    card = tmp_path / "CARD.md"
+    text = card.read_text()
+    assert text.rstrip().endswith(NOTES)
+    card.write_text(text.replace("Build:", "Stale build:") + "The model saw 90% of train.\n")
+    corpus.write_card(built, card, {s: {"files": 1, "chars": 1, "test_chars": 0}
+                                    for s in ("train", "valid", "test")})
+    rebuilt = card.read_text()
+    assert rebuilt.endswith(NOTES + "\nThe model saw 90% of train.\n")
+    assert "Stale build:" not in rebuilt and "Build:" in rebuilt
 
 
 def rows(out: Path, split: str) -> set[tuple[str, str]]:

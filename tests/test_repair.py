@@ -19,7 +19,12 @@ from benchmarks.calibrate_fix import _arrays, _picks, pick_default
 from benchmarks.heldout import BugExample
 from infill.core.repair import fix_text, score_text, suspicious_spans
 from infill.core.results import TokenScore
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, is_suspicious
+from infill.core.suspicion import (
+    DEFAULT_MIN_LIKELY,
+    DEFAULT_MIN_SUSPICION,
+    is_suspicious,
+    preference,
+)
 from infill.serve.client import WorkerClient
 from infill.serve.protocol import FixRequest
 from lsp.diagnostics import flagged
@@ -75,6 +80,37 @@ def test_the_worst_flagged_token_is_picked_not_the_worst_token():
               TokenScore(6, 7, "-", 0.95, "+", 0.9)]
     assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9,
                             min_likely=0.5) == [(6, 7, scores[1])]
+
+
+def test_the_token_whose_replacement_is_preferred_most_goes_first():
+    # "y": p(written) 1e-3 but p(replacement) 0.91: 910 to 1; "-": 1e-4 against 0.05: 500 to 1
+    scores = [TokenScore(6, 7, "-", 1 - 1e-4, "+", 0.05),
+              TokenScore(0, 1, "y", 1 - 1e-3, "z", 0.91)]
+    assert preference(scores[1]) > preference(scores[0])
+    assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9,
+                            min_likely=0.0) == [(0, 1, scores[1])]
+    # without p_likely (a row from an older worker) the suspicion decides
+    old = [replace(sc, p_likely=0.0) for sc in scores]
+    assert max(old, key=preference) is old[0]
+
+
+class VeryWrongFake(WorkerFake):
+    """WorkerFake that gives the written `-` a probability of about 1e-9."""
+
+    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
+               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+        out = super().logits(canvases, positions, hints)
+        for canvas, pos, rows in zip(canvases, positions, out, strict=True):
+            for r, p in enumerate(pos):
+                if not is_slot(canvas[p]) and self.decode([canvas[p]]) == "-":
+                    rows[r, canvas[p]] = math.log(1e-9)
+        return out
+
+
+def test_suspicion_keeps_its_precision_for_very_improbable_tokens():
+    # 1 - p in float32 is 1.0 for any p below 6e-8: the order needs p itself
+    minus = next(s for s in score_text(TEXT, denoiser=VeryWrongFake()) if s.text == "-")
+    assert 1.0 - minus.suspicion == pytest.approx(1e-9, rel=1e-3)
 
 
 def test_scores_carry_the_likeliest_other_token_and_its_probability():
@@ -155,8 +191,9 @@ def test_diagnostics_use_the_same_rule_and_thresholds():
     s = replace(Settings(), diagnostics_threshold=0.9, diagnostics_likely_threshold=0.5)
     assert [sc.text for sc in flagged(scores, s)] == ["-", "x"]  # worst first
     assert [sc.text for sc in flagged(scores, replace(s, diagnostics_threshold=0.99))] == ["-"]
+    # by preference: "-" 0.99 / 0.001, "x" 0.9 / 0.05, "y" 0.01 / 0.001
     assert [sc.text for sc in flagged(scores, replace(s, diagnostics_likely_threshold=0.0))
-            ] == ["y", "-", "x"]
+            ] == ["-", "x", "y"]
     assert [sc.text for sc in flagged(scores, replace(s, max_diagnostics=1))] == ["-"]
     for sc in scores:  # exactly the fixer's rule
         assert (sc in flagged(scores, s)) == is_suspicious(sc, 0.9, 0.5)

@@ -51,6 +51,7 @@ from infill.core.errors import InfillError, line_col
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, TokenScore
 from infill.core.spans import check_marker, find_holes
+from infill.core.suspicion import preference
 from infill.serve.client import WorkerError
 from model.denoiser import ModelLoadError
 
@@ -226,14 +227,14 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
 
 def _fix_summary(path: str, text: str, result: FillResult | None,
                  scores: list[TokenScore], args: argparse.Namespace) -> str:
-    worst = max(scores, key=lambda s: s.suspicion, default=None)
+    worst = max((s for s in scores if s.text.strip()), key=preference, default=None)
     if worst is None:
         return f"{path}: no changes since {args.base}" if args.changed else \
             f"{path}: nothing to score"
     where = line_col(text, worst.start)
     head = f"most suspicious {worst.text.strip()!r} at {where} ({worst.suspicion:.2f})"
     if result is None:  # no token passed the rule (docs/ARCHITECTURE.md, "Fixer calibration")
-        return (f"{path}: nothing suspicious (least probable {worst.text.strip()!r} at "
+        return (f"{path}: nothing suspicious (worst token {worst.text.strip()!r} at "
                 f"{where}, suspicion {worst.suspicion:.2f})")
     if not result.edits:
         return f"{path}: no change; {head}"

@@ -13,6 +13,10 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
 - `comment`: a comment the fill opens runs on over code after it on the same line (the
   fill commented out text it was not given: `for x in  # ...:` hides the colon);
 - `keyword`: a call that the fill touches names one keyword argument twice (Python);
+- `line` (any language, no parser): the fill of a span inside one line (code before it
+  and after it on that line) holds a line break: `f(<hole>)` filled with `a,\n    b`.
+  A model that does not end an in-line hole writes on past it into new lines; the
+  failing fill then gets the shorter alternatives;
 - `name` (Python): the fill loads an identifier that the text before never spells (not
   defined, imported or even used anywhere), that the fill does not bind itself, and that
   is no builtin. `x.name` and `f(name=...)` are not loads. "Never spells" is deliberately
@@ -21,7 +25,7 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   after `from m import *` every name passes.
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
-and no checks otherwise. One parse of each text and walks limited to the nodes that touch
+and only `line` otherwise. One parse of each text and walks limited to the nodes that touch
 the ranges keep a call to a few milliseconds (docs/ARCHITECTURE.md, "Checks").
 """
 
@@ -40,7 +44,7 @@ from infill.core.scopes import python_parser
 Range = tuple[int, int]  # [start, end) in characters
 
 PYTHON = "python"
-KINDS = ("parse", "comment", "keyword", "name")  # every check, in the order they run
+KINDS = ("parse", "comment", "keyword", "name", "line")  # every check, in the order they run
 # Names every module has without defining them (module attributes the builtins lack).
 _MODULE_NAMES = {"__file__", "__builtins__", "__path__", "__all__", "__annotations__",
                  "__cached__", "__qualname__", "__module__", "__class__", "__dict__"}
@@ -72,7 +76,7 @@ _NOT_LOADS = {("attribute", "attribute"), ("keyword_argument", "name")}
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # "parse", "comment", "keyword" or "name"
+    kind: str  # one of KINDS
     range: int  # index of the fill range it is blamed on
     message: str  # short, for people: "unknown name 'foo'"
 
@@ -225,17 +229,19 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
                 after_ranges: Sequence[Range], *, language: str | None = PYTHON,
                 kinds: Sequence[str] = KINDS) -> list[Problem]:
     """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
-    the module docstring); [] when none, or when no grammar for `language` is installed."""
-    parser = parser_for(language) if kinds else None
+    the module docstring); [] when none. Only `line` runs when no grammar for `language`
+    is installed."""
+    problems = _broken_lines(before, after, before_ranges, after_ranges) \
+        if "line" in kinds else []
+    parser = parser_for(language) if set(kinds) - {"line"} else None
     if parser is None:
-        return []
+        return problems
     old_data, new_data = before.encode("utf-8"), after.encode("utf-8")
     old_root, new_root = parser.parse(old_data).root_node, parser.parse(new_data).root_node
     old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
     python = language == PYTHON
     known = _KNOWN | set(_WORD.findall(before)) if python else frozenset()
     star = python and _STAR_IMPORT.search(before) is not None
-    problems: list[Problem] = []
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         added = 0
         if new_root.has_error and "parse" in kinds:
@@ -257,6 +263,24 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
         for word in dict.fromkeys(w for w, _ in loads if w not in known and w not in bound):
             problems.append(Problem("name", i, f"unknown name {word!r}"))
     return problems
+
+
+def _inside_line(text: str, r: Range) -> bool:
+    """`r` lies inside one line of `text` with code before it and after it on that line."""
+    a, b = r
+    if "\n" in text[a:b]:
+        return False
+    line_start = text.rfind("\n", 0, a) + 1
+    line_end = text.find("\n", b)
+    return bool(text[line_start:a].strip()) and bool(
+        text[b:len(text) if line_end < 0 else line_end].strip())
+
+
+def _broken_lines(before: str, after: str, before_ranges: Sequence[Range],
+                  after_ranges: Sequence[Range]) -> list[Problem]:
+    return [Problem("line", i, "the fill breaks the line it was asked for")
+            for i, (old, new) in enumerate(zip(before_ranges, after_ranges, strict=True))
+            if "\n" in after[new[0]:new[1]] and _inside_line(before, old)]
 
 
 def summary(problems: Sequence[Problem]) -> str:

@@ -28,7 +28,12 @@ from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, TokenScore
 from infill.core.sampler import denoise
 from infill.core.spans import Span
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, is_suspicious
+from infill.core.suspicion import (
+    DEFAULT_MIN_LIKELY,
+    DEFAULT_MIN_SUSPICION,
+    is_suspicious,
+    preference,
+)
 from infill.core.window import Layout, plan_windows
 from model.denoiser import Denoiser
 
@@ -136,8 +141,10 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
         s, e = chunk.offsets[k]
         if s == e:
             continue
+        # 1 - p in float64: a float32 1 - p is 1.0 for every p below 6e-8, and the
+        # fixer's order (`preference`) divides by p
         scores.append(TokenScore(chunk.start + s, chunk.start + e,
-                                 text[chunk.start + s:chunk.start + e], float(1 - seen[k]),
+                                 text[chunk.start + s:chunk.start + e], 1.0 - float(seen[k]),
                                  den.decode([int(best[k])]), float(best_p[k])))
     return scores
 
@@ -189,10 +196,10 @@ def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
                      min_suspicion: float = DEFAULT_MIN_SUSPICION,
                      min_likely: float = DEFAULT_MIN_LIKELY
                      ) -> list[tuple[int, int, TokenScore]]:
-    """The worst tokens that pass `is_suspicious`, widened, non-overlapping, at most
-    `max_fixes`: (start, end, the token's score)."""
+    """The worst tokens (by `preference`) that pass `is_suspicious`, widened,
+    non-overlapping, at most `max_fixes`: (start, end, the token's score)."""
     picked: list[tuple[int, int, TokenScore]] = []
-    for sc in sorted(scores, key=lambda s: -s.suspicion):
+    for sc in sorted(scores, key=preference, reverse=True):
         if len(picked) >= max_fixes:
             break
         if not is_suspicious(sc, min_suspicion, min_likely):

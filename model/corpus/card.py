@@ -1,5 +1,8 @@
 """The data card (docs/DATA_CARD.md), written from a built corpus folder: one function per
-section (introduction, sizes, sources and licences, filters, leakage rules, build)."""
+section (introduction, sizes, sources and licences, filters, leakage rules, build).
+
+Notes written by hand below the `NOTES` line of an existing card (what a training run took
+of the corpus, say) are kept when the card is rebuilt."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from model.corpus.packages import (
 )
 
 Json = dict[str, Any]
+NOTES = "<!-- hand-written notes below this line are kept when the card is rebuilt -->"
 
 
 def introduction(licences: Json, dropped_units: list[str]) -> str:
@@ -177,4 +181,6 @@ def write_card(out: Path, card: Path, summary: dict[str, dict[str, int]]) -> Non
         drops_section(stats),
         build_section(stats),
     ]
-    card.write_text("\n".join(sections))
+    old = card.read_text() if card.exists() else ""
+    notes = old[old.index(NOTES):] if NOTES in old else NOTES + "\n"
+    card.write_text("\n".join([*sections, notes]))
