@@ -18,7 +18,7 @@ import math
 
 from infill.core.results import TokenScore
 
-DEFAULT_MIN_SUSPICION = 0.995  # 1 - p(written token) at least this
+DEFAULT_MIN_SUSPICION = 0.999  # 1 - p(written token) at least this
 DEFAULT_MIN_LIKELY = 0.9  # p(the likeliest other token) at least this
 
 
