@@ -41,7 +41,7 @@ from infill.core.options import SamplerOptions
 from infill.core.repair import prepare_repair, score_text, suspicious_spans
 from infill.core.results import TokenScore
 from infill.core.sampler import denoise
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, preference
+from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, worst_first
 from model.loading import default_model_dir, load_denoiser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +98,7 @@ def _arrays(scores: list[TokenScore], bug: BugExample | None = None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(suspicion, p_likely, on the bug) of the non-whitespace tokens, worst first (the
     order `suspicious_spans` picks in)."""
-    kept = sorted((s for s in scores if s.text.strip()), key=preference, reverse=True)
+    kept = worst_first(scores)
     sus = np.array([s.suspicion for s in kept], dtype=np.float64)
     lik = np.array([s.p_likely for s in kept], dtype=np.float64)
     hit = np.array([bug is not None and s.start < bug.end and s.end > bug.start

@@ -39,7 +39,7 @@ from infill.core.engine import prepare_fill
 from infill.core.repair import fix_text, score_text
 from infill.core.sampler import denoise
 from infill.core.spans import neutralise
-from infill.core.suspicion import preference
+from infill.core.suspicion import preference, worst_first
 from model.loading import default_model_dir, load_denoiser
 
 # "bugs_top1": localisation only, without the repairs (an untrained model never ends one)
@@ -270,7 +270,7 @@ def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preferen
     by_kind: dict[str, list[tuple[bool, bool]]] = {}
     for bug in tqdm(bugs, desc=desc, file=sys.stderr, leave=False):
         scores = score_text(bug.buggy, denoiser=den)
-        worst = max((s for s in scores if s.text.strip()), key=key)
+        worst = worst_first(scores, key)[0]
         located = worst.start < bug.end and worst.end > bug.start
         repaired = False
         if repair:

@@ -26,7 +26,7 @@ from pygls.exceptions import JsonRpcContentModified
 
 from infill.core.errors import InfillError
 from infill.core.results import TokenScore
-from infill.core.suspicion import is_suspicious, preference
+from infill.core.suspicion import is_suspicious, worst_first
 from lsp.excerpt import excerpt
 from lsp.host import Feature, Host, Snapshot
 from lsp.settings import Settings
@@ -160,9 +160,9 @@ class Diagnostics(Feature):
 def flagged(scores: list[TokenScore], s: Settings) -> list[TokenScore]:
     """The tokens the fixer's rule (infill/core/suspicion.py) flags at the diagnostics'
     thresholds, worst first (`preference`), at most `maxDiagnostics`."""
-    picked = [sc for sc in scores
-              if is_suspicious(sc, s.diagnostics_threshold, s.diagnostics_likely_threshold)]
-    return sorted(picked, key=preference, reverse=True)[: s.max_diagnostics]
+    return [sc for sc in worst_first(scores)
+            if is_suspicious(sc, s.diagnostics_threshold, s.diagnostics_likely_threshold)
+            ][: s.max_diagnostics]
 
 
 def fix_range(snap: Snapshot, diag: types.Diagnostic) -> tuple[int, int, str, str] | None:

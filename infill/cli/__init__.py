@@ -51,7 +51,7 @@ from infill.core.errors import InfillError, line_col
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, TokenScore
 from infill.core.spans import check_marker, find_holes
-from infill.core.suspicion import preference
+from infill.core.suspicion import worst_first
 from infill.serve.client import WorkerError
 from model.denoiser import ModelLoadError
 
@@ -227,7 +227,7 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
 
 def _fix_summary(path: str, text: str, result: FillResult | None,
                  scores: list[TokenScore], args: argparse.Namespace) -> str:
-    worst = max((s for s in scores if s.text.strip()), key=preference, default=None)
+    worst = next(iter(worst_first(scores)), None)
     if worst is None:
         return f"{path}: no changes since {args.base}" if args.changed else \
             f"{path}: nothing to score"

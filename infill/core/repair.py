@@ -32,7 +32,7 @@ from infill.core.suspicion import (
     DEFAULT_MIN_LIKELY,
     DEFAULT_MIN_SUSPICION,
     is_suspicious,
-    preference,
+    worst_first,
 )
 from infill.core.window import Layout, plan_windows
 from model.denoiser import Denoiser
@@ -199,7 +199,7 @@ def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
     """The worst tokens (by `preference`) that pass `is_suspicious`, widened,
     non-overlapping, at most `max_fixes`: (start, end, the token's score)."""
     picked: list[tuple[int, int, TokenScore]] = []
-    for sc in sorted(scores, key=preference, reverse=True):
+    for sc in worst_first(scores):
         if len(picked) >= max_fixes:
             break
         if not is_suspicious(sc, min_suspicion, min_likely):

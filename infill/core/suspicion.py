@@ -15,6 +15,7 @@ calibration"). This module stays free of numpy and the engine: clients import it
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 from infill.core.results import TokenScore
 
@@ -32,6 +33,12 @@ def preference(score: TokenScore) -> float:
     Rows without `p_likely` (0.0) fall back to the suspicion's order."""
     return (math.log(max(score.p_likely, 1e-30))
             - math.log(max(1.0 - score.suspicion, 1e-30)))
+
+
+def worst_first(scores: Iterable[TokenScore],
+                key: Callable[[TokenScore], float] = preference) -> list[TokenScore]:
+    """The non-whitespace tokens, worst first (by `preference` unless told)."""
+    return sorted((s for s in scores if s.text.strip()), key=key, reverse=True)
 
 
 def is_suspicious(score: TokenScore, min_suspicion: float = DEFAULT_MIN_SUSPICION,
