@@ -7,7 +7,7 @@ the line included) is context. On a line with code the completion is one line:
 (`completionWindowTokens` around the cursor) in at most `completionSteps` passes, the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
-(`multilineTokens`, growing up to `maxTokens`, in at most `multilineSteps` passes). A new
+(`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes). A new
 request for a document cancels the one still running for it (its response is
 `RequestCancelled`), and so does an edit.
 
@@ -154,7 +154,8 @@ def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOp
     if multiline:
         tokens = s.multiline_tokens
         return s.sampler_options(default_span_tokens=tokens,
-                                 max_span_tokens=max(s.max_tokens, tokens), max_steps=steps,
+                                 max_span_tokens=max(s.max_tokens, tokens),
+                                 grow_cap=max(s.grow_cap, tokens), max_steps=steps,
                                  cache_refresh=DEFAULT_CACHE_REFRESH, carry_key=carry)
     return s.sampler_options(default_span_tokens=s.completion_tokens,
                              max_span_tokens=s.completion_tokens,

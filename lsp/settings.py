@@ -19,6 +19,7 @@ from typing import Any
 from infill.core.errors import OptionError
 from infill.core.options import (
     DEFAULT_CACHE_REFRESH,
+    DEFAULT_GROW_CAP,
     DEFAULT_LENGTHS,
     MAX_CANDIDATES,
     SamplerOptions,
@@ -123,6 +124,8 @@ class Settings:
     threshold: float | None = _s("threshold", _optional(_real(0.0, 1.0, open_low=True)),
                                  default=None)  # commit threshold; None: the order's default
     max_tokens: int = _s("maxTokens", _int(1, 1024), default=256)  # max_span_tokens
+    # a hole (no hint) grows no further than this many tokens (grow_cap)
+    grow_cap: int = _s("growCap", _int(1, 1024), default=DEFAULT_GROW_CAP)
     hole_marker: str = _s("holeMarker", _marker, default=DEFAULT_MARKER)
     checks: bool = _s("checks", _bool, default=True)  # code actions: a fill must pass checks
     # code actions: a failing hole whose length the model chose races lengths - 1 halvings
@@ -163,7 +166,7 @@ class Settings:
 
     def sampler_options(self, **overrides: Any) -> SamplerOptions:
         """The SamplerOptions these settings set, with `overrides` on top."""
-        out: dict[str, Any] = {"max_span_tokens": self.max_tokens,
+        out: dict[str, Any] = {"max_span_tokens": self.max_tokens, "grow_cap": self.grow_cap,
                                "cache_refresh": self.cache_refresh}
         if self.steps is not None:
             out["max_steps"] = self.steps

@@ -11,6 +11,10 @@ next session continues from it (`python -m model.train --init-from model/resume`
 way the point is added to the learning curve across sessions
 (benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB is
 refused; --force ships regardless of the score.
+
+The card is generated from the export's training.json and the evaluation; what is written
+by hand below its `NOTES` line (each session's recipe, figures measured another way, the
+models it replaced) is kept when a new model ships.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ RESUME = ROOT / "model" / "resume"  # a checkpoint that did not beat the shipped
 CURVE = ROOT / "benchmarks" / "results" / "learning_curve.json"
 CURVE_PNG = ROOT / "docs" / "img" / "learning_curve.png"
 SIZE_LIMIT = 64 * 2**20
+NOTES = "<!-- hand-written history below this line is kept when model/ship.py ships a model -->"
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
          "training.json")
 
@@ -53,8 +58,13 @@ def _bug_rows(bugs: dict) -> str:
                      f"{v['n']} |" for k, v in bugs["by_kind"].items())
 
 
-def card(training: dict, ev: dict, size: int) -> str:
+def card(training: dict, ev: dict, size: int, notes: str = "", canvas: int | None = None
+         ) -> str:
+    """The model card: generated from `training` and `ev`, then `notes` (the hand-written
+    part of the card it replaces, from its NOTES line on; a fresh NOTES line if none).
+    `canvas`: the model's longest input (config.json), not the last run's batch length."""
     t = training
+    threads = t.get("threads", "?")
     acc = ev["masked_token_accuracy"]
     b = ev["bugs"]
     return f"""# Model card: the shipped default (`model/weights`)
@@ -68,11 +78,11 @@ tails) and random-token substitution (model/noising.py). Loads with
 |---|---|
 | preset | `{t['preset']}` |
 | parameters | {t['parameters'] / 1e6:.2f}M (of which the tied 16k x hidden embedding is a large share) |
-| canvas length | {t['seq_len']} tokens (the engine's window limit) |
+| canvas length | {canvas or t['seq_len']} tokens (the engine's window limit) |
 | files on disk | {size / 2**20:.1f} MiB (bf16 safetensors + tokenizer) |
 | training data | Python sources: standard library + pinned permissive PyPI wheels; see docs/DATA_CARD.md |
 | tokens seen | {t.get('tokens_total', t['tokens']) / 1e6:.1f}M over all sessions ({t['tokens'] / 1e6:.1f}M in the last: {t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
-| compute (last session) | {t['minutes']:.0f} minutes on {t['device']} ({t.get('threads', '?')} threads), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
+| compute (last session) | {t['minutes']:.0f} minutes on {t['device']} ({threads} thread{'' if threads == 1 else 's'}), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
 | peak learning rate | {t['lr']} (AdamW, warm-up then cosine to 10%) |
 | validation loss | weighted {t['valid']['loss']:.3f}, masked CE {t['valid']['masked_ce']:.3f}, masked accuracy {_pct(t['valid']['masked_acc'])} |
 
@@ -104,11 +114,19 @@ it has seen (`benchmarks/results/learning_curve.json`, drawn by `model/ship.py`)
 
 ## Limits
 
-Trained on a 2-core CPU for the time of one session: quality is bound by training
-compute (see ../shared/notes/cpu-training-probe.md). Expect the right shape and
-indentation more often than the right tokens. Python only. The `base` preset is meant for
-a GPU run (issue: train `base` on a GPU).
-"""
+Quality is bound by training compute (a few GPU minutes and CPU sessions; see
+docs/TRAINING.md and ../shared/notes/cpu-training-probe.md). Expect the right shape and
+indentation more often than the right tokens. Python only.
+
+{notes or NOTES + chr(10)}"""
+
+
+def kept_notes(old_card: Path) -> str:
+    """The hand-written part of an existing card: from its NOTES line to the end."""
+    if not old_card.exists():
+        return ""
+    text = old_card.read_text()
+    return text[text.index(NOTES):] if NOTES in text else ""
 
 
 HELD_OUT = (("single_line", "single-line EM, engine's length"),
@@ -184,8 +202,11 @@ def main(argv: list[str] | None = None) -> None:
     old = score(json.loads(current.read_text())) if current.exists() else float("-inf")
     beats = score(ev) > old
     if beats or args.force:
+        notes = kept_notes(WEIGHTS / "MODEL_CARD.md")
         size = copy_export(args.export, WEIGHTS)
-        (WEIGHTS / "MODEL_CARD.md").write_text(card(training, ev, size))
+        config = json.loads((args.export / "config.json").read_text())
+        (WEIGHTS / "MODEL_CARD.md").write_text(
+            card(training, ev, size, notes, config.get("max_position_embeddings")))
         shutil.copy2(args.eval, current)
         where, what = "weights", f"shipped to {WEIGHTS}"
     else:

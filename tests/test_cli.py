@@ -217,6 +217,7 @@ def test_a_corrupt_model_directory_is_reported_not_raised(tmp_path, capsys):
         (["--remask-budget", "3"], "remask_budget needs remask_threshold"),
         (["--marker", "a b"], "marker"),
         (["--span-tokens", "0"], "default_span_tokens must be >= 1"),
+        (["--grow-cap", "0"], "grow_cap must be >= 1"),
     ],
 )
 def test_bad_options_are_usage_errors(tmp_path, capsys, fake_model, flags, needle):

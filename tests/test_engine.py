@@ -150,6 +150,14 @@ def test_growth_stops_at_max_span_tokens():
     assert r.text == "x = abcdefghij"
 
 
+def test_growth_stops_at_grow_cap_and_a_longer_hint_is_kept():
+    d = TargetDenoiser(["abcdefghijklmnop"], confidence=0.99)
+    r = fill_text("x = <mask:4>", denoiser=d, grow=4, grow_cap=10, default_span_tokens=4)
+    assert r.text == "x = abcdefghij"
+    r = fill_text("x = <mask:12>", denoiser=d, grow=4, grow_cap=10)
+    assert r.text == "x = abcdefghijkl" and r.stats.grown == 0
+
+
 def test_grow_zero_never_grows():
     d = TargetDenoiser(["abcdefgh"], confidence=0.99)
     r = fill_text("x = <mask:3>", denoiser=d, grow=0)

@@ -24,7 +24,7 @@ def test_settings_defaults_and_section():
 
 @pytest.mark.parametrize(("key", "value"), [
     ("threshold", "high"), ("threshold", 0), ("threshold", 1.5), ("steps", 0),
-    ("steps", True), ("maxTokens", 5000), ("holeMarker", "a b"), ("holeMarker", ""),
+    ("steps", True), ("maxTokens", 5000), ("growCap", 0), ("holeMarker", "a b"), ("holeMarker", ""),
     ("diagnostics", "yes"), ("diagnosticsSeverity", "error"), ("workerAddress", "tcp:x"),
     ("modelDir", "/no/such/model/dir"), ("diagnosticsThreshold", None),
 ])
@@ -46,6 +46,7 @@ def test_sampler_options_from_settings_are_valid():
     options = s.sampler_options(default_span_tokens=16)
     assert options == SamplerOptions(max_span_tokens=8, max_steps=3, threshold=0.7,
                                      default_span_tokens=8, cache_refresh=4)
+    assert parse({"growCap": 32})[0].sampler_options().grow_cap == 32
     exact = parse({"cacheRefresh": 0})[0].sampler_options()
     assert exact.cache_refresh == 0
     bad, warnings = parse({"cacheRefresh": -1})

@@ -47,6 +47,7 @@ from infill.core.scoring import choose, entropy, pick_tokens, softmax
         ({"default_span_tokens": 0}, "default_span_tokens must be >= 1"),
         ({"default_span_tokens": 32, "max_span_tokens": 8}, "exceeds max_span_tokens"),
         ({"grow": -1}, "grow must be >= 0"),
+        ({"grow_cap": 0}, "grow_cap must be >= 1"),
         ({"exact_length": "yes"}, "exact_length must be true or false"),
         ({"window_tokens": 4}, "window_tokens must be >= 8"),
         ({"max_span_tokens": True}, "max_span_tokens must be an integer"),

@@ -287,10 +287,20 @@ def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
     better.write_text(json.dumps(_eval(0.05, 0.1, 0.0, 0.1)))
     ship.main(["--export", str(run / "export"), "--eval", str(better)])
     assert (root / "model/weights/model.safetensors").exists()
-    assert "Learning curve" in (root / "model/weights/MODEL_CARD.md").read_text()
+    card = root / "model/weights/MODEL_CARD.md"
+    assert "Learning curve" in card.read_text() and ship.NOTES in card.read_text()
     assert json.loads(shipped.read_text())["single_line"]["exact_match"] == 0.05
+
+    # the next model that ships regenerates the card and keeps its hand-written history
+    card.write_text(card.read_text() + "## Session 1: how this model was made\n")
+    best = tmp_path / "best.json"
+    best.write_text(json.dumps(_eval(0.1, 0.2, 0.0, 0.2)))
+    ship.main(["--export", str(run / "export"), "--eval", str(best)])
+    text = card.read_text()
+    assert "| single-line, length left to the model | 10.0% |" in text
+    assert text.count(ship.NOTES) == 1 and text.endswith("## Session 1: how this model was made\n")
     points = json.loads((root / "results/learning_curve.json").read_text())
-    assert [p["where"] for p in points] == ["resume", "weights"]
+    assert [p["where"] for p in points] == ["resume", "weights", "weights"]
     assert (root / "img/c.png").stat().st_size > 0
     torch.manual_seed(0)  # nothing else to check: the export loads (test_model covers it)
 

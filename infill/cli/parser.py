@@ -45,6 +45,9 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--span-tokens", type=int, default=16, help="tokens per hole without hint")
     s.add_argument("--max-span-tokens", type=int, default=256, help="most tokens per span")
     s.add_argument("--grow", type=int, default=16, help="tokens added to a span that filled up")
+    s.add_argument("--grow-cap", type=int, default=SamplerOptions().grow_cap,
+                   help="most tokens a hole grows to; a longer hint is kept "
+                   f"(default {SamplerOptions().grow_cap})")
     s.add_argument("--exact-length", action="store_true", help="hints are exact lengths")
     s.add_argument("--window-tokens", type=int, help="canvas size (default: model's maximum)")
     s.add_argument(
@@ -149,6 +152,7 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         default_span_tokens=args.span_tokens,
         max_span_tokens=args.max_span_tokens,
         grow=args.grow,
+        grow_cap=args.grow_cap,
         exact_length=args.exact_length,
         window_tokens=args.window_tokens,
         cache_refresh=args.cache_refresh,

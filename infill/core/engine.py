@@ -197,7 +197,8 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
         raise SpanError(
             f"{where}: the span asks for {slots} tokens; max_span_tokens is {o.max_span_tokens}"
         )
-    cap = slots if exact else o.max_span_tokens
+    grown = o.max_span_tokens if o.grow_cap is None else min(o.grow_cap, o.max_span_tokens)
+    cap = slots if exact else max(slots, grown)
     return _Allocation(slots, cap, exact, 0 if exact else min(o.grow, cap - slots),
                        raced=guessed and not exact)
 

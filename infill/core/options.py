@@ -17,7 +17,7 @@ DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no bu
 # definition (code after the hole commented out; a repeated keyword argument, a
 # SyntaxError). The engine's own default is none, so that a caller of
 # fill_text gets exactly the model's decode unless it asks.
-DEFAULT_CHECKS = "parse,name,comment,keyword"
+DEFAULT_CHECKS = "parse,name,comment,keyword,line"
 # Raced lengths in the CLI and the server's code actions (not inline completion, where
 # every millisecond counts): a hole whose length the model chose and whose fill fails its
 # checks races the halvings 8, 4, 2, 1 of its allocation, picked by the model's score.
@@ -31,6 +31,9 @@ DEFAULT_LENGTHS = 5
 # (every pass exact), so that a caller of fill_text gets the model's exact decode.
 DEFAULT_CACHE_REFRESH = 4
 MAX_CARRY_KEY = 4096  # characters of a carry_key (a document URI, say)
+# A hole grows no further than 64 tokens: on 200 validation one-line holes, every fill that
+# grew past 64 was wrong and they took half the time (docs/ARCHITECTURE.md, "Length").
+DEFAULT_GROW_CAP = 64
 MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
 
 
@@ -49,6 +52,8 @@ class SamplerOptions:
     default_span_tokens: int = 16  # tokens allocated to a hole without a length hint
     max_span_tokens: int = 256  # the most tokens one span may take (hint or growth)
     grow: int = 16  # masks appended to a span whose allocation filled up (0: never grow)
+    grow_cap: int | None = DEFAULT_GROW_CAP  # growth stops at this many tokens (a longer
+    #                              allocation is kept, not grown); None: max_span_tokens
     exact_length: bool = False  # every span is exactly its allocation: no null, no growth
     window_tokens: int | None = None  # canvas budget; None: the denoiser's max_length
     cache_refresh: int = 0  # 0: exact passes; k: reuse context K/V, full pass every k steps
@@ -144,6 +149,19 @@ def _validate_cache(o: SamplerOptions) -> None:
         raise OptionError("carry_key applies to one decode per hole; lengths must be 1")
 
 
+def _validate_lengths(o: SamplerOptions) -> None:
+    """The length contract's options (docs/ARCHITECTURE.md, "Length contract")."""
+    _int("default_span_tokens", o.default_span_tokens, 1)
+    _int("max_span_tokens", o.max_span_tokens, 1)
+    _int("grow", o.grow, 0)
+    _int("grow_cap", o.grow_cap, 1, optional=True)
+    if o.default_span_tokens > o.max_span_tokens:
+        raise OptionError(
+            f"default_span_tokens ({o.default_span_tokens}) exceeds max_span_tokens "
+            f"({o.max_span_tokens})"
+        )
+
+
 def _validate(o: SamplerOptions) -> None:
     if o.order not in STRATEGIES:
         raise OptionError(
@@ -154,9 +172,7 @@ def _validate(o: SamplerOptions) -> None:
     _int("max_steps", o.max_steps, 1, optional=True)
     _int("seed", o.seed, 0, optional=True)
     _int("remask_budget", o.remask_budget, 1, optional=True)
-    _int("default_span_tokens", o.default_span_tokens, 1)
-    _int("max_span_tokens", o.max_span_tokens, 1)
-    _int("grow", o.grow, 0)
+    _validate_lengths(o)
     _int("window_tokens", o.window_tokens, 8, optional=True)
     _validate_cache(o)
     _validate_checks(o)
@@ -166,11 +182,6 @@ def _validate(o: SamplerOptions) -> None:
         raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
     if _real("temperature", o.temperature) < 0:
         raise OptionError(f"temperature must be >= 0, got {o.temperature}")
-    if o.default_span_tokens > o.max_span_tokens:
-        raise OptionError(
-            f"default_span_tokens ({o.default_span_tokens}) exceeds max_span_tokens "
-            f"({o.max_span_tokens})"
-        )
 
     if strategy.sequential:
         if o.threshold is not None:
