@@ -429,7 +429,7 @@ def test_sigterm_finishes_requests_in_flight_then_exits_cleanly(sock):
         client = WorkerClient(f"unix:{sock}", spawn=cmd, connect_timeout=30)
         try:
             started = asyncio.Event()
-            fill = asyncio.create_task(client.fill("slow = <mask>\n",
+            fill = asyncio.create_task(client.fill("slow = <mask:120>\n",
                                                    on_step=lambda _: started.set()))
             await asyncio.wait_for(started.wait(), 10)
             client.process.send_signal(signal.SIGTERM)

@@ -39,7 +39,7 @@ TARGETS = {
     "a = ": "1 + 2",
     "b = ": "'xyz'",
     "c = ": "[1, 2, 3]",
-    "slow = ": "x" * 120,  # with confidence < 0.9: 121 steps, one slot per step
+    "slow = ": "x" * 120,  # confidence < 0.9: one slot per step, 64 steps (grow_cap)
     "return ": "x + 1",
     "y = x ": "+",  # the fix tests: `-` is the suspicious token
 }
