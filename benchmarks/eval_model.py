@@ -321,7 +321,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="reuse the context's keys/values, a full pass every K steps "
                         "(0: every pass exact, the default)")
     parser.add_argument("--grow-cap", type=int, default=infill.SamplerOptions().grow_cap,
-                        help="the most tokens a fill grows to (default: max_span_tokens)")
+                        help="the most tokens a hole grows to (default: the engine's, "
+                        f"{infill.SamplerOptions().grow_cap})")
     parser.add_argument("--ablate-checks", action="store_true",
                         help="only the checks' ablation on single-line, multi-line and "
                         "'arguments' holes (--parts); --out names its JSON")

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from model.cards import hand_written
+
 ROOT = Path(__file__).resolve().parent.parent
 WEIGHTS = ROOT / "model" / "weights"
 RESUME = ROOT / "model" / "resume"  # a checkpoint that did not beat the shipped one
@@ -58,10 +60,10 @@ def _bug_rows(bugs: dict) -> str:
                      f"{v['n']} |" for k, v in bugs["by_kind"].items())
 
 
-def card(training: dict, ev: dict, size: int, notes: str = "", canvas: int | None = None
-         ) -> str:
+def card(training: dict, ev: dict, size: int, notes: str = NOTES + "\n",
+         canvas: int | None = None) -> str:
     """The model card: generated from `training` and `ev`, then `notes` (the hand-written
-    part of the card it replaces, from its NOTES line on; a fresh NOTES line if none).
+    part of the card it replaces, from its NOTES line on: `hand_written`).
     `canvas`: the model's longest input (config.json), not the last run's batch length."""
     t = training
     threads = t.get("threads", "?")
@@ -118,15 +120,7 @@ Quality is bound by training compute (a few GPU minutes and CPU sessions; see
 docs/TRAINING.md and ../shared/notes/cpu-training-probe.md). Expect the right shape and
 indentation more often than the right tokens. Python only.
 
-{notes or NOTES + chr(10)}"""
-
-
-def kept_notes(old_card: Path) -> str:
-    """The hand-written part of an existing card: from its NOTES line to the end."""
-    if not old_card.exists():
-        return ""
-    text = old_card.read_text()
-    return text[text.index(NOTES):] if NOTES in text else ""
+{notes}"""
 
 
 HELD_OUT = (("single_line", "single-line EM, engine's length"),
@@ -202,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     old = score(json.loads(current.read_text())) if current.exists() else float("-inf")
     beats = score(ev) > old
     if beats or args.force:
-        notes = kept_notes(WEIGHTS / "MODEL_CARD.md")
+        notes = hand_written(WEIGHTS / "MODEL_CARD.md", NOTES)
         size = copy_export(args.export, WEIGHTS)
         config = json.loads((args.export / "config.json").read_text())
         (WEIGHTS / "MODEL_CARD.md").write_text(

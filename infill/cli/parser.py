@@ -9,6 +9,7 @@ from infill.core.checks import KINDS
 from infill.core.options import (
     DEFAULT_CACHE_REFRESH,
     DEFAULT_CHECKS,
+    DEFAULT_GROW_CAP,
     DEFAULT_LENGTHS,
     SamplerOptions,
 )
@@ -45,9 +46,9 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--span-tokens", type=int, default=16, help="tokens per hole without hint")
     s.add_argument("--max-span-tokens", type=int, default=256, help="most tokens per span")
     s.add_argument("--grow", type=int, default=16, help="tokens added to a span that filled up")
-    s.add_argument("--grow-cap", type=int, default=SamplerOptions().grow_cap,
-                   help="most tokens a hole grows to; a longer hint is kept "
-                   f"(default {SamplerOptions().grow_cap})")
+    s.add_argument("--grow-cap", type=int, default=DEFAULT_GROW_CAP,
+                   help=f"most tokens a hole grows to; a longer hint is kept (default "
+                   f"{DEFAULT_GROW_CAP})")
     s.add_argument("--exact-length", action="store_true", help="hints are exact lengths")
     s.add_argument("--window-tokens", type=int, help="canvas size (default: model's maximum)")
     s.add_argument(

@@ -32,7 +32,8 @@ DEFAULT_LENGTHS = 5
 DEFAULT_CACHE_REFRESH = 4
 MAX_CARRY_KEY = 4096  # characters of a carry_key (a document URI, say)
 # A hole grows no further than 64 tokens: on 200 validation one-line holes, every fill that
-# grew past 64 was wrong and they took half the time (docs/ARCHITECTURE.md, "Length").
+# grew past 64 was wrong and they took half the time (docs/ARCHITECTURE.md, "A cap on
+# growth").
 DEFAULT_GROW_CAP = 64
 MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
 

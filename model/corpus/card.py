@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from model.cards import hand_written
 from model.corpus.dedupe import CROSS_SPLIT_JACCARD, LSH_BANDS, LSH_ROWS, NEAR_DUP_JACCARD
 from model.corpus.filters import MAX_CHARS, MAX_LINE, MIN_CHARS
 from model.corpus.packages import (
@@ -181,6 +182,4 @@ def write_card(out: Path, card: Path, summary: dict[str, dict[str, int]]) -> Non
         drops_section(stats),
         build_section(stats),
     ]
-    old = card.read_text() if card.exists() else ""
-    notes = old[old.index(NOTES):] if NOTES in old else NOTES + "\n"
-    card.write_text("\n".join([*sections, notes]))
+    card.write_text("\n".join([*sections, hand_written(card, NOTES)]))
