@@ -144,6 +144,29 @@ def test_names_bound_in_the_fill_pass():
     assert problems(text, "n: Foo = 1") == [("name", 0)]  # an annotation is a load
 
 
+SCOPED = ("import os\n\ndef read(p):\n    with open(p) as fh:\n        return fh.read()\n\n"
+          "class C:\n    limit = 3\n\n    def grow(self, n):\n        global seen\n"
+          "        seen = [k for k in range(n)]\n        return lambda z: z\n\n"
+          "def mean(values):\n    def inner(q):\n        return q\n    return <mask>\n")
+
+
+@pytest.mark.parametrize(("fill", "blamed"), [
+    ("fh.read()", True),  # `with ... as fh` in read(): a local of another function
+    ("p", True),  # read()'s parameter
+    ("self", True), ("k", True), ("z", True),  # a method's, a comprehension's, a lambda's
+    ("seen", False),  # declared global where it is bound
+    ("inner(values)", False),  # nested in mean(): visible there
+    ("os.sep, C, read, limit", False),  # module names; a class body is lenient
+])
+def test_a_local_of_another_scope_is_blamed(fill, blamed):
+    assert problems(SCOPED, fill) == ([("name", 0)] if blamed else [])
+
+
+def test_a_window_cut_inside_a_function_stays_lenient():
+    text = "        fh = open(p)\n        return fh\n\ndef mean(v):\n    return <mask>\n"
+    assert problems(text, "fh") == []  # the parse cannot place `fh` in a scope
+
+
 def test_a_star_import_lets_every_name_pass():
     assert problems("from os.path import *\nx = <mask>\n", "join('a', 'b')") == []
 

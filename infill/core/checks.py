@@ -22,7 +22,10 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   is no builtin. `x.name` and `f(name=...)` are not loads. "Never spells" is deliberately
   lenient: a name that appears anywhere in the text (code, comment or string) passes, so
   a fill inside a window of a longer file, or a name defined further down, is not blamed;
-  after `from m import *` every name passes.
+  after `from m import *` every name passes. One exception: a name spelled only as a
+  local of other functions, lambdas or comprehensions (`fh` of another function's `with
+  open(p) as fh:`) is blamed too, since no such name exists where the fill runs
+  (infill/core/visible.py).
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
 and only `line` otherwise. One parse of each text and walks limited to the nodes that touch
@@ -40,6 +43,7 @@ from functools import cache
 from typing import Any
 
 from infill.core.scopes import python_parser
+from infill.core.visible import name_visible
 
 Range = tuple[int, int]  # [start, end) in characters
 
@@ -240,7 +244,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     old_root, new_root = parser.parse(old_data).root_node, parser.parse(new_data).root_node
     old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
     python = language == PYTHON
-    known = _KNOWN | set(_WORD.findall(before)) if python else frozenset()
+    spelled = set(_WORD.findall(before)) if python else set()
     star = python and _STAR_IMPORT.search(before) is not None
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         added = 0
@@ -260,8 +264,11 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
         if star or new[0] == new[1] or "name" not in kinds:
             continue
         loads, bound = _names(new_root, new_data, new)
-        for word in dict.fromkeys(w for w, _ in loads if w not in known and w not in bound):
-            problems.append(Problem("name", i, f"unknown name {word!r}"))
+        for word in dict.fromkeys(w for w, _ in loads if w not in _KNOWN and w not in bound):
+            if word not in spelled:
+                problems.append(Problem("name", i, f"unknown name {word!r}"))
+            elif not name_visible(old_root, old_data, word, old, _binds):
+                problems.append(Problem("name", i, f"{word!r} is local to another scope"))
     return problems
 
 
