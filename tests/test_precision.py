@@ -34,11 +34,40 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
 def test_cpu_with_bf16_instructions_times_both(monkeypatch) -> None:
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"amx_bf16"}))
     monkeypatch.setattr(precision, "_time_matmul",
-                        lambda dtype: 1.0 if dtype == torch.float32 else 0.4)
+                        lambda layer, x, dtype: 1.0 if dtype == torch.float32 else 0.4)
     precision._fastest_on_cpu.cache_clear()
     monkeypatch.delenv("INFILL_DTYPE", raising=False)
     assert precision.pick_precision("cpu").dtype == torch.bfloat16
     precision._fastest_on_cpu.cache_clear()
+
+
+def test_a_load_rising_while_timing_does_not_decide_the_dtype(monkeypatch) -> None:
+    """bf16 is 0.6x fp32's time on this fake CPU, while every call is 10% slower than the
+    one before (a test suite starting beside the worker): timed one dtype after the other,
+    bf16's best (from the second block) would lose; timed in turn, it wins. The timing
+    runs on one thread."""
+    calls: list[torch.dtype] = []
+    threads_while_timing: set[int] = set()
+    threads = torch.get_num_threads()
+
+    def timed(layer, x, dtype: torch.dtype) -> float:
+        load = 1.1 ** len(calls)
+        calls.append(dtype)
+        threads_while_timing.add(torch.get_num_threads())
+        return load * (1.0 if dtype == torch.float32 else 0.6)
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(precision, "_time_matmul", timed)
+    precision._fastest_on_cpu.cache_clear()
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    try:
+        chosen = precision.pick_precision("cpu")
+    finally:
+        precision._fastest_on_cpu.cache_clear()
+    assert chosen.dtype == torch.bfloat16, chosen.reason
+    assert calls[:4] == [torch.float32, torch.bfloat16] * 2
+    # one thread: two would wait on a core that is busy elsewhere; the setting comes back
+    assert threads_while_timing == {1} and torch.get_num_threads() == threads
 
 
 def test_request_and_environment_override(monkeypatch) -> None:
