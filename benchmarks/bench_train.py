@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from model import openmp as _before_torch  # noqa: F401  (sets its OpenMP spin: model/openmp.py)
 import torch
 from tokenizers import Tokenizer
 from tqdm import tqdm

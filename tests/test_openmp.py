@@ -40,7 +40,7 @@ def _spin_when_torch_loads(module: str, **env: str) -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize("module", ["infill.serve.worker", "infill.cli", "model.train",
-                                    "model.loading"])
+                                    "model.loading", "benchmarks.bench_train"])
 def test_entry_points_set_the_spin_before_torch_loads(module: str) -> None:
     assert _spin_when_torch_loads(module)["GOMP_SPINCOUNT"] == SPINCOUNT
 
