@@ -323,6 +323,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--grow-cap", type=int, default=infill.SamplerOptions().grow_cap,
                         help="the most tokens a hole grows to (default: the engine's, "
                         f"{infill.SamplerOptions().grow_cap})")
+    parser.add_argument("--order", default=infill.SamplerOptions().order,
+                        help="the sampler's commit order (default: "
+                        f"{infill.SamplerOptions().order})")
     parser.add_argument("--threshold", type=float, default=None,
                         help="commit threshold of the sampler's order (default: the order's)")
     parser.add_argument("--ablate-checks", action="store_true",
@@ -340,7 +343,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
     options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates,
                                     lengths=args.lengths, cache_refresh=args.cache_refresh,
-                                    grow_cap=args.grow_cap, threshold=args.threshold)
+                                    grow_cap=args.grow_cap, order=args.order,
+                                    threshold=args.threshold)
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
@@ -355,7 +359,8 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
                      "checks": args.checks, "candidates": args.candidates,
                      "lengths": args.lengths, "cache_refresh": args.cache_refresh,
-                     "grow_cap": args.grow_cap, "threshold": args.threshold}
+                     "grow_cap": args.grow_cap, "order": args.order,
+                     "threshold": args.threshold}
     for key, examples in (("single_line", single), ("multi_line", multi),
                           ("arguments", args_ex)):
         for true_length in (False, True):
