@@ -18,7 +18,7 @@ the bug out of that list better. For each window of `--n` (benchmarks/heldout.py
 
 Rules over the records (no more passes) combine them with the one-pass preference. Prints
 top-1 localisation and exact repair (the swap gives back the clean window) per rule and
-writes benchmarks/results/rerank_study.json.
+writes benchmarks/results/rerank_study_<model>.json (or `--out`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ RULES = {
 
 
 def _candidates(den, bug, k: int) -> list[dict]:
-    """The K worst tokens of the buggy window with their three scores."""
+    """The K worst tokens of the buggy window with their scores (the one-pass
+    preference, masked, swapped, residual), whether each is the bug, and whether its swap
+    repairs it."""
     text = bug.buggy
     ids = den.encode(text)
     offsets = _char_offsets(den, ids, text)
