@@ -121,12 +121,28 @@ def test_a_repeated_keyword_in_a_call_the_fill_does_not_touch_is_not_blamed():
     "[v for v in values if v]",  # bound by the fill itself
     "(lambda q: q)(values)",
     "__file__",
-    "total",  # spelled in the text (a comment): lenient on purpose
+    "count",  # used in code elsewhere, even if not defined in the text
 ])
 def test_known_names_pass(fill):
     text = ("import os\n\n# the total\ndef f(values):\n    return <mask>\n\n\n"
-            "def helper(x):\n    return x\n")
+            "def helper(x):\n    return x + count\n")
     assert problems(text, fill) == []
+
+
+@pytest.mark.parametrize("fill", [
+    "lines",  # a word of the docstring
+    "total",  # a word of a comment
+    "width",  # a word of a string
+])
+def test_words_of_comments_and_strings_are_no_names(fill):
+    text = ('def read(path):\n    """Return the lines of a file."""\n    # the total\n'
+            '    label = "width"\n    return <mask>\n')
+    assert problems(text, fill) == [("name", 0)]
+
+
+def test_an_f_string_interpolation_spells_its_names():
+    text = 'def f(values):\n    print(f"{total:>4}")\n    return <mask>\n'
+    assert problems(text, "total") == []
 
 
 def test_an_unknown_name_is_blamed():

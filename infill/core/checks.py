@@ -17,14 +17,16 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   and after it on that line) holds a line break: `f(<hole>)` filled with `a,\n    b`.
   A model that does not end an in-line hole writes on past it into new lines; the
   failing fill then gets the shorter alternatives;
-- `name` (Python): the fill loads an identifier that the text before never spells (not
+- `name` (Python): the fill loads an identifier that the code before never spells (not
   defined, imported or even used anywhere), that the fill does not bind itself, and that
   is no builtin. `x.name` and `f(name=...)` are not loads. "Never spells" is deliberately
-  lenient: a name that appears anywhere in the text (code, comment or string) passes, so
-  a fill inside a window of a longer file, or a name defined further down, is not blamed;
-  after `from m import *` every name passes. One exception: a name spelled only as a
-  local of other functions, lambdas or comprehensions (`fh` of another function's `with
-  open(p) as fh:`) is blamed too, since no such name exists where the fill runs
+  lenient: a name used anywhere in the code passes, so a name defined further down, or
+  one a cut-off text uses without its definition, is not blamed; after `from m import *`
+  every name passes. Words of comments and strings do not count: `lines` in a docstring
+  ("Return the lines of ...") defines nothing, and was the usual way a made-up name got
+  through. One exception the other way: a name spelled only as a local of other
+  functions, lambdas or comprehensions (`fh` of another function's `with open(p) as
+  fh:`) is blamed too, since no such name exists where the fill runs
   (infill/core/visible.py).
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
@@ -53,7 +55,6 @@ KINDS = ("parse", "comment", "keyword", "name", "line")  # every check, in the o
 _MODULE_NAMES = {"__file__", "__builtins__", "__path__", "__all__", "__annotations__",
                  "__cached__", "__qualname__", "__module__", "__class__", "__dict__"}
 _KNOWN = frozenset(dir(builtins)) | _MODULE_NAMES
-_WORD = re.compile(r"[^\W\d]\w*")
 _STAR_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
 
 # Where an identifier binds a name rather than loading it: (parent type, field) pairs and
@@ -193,6 +194,20 @@ def _binds(node: Any) -> bool | None:
     return parent.type in _BINDING_PARENTS or (parent.type, _field(node)) in _BINDING_FIELDS
 
 
+def _spelled(root: Any, data: bytes) -> set[str]:
+    """Every identifier the code of the tree uses or binds; not the words of its comments
+    and strings (an f-string's interpolations are code)."""
+    out: set[str] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.add(data[n.start_byte:n.end_byte].decode("utf-8", "replace"))
+        elif n.type != "comment":
+            stack.extend(n.children)
+    return out
+
+
 def _names(root: Any, data: bytes, r: Range) -> tuple[list[tuple[str, int]], set[str]]:
     """The identifiers overlapping byte range `r`: the loads (name, start byte) and the
     names bound there."""
@@ -244,7 +259,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     old_root, new_root = parser.parse(old_data).root_node, parser.parse(new_data).root_node
     old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
     python = language == PYTHON
-    spelled = set(_WORD.findall(before)) if python else set()
+    spelled = _spelled(old_root, old_data) if python else set()
     star = python and _STAR_IMPORT.search(before) is not None
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         added = 0
