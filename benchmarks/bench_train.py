@@ -14,6 +14,7 @@ Configurations (name: what changes against `fp32`):
              (= bf16; on a CPU without bf16 instructions a step takes minutes)
   fp32       fp32, torch's default threads, batch 32 x 256, output head on loss positions
   compile    fp32, the encoder under torch.compile
+  compile-bf16  bf16 autocast, the encoder under torch.compile
   threads1   one thread
   full-head  the output head on every position (the work a plain MLM loss would do)
   b16x512 / b64x128 / b8x1024    other batch x sequence shapes (same tokens per step)
@@ -74,6 +75,7 @@ def configs() -> dict[str, Config]:
         replace(base, name="today", dtype=torch.bfloat16),
         base,
         replace(base, name="compile", compile=True),
+        replace(base, name="compile-bf16", dtype=torch.bfloat16, compile=True),
         replace(base, name="threads1", threads=1),
         # one thread is how the long run trains beside the session's other work
         replace(base, name="compile-threads1", compile=True, threads=1),
