@@ -1,0 +1,83 @@
+"""The held-out evaluation's `--jobs`: parts shared out among processes, one merged result
+with the figures one process would have written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.eval_model import PARTS, SHIP_PARTS, _without, merge_results, split_parts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_split_parts_balances_the_ship_parts_over_two_processes() -> None:
+    groups = split_parts(set(SHIP_PARTS), 2)
+    assert sorted(p for g in groups for p in g) == sorted(SHIP_PARTS)
+    assert len(groups) == 2
+    # the slow multi-line true-length part goes alone with the cheap ones
+    assert "multi_line_true_length" not in next(g for g in groups if "single_line" in g)
+    for g in groups:
+        assert g == sorted(g, key=PARTS.index)
+
+
+def test_split_parts_never_makes_an_empty_process() -> None:
+    assert split_parts({"bugs"}, 4) == [["bugs"]]
+
+
+def test_without_drops_options_and_their_values() -> None:
+    argv = ["--model", "m", "--jobs", "2", "--parts=bugs", "--out", "o.json", "--n", "5"]
+    assert _without(argv, "--jobs", "--parts", "--out") == ["--model", "m", "--n", "5"]
+
+
+def test_merge_keeps_each_part_and_counts_wall_and_summed_seconds() -> None:
+    a = {"model": "m", "single_line": {"exact_match": 0.1}, "seconds": 10.0}
+    b = {"model": "m", "bugs": {"top1_localisation": 0.3}, "seconds": 7.0}
+    merged = merge_results([a, b], seconds=10.5)
+    assert merged["single_line"] == a["single_line"] and merged["bugs"] == b["bugs"]
+    assert merged["seconds"] == 10.5 and merged["seconds_summed"] == 17.0
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test split of this repository's own modules (whole files, long enough)."""
+    folder = tmp_path_factory.mktemp("corpus")
+    files = [ROOT / "infill" / "core" / name for name in
+             ("ends.py", "diff.py", "spans.py", "limits.py", "scoring.py")]
+    with (folder / "test.jsonl").open("w") as fh:
+        for f in files:
+            fh.write(json.dumps({"text": f.read_text()}) + "\n")
+    return folder
+
+
+def _eval(corpus: Path, out: Path, *extra: str) -> dict:
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.eval_model", "--corpus", str(corpus), "--n", "2",
+         "--n-multi", "2", "--n-bugs", "2", "--parts",
+         "single_line,single_line_true_length,bugs_top1", "--out", str(out), *extra],
+        cwd=ROOT, check=True, capture_output=True, timeout=300,
+        env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
+    return json.loads(out.read_text())
+
+
+def test_jobs_write_the_figures_one_process_writes(corpus: Path, tmp_path: Path) -> None:
+    one = _eval(corpus, tmp_path / "one.json")
+    two = _eval(corpus, tmp_path / "two.json", "--jobs", "2")
+    assert one["single_line"]["n"] == 2 and one["bugs"]["n"] == 2
+    for part in ("single_line", "single_line_true_length"):
+        assert [r["fill"] for r in two[part]["records"]] == \
+            [r["fill"] for r in one[part]["records"]]
+        assert two[part]["exact_match"] == one[part]["exact_match"]
+    assert two["bugs"]["top1_localisation"] == one["bugs"]["top1_localisation"]
+    assert "seconds_summed" in two and "seconds_summed" not in one
+
+
+def test_jobs_must_be_positive(corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        _eval(corpus, tmp_path / "x.json", "--jobs", "0")
+    assert b"--jobs must be at least 1" in err.value.stderr
