@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,13 @@ import numpy as np
 from tqdm import tqdm
 
 import infill
-from benchmarks.heldout import Example, bug_examples, infill_examples, load_test_files
+from benchmarks.heldout import (
+    Example,
+    bug_examples,
+    infill_examples,
+    load_test_files,
+    random_content_line,
+)
 from benchmarks.results_file import write_results
 from infill.core.checks import KINDS, check_fills, splice
 from infill.core.engine import prepare_fill
@@ -199,13 +204,11 @@ def truth_false_alarms(files: list[str], n: int, seed: int) -> dict[str, object]
     fails = dict.fromkeys(KINDS, 0)
     ms = []
     for _ in range(n):
-        text = rng.choice(files)
-        lines = [m for m in re.finditer(r"(?m)^[ \t]*(\S[^\n]*)$", text)]
-        if not lines:
+        picked = random_content_line(files, rng)
+        if picked is None:
             continue
-        m = rng.choice(lines)
-        a, b = m.start(1), m.end(1)
-        before = text[:a] + "_" * (b - a) + text[b:]
+        text, a, b = picked
+        before = neutralise(text, [infill.Span(a, b)])
         t0 = time.perf_counter()
         found = {p.kind for p in check_fills(before, text, [(a, b)], [(a, b)])}
         ms.append((time.perf_counter() - t0) * 1000)

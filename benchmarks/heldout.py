@@ -84,6 +84,20 @@ def _random_line(files: list[str], rng: random.Random
     return (text, lines, i) if _good_line(text, s, e) else None
 
 
+_CONTENT_LINE = re.compile(r"(?m)^[ \t]*(\S[^\n]*)$")
+
+
+def random_content_line(files: list[str], rng: random.Random) -> tuple[str, int, int] | None:
+    """A random non-blank line of a random file of `files`: (the file, start and end of the
+    line's content after its indentation), or None when the file drawn has no such line."""
+    text = rng.choice(files)
+    lines = list(_CONTENT_LINE.finditer(text))
+    if not lines:
+        return None
+    m = rng.choice(lines)
+    return text, m.start(1), m.end(1)
+
+
 def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
                     window_chars: int = 700) -> list[Example]:
     rng = random.Random(seed)

@@ -30,9 +30,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.heldout import Example, infill_examples, load_test_files
+from benchmarks.heldout import Example, infill_examples, load_test_files, random_content_line
 from benchmarks.results_file import RESULTS, write_results
 from infill.core import checks
+from infill.core.spans import Span, neutralise
 
 _WORD = re.compile(r"[^\W\d]\w*")
 Case = tuple[str, str, int, int]  # before (span neutralised), after (truth in place), start, end
@@ -57,7 +58,7 @@ def _rule(name: str) -> Iterator[None]:
 
 
 def _neutral(text: str, a: int, b: int) -> str:
-    return text[:a] + "_" * (b - a) + text[b:]
+    return neutralise(text, [Span(a, b)])
 
 
 def _blamed(before: str, text: str, a: int, b: int, fill: str) -> bool:
@@ -70,11 +71,10 @@ def whole_file_lines(files: list[str], n: int, seed: int) -> list[Case]:
     rng = random.Random(seed)
     out: list[Case] = []
     while len(out) < n:
-        text = rng.choice(files)
-        lines = list(re.finditer(r"(?m)^[ \t]*(\S[^\n]*)$", text))
-        if lines:
-            m = rng.choice(lines)
-            out.append((_neutral(text, m.start(1), m.end(1)), text, m.start(1), m.end(1)))
+        picked = random_content_line(files, rng)
+        if picked is not None:
+            text, a, b = picked
+            out.append((_neutral(text, a, b), text, a, b))
     return out
 
 
