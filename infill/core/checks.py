@@ -259,7 +259,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     old_root, new_root = parser.parse(old_data).root_node, parser.parse(new_data).root_node
     old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
     python = language == PYTHON
-    spelled = _spelled(old_root, old_data) if python else set()
+    spelled: set[str] | None = None  # the code's identifiers, walked for once if a load needs them
     star = python and _STAR_IMPORT.search(before) is not None
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         added = 0
@@ -280,6 +280,8 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
             continue
         loads, bound = _names(new_root, new_data, new)
         for word in dict.fromkeys(w for w, _ in loads if w not in _KNOWN and w not in bound):
+            if spelled is None:
+                spelled = _spelled(old_root, old_data)
             if word not in spelled:
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
             elif not name_visible(old_root, old_data, word, old, _binds):
