@@ -291,6 +291,7 @@ def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preferen
     11; the repair always follows the fixer)."""
     key = preference if order == "preference" else (lambda s: s.suspicion)
     by_kind: dict[str, list[tuple[bool, bool]]] = {}
+    records = []
     for bug in tqdm(bugs, desc=desc, file=sys.stderr, leave=False):
         scores = score_text(bug.buggy, denoiser=den)
         worst = worst_first(scores, key)[0]
@@ -300,6 +301,9 @@ def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preferen
             result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
             repaired = result is not None and result.text == bug.clean
         by_kind.setdefault(bug.kind, []).append((located, repaired))
+        records.append({"kind": bug.kind, "injected": bug.buggy[bug.start:bug.end],
+                        "worst": worst.text, "likely": worst.likely, "located": located,
+                        "repaired": repaired if repair else None})
     flat = [x for v in by_kind.values() for x in v]
     rate = (lambda v: sum(b for _, b in v) / len(v)) if repair else (lambda v: None)
     return {
@@ -309,6 +313,7 @@ def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preferen
         "by_kind": {k: {"top1_localisation": sum(a for a, _ in v) / len(v),
                         "exact_repair": rate(v), "n": len(v)}
                     for k, v in sorted(by_kind.items())},
+        "records": records,
     }
 
 

@@ -13,8 +13,9 @@ For every example it records:
 
 Then it replays length-choice rules over the records (no more forward passes): pick the L
 with the best mean or sum log-probability, the best first-pass length prior, mixtures,
-and the oracle (some candidate is right). Exact match of each rule against the engine's
-own choice and the true length is printed and written to
+the oracle (some candidate is right), and "own unless": the engine's own fill kept unless
+an exact candidate's mean log-probability beats the own fill's by a margin. Exact match of
+each rule against the engine's own choice and the true length is printed and written to
 benchmarks/results/length_study.json. The rule the engine adopts is the one that wins on
 the validation split; the test split is for reporting it (benchmarks/eval_model.py).
 """
@@ -117,6 +118,8 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
                         "in_set": L in lengths}
         records.append({"true_len": true_len, "own_hit": own["text"].strip() == truth,
                         "own_len": own["tokens"], "own_nfe": own["nfe"],
+                        "own_mean": float(np.mean(own["logp"])) if own["logp"] else -99.0,
+                        "own_cmean": float(np.mean(own["commit"])) if own["commit"] else -99.0,
                         "cands": cands})
     return records
 
@@ -154,6 +157,31 @@ def replay(records: list[dict]) -> dict[str, object]:
             hits += cands[best]["hit"]
             picked_true += best == r["true_len"]
         out[name] = {"exact_match": hits / n, "picked_true_length": picked_true / n}
+    if all("own_mean" in r for r in records):
+        out.update(_own_or_better(records))
+    return out
+
+
+def _own_or_better(records: list[dict]) -> dict[str, object]:
+    """Keep the engine's own fill unless an exact candidate's mean log-probability (all
+    visible) beats the own fill's by more than a margin: a race the primary wins ties of."""
+    out: dict[str, object] = {}
+    sets = {"halvings 1,2,4,8": {1, 2, 4, 8}, "all lengths": None}
+    for set_name, allowed in sets.items():
+        for margin in (0.0, 0.1, 0.25, 0.5, 1.0):
+            hits = 0
+            switched = 0
+            for r in records:
+                cands = {L: c for L, c in r["cands"].items() if c["in_set"]
+                         and (allowed is None or L in allowed)}
+                best = max(cands, key=lambda L: cands[L]["mean"])
+                if cands[best]["mean"] > r["own_mean"] + margin:
+                    hits += cands[best]["hit"]
+                    switched += 1
+                else:
+                    hits += r["own_hit"]
+            out[f"own unless {set_name} beat it by {margin}"] = {
+                "exact_match": hits / len(records), "switched": switched / len(records)}
     return out
 
 

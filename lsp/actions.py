@@ -23,6 +23,7 @@ from infill.core.diff import Edit
 from infill.core.errors import InfillError, NoHolesError
 from infill.core.options import DEFAULT_CHECKS, SamplerOptions
 from infill.core.spans import Span, find_holes
+from infill.core.suspicion import expectation
 from infill.serve.protocol import Result, Step
 from lsp import diagnostics
 from lsp.docstring import DocstringSlot, docstring_slot
@@ -181,7 +182,7 @@ def offered(host: Host, snap: Snapshot, params: types.CodeActionParams
         found = diagnostics.fix_range(snap, diag)
         if found is not None:
             start, end, token, likely = found
-            add(f"Infill: fix {token!r} (the model expects {likely.strip() or likely!r})",
+            add(f"Infill: fix {token.strip() or token!r} ({expectation(likely)})",
                 "fixToken", start, end, diagnostics=[diag], is_preferred=True)
     try:
         holes = find_holes(snap.text, s.hole_marker)

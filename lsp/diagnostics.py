@@ -12,7 +12,9 @@ scheduled the next run.
 
 Each diagnostic's `data` holds the version and the token's character range, so its quick
 fix (lsp.actions, "fixToken") repairs exactly that token (infill.core.repair:
-the model's likeliest other token, or its word re-denoised).
+the model's likeliest other token, or its word re-denoised, or, where the model reads the
+token as one that should not be there, the token deleted with its leading whitespace, which
+the diagnostic's range then covers).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pygls.exceptions import JsonRpcContentModified
 
 from infill.core.errors import InfillError
 from infill.core.results import TokenScore
-from infill.core.suspicion import is_suspicious, worst_first
+from infill.core.suspicion import expectation, is_suspicious, worst_first
 from lsp.excerpt import excerpt
 from lsp.host import Feature, Host, Snapshot
 from lsp.settings import Settings
@@ -145,16 +147,23 @@ class Diagnostics(Feature):
         severity = SEVERITY[s.diagnostics_severity]
         diags = []
         for sc in sorted(flagged(scores, s), key=lambda sc: sc.start):
-            a = offset + sc.start + (len(sc.text) - len(sc.text.lstrip()))
-            b = offset + sc.end - (len(sc.text) - len(sc.text.rstrip()))
+            a, b = (offset + k for k in marked_range(sc))
             token = snap.text[a:b]
             diags.append(types.Diagnostic(
                 range=snap.lines.range(a, b), severity=severity, source=SOURCE, code=CODE,
-                message=f"unlikely token {token!r} (suspicion {sc.suspicion:.2f}); the model "
-                        f"expects {sc.likely.strip() or sc.likely!r}",
+                message=f"unlikely token {token.strip() or token!r} (suspicion "
+                        f"{sc.suspicion:.2f}); {expectation(sc.likely)}",
                 data={"version": snap.version, "start": a, "end": b, "token": token,
                       "likely": sc.likely}))
         return diags
+
+
+def marked_range(sc: TokenScore) -> tuple[int, int]:
+    """The characters a diagnostic marks for a flagged token: the token without its
+    surrounding whitespace, except that a token the model would delete keeps its leading
+    whitespace, which its quick fix deletes too (a fix may not edit outside the range)."""
+    lead = len(sc.text) - len(sc.text.lstrip()) if sc.likely else 0
+    return sc.start + lead, sc.end - (len(sc.text) - len(sc.text.rstrip()))
 
 
 def flagged(scores: list[TokenScore], s: Settings) -> list[TokenScore]:

@@ -21,7 +21,8 @@ On top of any of these, a share of the clean positions is replaced by tokens dra
 the batch (random-token substitution) with the original as target, and a few clean
 positions are trained to predict themselves, so that one pass over a clean buffer scores
 every token (bug finding). With `p_plausible`, some rows also get bug-shaped swaps
-(model/swaps.py), the subtle corruptions the fixer must find.
+(model/swaps.py), the subtle corruptions the fixer must find, and with `p_negation` a
+` not` where it does not belong, whose target is `<null>` (delete it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -60,6 +62,10 @@ class NoiseConfig:
     # each slot (content or null) revealed with probability 1 - t, t ~ U(0, 1)
     p_reveal: float = 0.5
     max_background: float = 0.2  # most extra token masking around variable holes
+    # share of the part-of-line holes cut where an editor cuts them, with code after them
+    # on the line: a bracket pair's contents, or a run of whole words (the others are cut
+    # at random characters, and end at the line's end half the time)
+    p_inline: float = 0.0
     p_substitute: float = 0.5  # share of sequences with random-token substitution
     max_substitute: float = 0.15  # most of a sequence's clean tokens substituted
     p_identity: float = 0.05  # clean positions trained to predict themselves
@@ -67,6 +73,10 @@ class NoiseConfig:
     # the window, + for -, < for >=, n for n+1), 1..max_plausible of them, original as target
     p_plausible: float = 0.0
     max_plausible: int = 3
+    # share of sequences with one ` not` inserted where it does not belong (`x not in y`
+    # for `x in y`, `x is not y` for `x is y`; model/swaps.py), target <null>: the row
+    # shifts right by one from there and loses its last token
+    p_negation: float = 0.0
 
 
 @dataclass
@@ -132,8 +142,41 @@ class TextSampler:
         return text[start:start + self.window_chars]
 
 
-def _line_spans(text: str, limit: int, rng: random.Random) -> list[tuple[int, int]]:
-    """One to three non-overlapping character spans inside text[:limit]."""
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_PIECE = re.compile(r"\w+|[^\w\s]+")  # a word or a run of operator characters
+
+
+def _inline_span(text: str, s: int, e: int, rng: random.Random) -> tuple[int, int] | None:
+    """An editor-shaped hole inside the line text[s:e], with code after it on the line:
+    the contents of a bracket pair (a call's arguments, a subscript, a literal), else a
+    run of whole words and operators that stops before the line's last one. None when the
+    line has neither."""
+    line = text[s:e]
+    pairs, stack = [], []
+    for i, ch in enumerate(line):
+        if ch in _CLOSERS:
+            stack.append((ch, i))
+        elif ch in _CLOSERS.values():
+            if stack and _CLOSERS[stack[-1][0]] == ch:
+                a = stack.pop()[1] + 1
+                if line[a:i].strip():
+                    pairs.append((s + a, s + i))
+            else:
+                stack.clear()
+    if pairs and rng.random() < 0.6:
+        return rng.choice(pairs)
+    pieces = [(m.start(), m.end()) for m in _PIECE.finditer(line)]
+    if len(pieces) < 3:
+        return None
+    i = rng.randrange(1, len(pieces) - 1)
+    j = rng.randrange(i, min(len(pieces) - 1, i + 6))
+    return s + pieces[i][0], s + pieces[j][1]
+
+
+def _line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0
+                ) -> list[tuple[int, int]]:
+    """One to three non-overlapping character spans inside text[:limit]; `inline`: the
+    share of part-of-line spans cut as an editor cuts them (`_inline_span`)."""
     lines: list[tuple[int, int]] = []  # (start, end) of each line's content, no newline
     pos = 0
     while pos < limit:
@@ -156,9 +199,15 @@ def _line_spans(text: str, limit: int, rng: random.Random) -> list[tuple[int, in
         if kind < 0.45:  # a line's content after its indentation
             span = (s + indent, e)
         elif kind < 0.75:  # part of a line (a completion at the cursor, a rewritten call)
-            a = rng.randint(s + indent, e - 1)
-            b = rng.randint(a + 1, e) if rng.random() < 0.5 else e
-            span = (a, b)
+            # no draw when off: the validation batches (and old recipes) keep their stream
+            shaped = (_inline_span(text, s + indent, e, rng)
+                      if inline and rng.random() < inline else None)
+            if shaped is not None:
+                span = shaped
+            else:  # cut at random characters
+                a = rng.randint(s + indent, e - 1)
+                b = rng.randint(a + 1, e) if rng.random() < 0.5 else e
+                span = (a, b)
         else:  # 2-8 whole lines from the first one's indentation
             j = min(len(lines) - 1, i + rng.randint(1, 7))
             span = (s + indent, lines[j][1])
@@ -200,7 +249,7 @@ def _variable_example(
     # Place holes in the first 3/4 of what fits, so that suffix context stays visible.
     limit_tok = min(len(enc.ids), seq_len) * 3 // 4
     limit = enc.offsets[max(0, limit_tok - 1)][1]
-    spans = _line_spans(text, limit, rng)
+    spans = _line_spans(text, limit, rng, cfg.p_inline)
     if not spans:
         return None
     ids: list[int] = []
@@ -280,6 +329,24 @@ def _swaps_of(tok: Tokenizer) -> PlausibleSwaps:
     return hit[1]
 
 
+def _insert_negations(input_ids: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor,
+                      masked: torch.Tensor, real: torch.Tensor, swaps: PlausibleSwaps,
+                      vocab: Vocab, share: float, rng: random.Random) -> None:
+    """In place: a `share` of the rows get one ` not` where it does not belong, with
+    `<null>` as its target (the token should go)."""
+    for b in range(input_ids.shape[0]):
+        if rng.random() >= share:
+            continue
+        spots = swaps.negations(input_ids[b].tolist(), real[b].tolist())
+        if not spots:
+            continue
+        p = rng.choice(spots)
+        for t in (input_ids, targets, weights, masked, real):
+            t[b, p + 1:] = t[b, p:-1].clone()
+        input_ids[b, p], targets[b, p], weights[b, p] = swaps.not_id, vocab.null, 1.0
+        masked[b, p] = real[b, p] = False
+
+
 def make_batch(
     sampler: TextSampler, tok: Tokenizer, vocab: Vocab, batch_size: int, seq_len: int,
     cfg: NoiseConfig, rng: random.Random,
@@ -310,6 +377,9 @@ def make_batch(
     masked = input_ids == vocab.mask
 
     real = (input_ids != vocab.pad) & ~masked
+    if cfg.p_negation > 0:
+        _insert_negations(input_ids, targets, weights, masked, real, _swaps_of(tok), vocab,
+                          cfg.p_negation, rng)
     # Bug-shaped swaps (drawn before the random substitution, which then avoids them).
     if cfg.p_plausible > 0:
         swaps = _swaps_of(tok)

@@ -13,6 +13,12 @@ positions of a training row, with the original token as the target:
 
 A swap is made only where the replacement is itself one token with the same leading
 space, so the row keeps its length and every other token its place.
+
+One more kind changes the row's length: a negation, ` not` written where it does not
+belong (`x in y` read as `x not in y`, `x is y` as `x is not y`), the commonest comparison
+bug that no one-token swap makes. `negations` lists where one can be inserted; the
+inserted token's target is `<null>` ("no token here", as at a fill's tail), so the fixer
+reads a confident null on a written token as "delete it" (infill/core/repair.py).
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ class PlausibleSwaps:
                 new = self.id_of.get(" " + table.get(bare, "\0"))
                 if new is not None:
                     self.table[i] = (kind, new)
+        # " not", " in", " is" (None where the vocabulary splits them: no negations)
+        self.not_id = self.id_of.get(" not")
+        self._in_id, self._is_id = self.id_of.get(" in"), self.id_of.get(" is")
 
     def _whole_word(self, ids: list[int], i: int) -> bool:
         """Token i is not glued to a word (or a dot) on either side."""
@@ -99,6 +108,21 @@ class PlausibleSwaps:
             if tid in self.numbers and self._whole_word(ids, i):
                 out["number"] += [(i, new) for new in self.numbers[tid]]
         return out
+
+    def negations(self, ids: list[int], allowed: list[bool]) -> list[int]:
+        """Where a ` not` can be inserted as a bug: before a spaced ` in` (`x not in y`)
+        or after ` is` (`x is not y`), not where the row already says `not` there."""
+        if self.not_id is None:
+            return []
+        def spot(i: int, tid: int) -> bool:
+            if not allowed[i] or (i > 0 and ids[i - 1] == self.not_id):
+                return False
+            before_in = tid == self._in_id and self._spaced_after(ids, i)
+            after_is = (i > 0 and ids[i - 1] == self._is_id and allowed[i - 1]
+                        and tid != self.not_id and self.text[tid].startswith(" "))
+            return before_in or after_is
+
+        return [i for i, tid in enumerate(ids) if spot(i, tid)]
 
     def pick(self, ids: list[int], allowed: list[bool], n: int, rng: random.Random
              ) -> list[tuple[int, int]]:

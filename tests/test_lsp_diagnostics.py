@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from lsp_fake_worker import actions, fake_worker, lsp, open_doc, pick, run, whole
+from lsp_fake_worker import LspFake, actions, fake_worker, lsp, open_doc, pick, run, whole
 from lsprotocol import types
 
 from lsp.positions import apply_text_edits
@@ -98,3 +98,38 @@ def test_a_quick_fix_for_an_older_version_is_not_offered(worker):
             assert [a for a in found if a.kind == "quickfix.infill"] == []
 
     run(go())
+
+
+def test_a_token_the_model_would_delete_gets_a_quick_fix_that_deletes_it():
+    text = "x = 2\ny = x! + 1\n"  # the fake reads "!" as a token that should not be there
+
+    async def go():
+        with fake_worker(LspFake(wrong={"!": ""})) as address:
+            async with lsp(address, {"diagnostics": True, "diagnosticsDelay": 0}) as (client, _):
+                published = client.protocol.wait_for_notification_async(PUBLISH)
+                uri = open_doc(client, "gone.py", text)
+                (diag,) = (await asyncio.wait_for(published, 20)).diagnostics
+                assert diag.range == types.Range(start=types.Position(line=1, character=5),
+                                                 end=types.Position(line=1, character=6))
+                assert "would delete it" in diag.message
+                found = await actions(client, uri, diag.range, diagnostics=[diag])
+                fix = pick(found, "quickfix.infill")
+                assert "would delete it" in fix.title
+                resolved = await client.code_action_resolve_async(fix)
+                (edit,) = resolved.edit.changes[uri]
+                assert edit.new_text == ""
+                assert apply_text_edits(text, [edit]) == "x = 2\ny = x + 1\n"
+
+    run(go())
+
+
+def test_a_token_to_delete_is_marked_with_its_leading_space():
+    from infill.core.results import TokenScore
+    from lsp.diagnostics import marked_range
+
+    text = "if x not in y:"
+    at = text.index(" not")
+    gone = TokenScore(at, at + 4, " not", 0.99, "", 0.95)
+    swap = TokenScore(at, at + 4, " not", 0.99, " is", 0.95)
+    assert text[slice(*marked_range(gone))] == " not"  # the fix deletes the space too
+    assert text[slice(*marked_range(swap))] == "not"

@@ -22,6 +22,7 @@ from infill.core.results import TokenScore
 from infill.core.suspicion import (
     DEFAULT_MIN_LIKELY,
     DEFAULT_MIN_SUSPICION,
+    expectation,
     is_suspicious,
     preference,
 )
@@ -163,6 +164,20 @@ def test_a_flagged_part_of_a_word_has_the_word_re_denoised_at_its_length():
     result, _ = fix_text(text, denoiser=den)
     assert result is not None and result.text == "y = ab - 1\n"
     assert result.stats.nfe >= 1
+
+
+def test_a_token_the_model_would_delete_is_deleted():
+    # `<null>` on a written token: the model reads it as one that should not be there
+    # (trained on inserted `not`s); the fix deletes it and changes nothing else
+    text = "y = x! - 1\n"
+    den = WorkerFake(targets=["*"], confidence=0.99, wrong={"!": ""})
+    bang = next(s for s in score_text(text, denoiser=den) if s.text == "!")
+    assert bang.likely == "" and bang.p_likely == pytest.approx(0.99, abs=1e-3)
+    assert expectation(bang.likely) == "the model would delete it"
+    result, _ = fix_text(text, denoiser=den, max_fixes=1)
+    assert result is not None and result.text == "y = x - 1\n"
+    assert [(e.start, e.end, e.new_text) for e in result.edits] == [(5, 6, "")]
+    assert result.stats.nfe == 0  # decided by the scoring pass, like a substitution
 
 
 def test_a_substitution_that_breaks_the_code_is_rejected_by_the_checks():

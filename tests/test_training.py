@@ -353,6 +353,59 @@ def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
     assert len({p for p, _ in picked}) == len(picked)
 
 
+def test_a_negation_is_a_not_inserted_where_it_does_not_belong_with_null_as_target() -> None:
+    from model.swaps import PlausibleSwaps
+
+    shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
+    tok = Tokenizer.from_file(str(shipped))
+    swaps = PlausibleSwaps(tok)
+    ids = tok.encode("if a in b and c is d or e not in f or g is not h:\n    pass\n").ids
+    spots = swaps.negations(ids, [True] * len(ids))
+    made = [tok.decode(ids[:p] + [swaps.not_id] + ids[p:]) for p in spots]
+    assert made == ["if a not in b and c is d or e not in f or g is not h:\n    pass\n",
+                    "if a in b and c is not d or e not in f or g is not h:\n    pass\n"]
+    assert swaps.negations(ids, [False] * len(ids)) == []
+
+    vocab = noising.Vocab.of(tok)
+    cfg = noising.NoiseConfig(p_tokens=1.0, p_substitute=0.0, p_identity=0.0,
+                              t_dist="uniform")
+    texts = ["for item in items:\n    if item is None:\n        continue\n" * 3]
+    for share in (0.0, 1.0):
+        sampler = noising.TextSampler(texts, window_chars=200, seed=0)
+        batch = noising.make_batch(sampler, tok, vocab, 8, 64, replace(cfg, p_negation=share),
+                                   random.Random(0))
+        inserted = (batch.input_ids == swaps.not_id) & (batch.targets == vocab.null)
+        # none by default; with share 1, one in each row whose place is not masked
+        assert int(inserted.sum(dim=1).max()) == share
+        assert share == 0.0 or int(inserted.sum()) >= 3
+        for b, p in inserted.nonzero().tolist():
+            assert batch.weights[b, p] == 1.0 and not batch.masked[b, p]
+            # the row goes on after the `not` with the tokens that followed its place
+            clean = [t for t in batch.targets[b].tolist() if t != vocab.null]
+            row = batch.input_ids[b].tolist()
+            assert row[:p] == clean[:p] or batch.masked[b, :p].any()
+            assert batch.targets[b, p + 1].item() in (swaps._in_id, *tok.encode(" None").ids)
+
+
+def test_editor_shaped_inline_holes_keep_code_after_them_on_their_line() -> None:
+    text = "def f(path):\n    return os.path.join(path, 'a') + suffix\n"
+
+    def cuts_a_word(a: int, b: int) -> bool:
+        inside = lambda i: text[i - 1:i + 1].isalnum()  # noqa: E731
+        return inside(a) or inside(b)
+
+    def inline_holes(inline: float) -> list[tuple[int, int]]:
+        return [(a, b) for seed in range(300)
+                for a, b in noising._line_spans(text, len(text), random.Random(seed), inline)
+                if text[b:text.index("\n", a)].strip()]  # code after it on its line
+
+    shaped = inline_holes(1.0)
+    assert {"path, 'a'", "path"} <= {text[a:b] for a, b in shaped}
+    assert not any(cuts_a_word(a, b) for a, b in shaped)
+    # off (the default), part-of-line holes are cut at random characters
+    assert any(cuts_a_word(a, b) for a, b in inline_holes(0.0))
+
+
 def test_plausible_swaps_put_the_original_token_as_target(tok_dir: Path) -> None:
     tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
     vocab = noising.Vocab.of(tok)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fakes import CTX_BASE, VOCAB, TargetDenoiser, is_slot  # noqa: E402
+from fakes import CTX_BASE, NULL, VOCAB, TargetDenoiser, is_slot  # noqa: E402
 
 from infill.serve.protocol import Hello, Limits, Message, Welcome, decode_reply, pack  # noqa: E402
 from infill.serve.sockets import parse_address  # noqa: E402
@@ -47,8 +47,9 @@ TARGETS = {
 
 class WorkerFake(TargetDenoiser):
     """TargetDenoiser that also scores context (each context character is predicted as
-    itself, except those in `wrong`, predicted as another character) and may take
-    `delay` seconds per forward pass, like a real network."""
+    itself, except those in `wrong`, predicted as another character, or as `<null>`
+    where `wrong` maps it to "": a character that should go) and may take `delay`
+    seconds per forward pass, like a real network."""
 
     def __init__(self, targets: Sequence[str] | Mapping[str, str] | None = None, *,
                  delay: float = 0.0, wrong: Mapping[str, str] | None = None,
@@ -67,7 +68,8 @@ class WorkerFake(TargetDenoiser):
                 t = canvas[p]
                 if not is_slot(t):  # a context position: the fake's parent left it flat
                     ch = self.decode([t])
-                    guess = self.tok.encode(self.wrong.get(ch, ch))[0]
+                    want = self.wrong.get(ch, ch)
+                    guess = self.tok.encode(want)[0] if want else NULL
                     rows[r, CTX_BASE:] = math.log(0.01 / VOCAB)
                     rows[r, guess] = math.log(0.99)
         return out

@@ -132,8 +132,11 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
     rows = np.arange(len(chunk.tokens))
     seen = np.exp(x[rows, chunk.tokens] - log_z)  # (n,)
     sp = den.special
-    x[:, [sp.mask, sp.pad, sp.null]] = -np.inf  # the replacement is never a special token
-    x[rows, chunk.tokens] = -np.inf  # nor the written one
+    # the replacement is never mask or pad, nor the written token; it may be <null>: the
+    # model reads the token as one that should not be there (trained on inserted `not`s,
+    # model/swaps.py), and the fix deletes it
+    x[:, [sp.mask, sp.pad]] = -np.inf
+    x[rows, chunk.tokens] = -np.inf
     best = x.argmax(axis=-1)  # (n,)
     best_p = np.exp(x[rows, best] - log_z)
     scores: list[TokenScore] = []
@@ -143,9 +146,10 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
             continue
         # 1 - p in float64: a float32 1 - p is 1.0 for every p below 6e-8, and the
         # fixer's order (`preference`) divides by p
+        likely = "" if best[k] == sp.null else den.decode([int(best[k])])
         scores.append(TokenScore(chunk.start + s, chunk.start + e,
                                  text[chunk.start + s:chunk.start + e], 1.0 - float(seen[k]),
-                                 den.decode([int(best[k])]), float(best_p[k])))
+                                 likely, float(best_p[k])))
     return scores
 
 
@@ -218,12 +222,20 @@ def repair_plan(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScor
     model's likeliest other token there: the substitution the model was trained to undo,
     read with the wrong token in view, and no forward pass more. A token that is part of
     a longer word (`_widen`) has the whole word masked and re-denoised at its length
-    (exactly: given more slots the model writes content into all of them). On 100
+    (exactly: given more slots the model writes content into all of them). A token the
+    model would delete (`likely` "", a `not` where it does not belong) is deleted
+    (`_deletion`). On 100
     validation bug windows the substitution repaired 10, re-denoising the flagged word 4
     (docs/ARCHITECTURE.md, "Repair")."""
     spans: list[Span] = []
     decided: list[list[int] | None] = []
     for s, e, score in picked:
+        if not score.likely:  # the model would delete the token
+            gone = _deletion(den, text, score)
+            if gone is not None:
+                spans.append(gone[0])
+                decided.append(gone[1])
+                continue
         lead = len(score.text) - len(score.text.lstrip())
         ids = den.encode(score.likely) if "\ufffd" not in score.likely else []
         if (s, e) == (score.start + lead, score.end) and score.likely.strip() and ids:
@@ -233,6 +245,20 @@ def repair_plan(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScor
             spans.append(Span(s, e, length=max(1, len(den.encode(text[s:e]))), exact=True))
             decided.append(None)
     return spans, decided
+
+
+_NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s]+)")
+
+
+def _deletion(den: Denoiser, text: str, score: TokenScore) -> tuple[Span, list[int]] | None:
+    """The token deleted, as an exact span with its tokens decided (a span holds at least
+    one token): the token and the word after it (its whitespace included), rewritten as
+    that word alone; None when no word follows on the token's line."""
+    m = _NEXT_WORD.match(text, score.end)
+    if m is None or "\n" in m.group():
+        return None
+    ids = list(den.encode(text[score.end:m.end()]))
+    return Span(score.start, m.end(), length=len(ids), exact=True), ids
 
 
 def prepare_repair(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScore]],

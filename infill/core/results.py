@@ -104,6 +104,7 @@ class TokenScore:
     end: int
     text: str  # the token as written
     suspicion: float  # 1 - p(this token | everything else), in [0, 1]
-    likely: str  # the model's likeliest *other* token here (a hint, not a fix)
+    likely: str  # the model's likeliest *other* token here (a hint, not a fix); "": the
+    #              model reads the token as one that should not be there (delete it)
     p_likely: float = 0.0  # p(likely | everything else), in [0, 1]; 0.0: not known (a
     #                        score row from a worker older than this field)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 
 from infill.core.results import TokenScore
 
-DEFAULT_MIN_SUSPICION = 0.999  # 1 - p(written token) at least this
+DEFAULT_MIN_SUSPICION = 0.995  # 1 - p(written token) at least this
 DEFAULT_MIN_LIKELY = 0.9  # p(the likeliest other token) at least this
 
 
@@ -33,6 +33,13 @@ def preference(score: TokenScore) -> float:
     Rows without `p_likely` (0.0) fall back to the suspicion's order."""
     return (math.log(max(score.p_likely, 1e-30))
             - math.log(max(1.0 - score.suspicion, 1e-30)))
+
+
+def expectation(likely: str) -> str:
+    """What the model would write instead, for people: `likely` is the replacement
+    (`TokenScore.likely`), "" when the model would delete the token."""
+    return f"the model expects {likely.strip() or likely!r}" if likely else \
+        "the model would delete it"
 
 
 def worst_first(scores: Iterable[TokenScore],
