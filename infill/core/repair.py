@@ -247,7 +247,7 @@ def repair_plan(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScor
     return spans, decided
 
 
-_NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s]+)")
+_NEXT_WORD = re.compile(r"\s*(?:" + _WORD.pattern + ")")  # whitespace, then a `_WORD`
 
 
 def _deletion(den: Denoiser, text: str, score: TokenScore) -> tuple[Span, list[int]] | None:
