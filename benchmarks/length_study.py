@@ -41,7 +41,7 @@ from infill.core.spans import neutralise
 from model.loading import default_model_dir, load_denoiser
 
 
-def _null_profile(den, text: str, span: infill.Span, options) -> list[float]:
+def null_profile(den, text: str, span: infill.Span, options) -> list[float]:
     """log p(<null>) of each slot in the first pass over the default allocation."""
     fill = prepare_fill(text, [span], denoiser=den, options=options, rewrite=True,
                         parse_text=neutralise(text, [span]))
@@ -104,7 +104,7 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
         true_len = len(den.encode(ex.truth))
         own = _decode(den, ex.text, infill.Span(ex.start, ex.end,
                                                 length=options.default_span_tokens), options)
-        null_lp = _null_profile(den, ex.text, infill.Span(
+        null_lp = null_profile(den, ex.text, infill.Span(
             ex.start, ex.end, length=options.default_span_tokens), options)
         cands = {}
         for L in sorted(set(lengths) | {true_len}):

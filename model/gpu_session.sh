@@ -2,10 +2,14 @@
 # One GPU lease of training, run through the `device` tool from the repository root
 # (docs/TRAINING.md, "Training on a lent GPU"). The corpus travels compressed in .gpu/
 # (ignored by git, named in the call's `carry`):
-#   .gpu/train.jsonl.xz  .gpu/valid.jsonl  .gpu/test.jsonl  .gpu/tokenizer.json  .gpu/whl/
+#   .gpu/train.jsonl.xz  .gpu/valid.jsonl[.xz]  and, each optional: .gpu/test.jsonl[.xz]
+#   .gpu/tokenizer.json  .gpu/whl/ (tree-sitter wheels for `eval`)  .gpu/init/ (the weights
+#   to start from, packed to int8 by `python -m model.travel pack`: pass --init-from /tmp/init)
 #
 #   bash model/gpu_session.sh start MINUTES [model.train args]  # unpack, launch (setsid), return
 #   bash model/gpu_session.sh wait SECONDS   # follow the run, then copy its export to $OUT
+#   bash model/gpu_session.sh run MINUTES DEADLINE [args]  # both in one call: start, then
+#       copy each new export to $OUT until the run ends or DEADLINE seconds have passed
 #   bash model/gpu_session.sh eval           # held-out eval of the export on the GPU, to $OUT
 #
 # The run lives in /tmp/run on the machine and survives between calls while the machine is
@@ -19,9 +23,17 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
 
 unpack() {
     mkdir -p "$CORPUS" "$OUT"
-    [ -s "$CORPUS/train.jsonl" ] || xz -dc .gpu/train.jsonl.xz > "$CORPUS/train.jsonl"
-    cp .gpu/valid.jsonl .gpu/test.jsonl "$CORPUS/"
-    if ! python3 -c "import tree_sitter_python" 2>/dev/null; then
+    [ -s "$CORPUS/train.jsonl" ] || xz -T0 -dc .gpu/train.jsonl.xz > "$CORPUS/train.jsonl"
+    for split in valid test; do
+        if [ -f ".gpu/$split.jsonl.xz" ]; then xz -dc ".gpu/$split.jsonl.xz" > "$CORPUS/$split.jsonl"
+        elif [ -f ".gpu/$split.jsonl" ]; then cp ".gpu/$split.jsonl" "$CORPUS/"; fi
+    done
+    if [ -d .gpu/init ] && [ ! -d /tmp/init ]; then
+        python3 -m model.travel unpack .gpu/init /tmp/init
+        # the tokenizer travels once, with the tracked model/weights
+        [ -f /tmp/init/tokenizer.json ] || cp model/weights/tokenizer.json /tmp/init/
+    fi
+    if [ -d .gpu/whl ] && ! python3 -c "import tree_sitter_python" 2>/dev/null; then
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
             --upgrade --target /tmp/site .gpu/whl/*.whl
     fi
@@ -34,7 +46,9 @@ unpack() {
 launch() {  # launch MINUTES EXTRA_ARGS...: the run under setsid, logging to $RUN.log
     local minutes=$1; shift
     mkdir -p "$RUN"
-    setsid nohup python3 -m model.train --corpus "$CORPUS" --tokenizer .gpu/tokenizer.json \
+    local tokenizer=()
+    [ -f .gpu/tokenizer.json ] && tokenizer=(--tokenizer .gpu/tokenizer.json)
+    setsid nohup python3 -m model.train --corpus "$CORPUS" "${tokenizer[@]}" \
         --out "$RUN" --minutes "$minutes" --quiet "$@" >> "$RUN.log" 2>&1 < /dev/null &
     echo $! > "$RUN.pid"
 }
@@ -55,10 +69,10 @@ copy_export() {  # a snapshot that loads (an evaluation may be writing the expor
     ls -la "$OUT"
 }
 
-case "${1:-}" in
-start)
-    shift
-    minutes=$1; shift
+exported() { stat -c %Y "$RUN/export/model.safetensors" 2>/dev/null || echo 0; }
+
+start() {  # start MINUTES [args]
+    local minutes=$1; shift
     unpack
     # torch.compile first; if the run has not logged step 50 within 4 minutes (a compile
     # failure, or a hang), it starts again without
@@ -76,6 +90,30 @@ start)
         launch "$minutes" "$@"
     fi
     tail -5 "$RUN.log"
+}
+
+case "${1:-}" in
+start)
+    shift
+    start "$@"
+    ;;
+run)
+    shift
+    minutes=$1 deadline=$2; shift 2
+    start "$minutes" "$@"
+    copied=0
+    while [ $SECONDS -lt "$deadline" ] && alive; do
+        sleep 5
+        stamp=$(exported)
+        if [ "$stamp" != 0 ] && [ "$stamp" != "$copied" ]; then
+            sleep 2; copy_export > /dev/null; copied=$stamp
+            grep "^step .* valid" "$RUN.log" | tail -1
+        fi
+    done
+    grep -E "^(step|done|resumed|base|small)" "$RUN.log" | tail -40
+    alive && echo "--- deadline: the run is still going; the export is its last evaluation's"
+    alive || tail -5 "$RUN.log"
+    copy_export
     ;;
 wait)
     end=$((SECONDS + $2))
@@ -90,6 +128,6 @@ eval)
     cp "$RUN.log" "$OUT/train.log"
     ;;
 *)
-    echo "usage: $0 start MINUTES [args] | wait SECONDS | eval" >&2; exit 2
+    echo "usage: $0 start MINUTES [args] | wait SECONDS | run MINUTES DEADLINE [args] | eval" >&2; exit 2
     ;;
 esac

@@ -66,6 +66,10 @@ class NoiseConfig:
     # on the line: a bracket pair's contents, or a run of whole words (the others are cut
     # at random characters, and end at the line's end half the time)
     p_inline: float = 0.0
+    # share of all holes of these examples (of any kind) drawn first as an editor-shaped
+    # in-line hole where the chosen line has one: raises their share above the part-of-line
+    # kind's 30% (in-line holes were left unended: docs/TRAINING.md, "In-line holes")
+    p_inline_span: float = 0.0
     p_substitute: float = 0.5  # share of sequences with random-token substitution
     max_substitute: float = 0.15  # most of a sequence's clean tokens substituted
     p_identity: float = 0.05  # clean positions trained to predict themselves
@@ -173,10 +177,11 @@ def _inline_span(text: str, s: int, e: int, rng: random.Random) -> tuple[int, in
     return s + pieces[i][0], s + pieces[j][1]
 
 
-def _line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0
-                ) -> list[tuple[int, int]]:
+def _line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0,
+                inline_span: float = 0.0) -> list[tuple[int, int]]:
     """One to three non-overlapping character spans inside text[:limit]; `inline`: the
-    share of part-of-line spans cut as an editor cuts them (`_inline_span`)."""
+    share of part-of-line spans cut as an editor cuts them (`_inline_span`);
+    `inline_span`: the share of all spans first tried as such a cut."""
     lines: list[tuple[int, int]] = []  # (start, end) of each line's content, no newline
     pos = 0
     while pos < limit:
@@ -195,25 +200,35 @@ def _line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0
         i = rng.choice(candidates)
         s, e = lines[i]
         indent = len(text[s:e]) - len(text[s:e].lstrip())
-        kind = rng.random()
-        if kind < 0.45:  # a line's content after its indentation
-            span = (s + indent, e)
-        elif kind < 0.75:  # part of a line (a completion at the cursor, a rewritten call)
-            # no draw when off: the validation batches (and old recipes) keep their stream
-            shaped = (_inline_span(text, s + indent, e, rng)
-                      if inline and rng.random() < inline else None)
-            if shaped is not None:
-                span = shaped
-            else:  # cut at random characters
-                a = rng.randint(s + indent, e - 1)
-                b = rng.randint(a + 1, e) if rng.random() < 0.5 else e
-                span = (a, b)
-        else:  # 2-8 whole lines from the first one's indentation
-            j = min(len(lines) - 1, i + rng.randint(1, 7))
-            span = (s + indent, lines[j][1])
+        # no draw when off, as for `inline` below
+        span = (_inline_span(text, s + indent, e, rng)
+                if inline_span and rng.random() < inline_span else None)
+        if span is None:
+            span = _span_of_kind(text, lines, i, indent, rng, inline)
         if all(span[1] <= a or span[0] >= b for a, b in spans) and span[0] < span[1]:
             spans.append(span)
     return sorted(spans)
+
+
+def _span_of_kind(text: str, lines: list[tuple[int, int]], i: int, indent: int,
+                  rng: random.Random, inline: float) -> tuple[int, int]:
+    """A span on line i: its content, part of it, or it and up to 7 lines after it."""
+    s, e = lines[i]
+    kind = rng.random()
+    if kind < 0.45:  # a line's content after its indentation
+        return s + indent, e
+    if kind < 0.75:  # part of a line (a completion at the cursor, a rewritten call)
+        # no draw when off: the validation batches (and old recipes) keep their stream
+        shaped = (_inline_span(text, s + indent, e, rng)
+                  if inline and rng.random() < inline else None)
+        if shaped is not None:
+            return shaped
+        a = rng.randint(s + indent, e - 1)  # cut at random characters
+        b = rng.randint(a + 1, e) if rng.random() < 0.5 else e
+        return a, b
+    # 2-8 whole lines from the first one's indentation
+    j = min(len(lines) - 1, i + rng.randint(1, 7))
+    return s + indent, lines[j][1]
 
 
 def _allocation(n: int, cfg: NoiseConfig, rng: random.Random) -> int:
@@ -249,7 +264,7 @@ def _variable_example(
     # Place holes in the first 3/4 of what fits, so that suffix context stays visible.
     limit_tok = min(len(enc.ids), seq_len) * 3 // 4
     limit = enc.offsets[max(0, limit_tok - 1)][1]
-    spans = _line_spans(text, limit, rng, cfg.p_inline)
+    spans = _line_spans(text, limit, rng, cfg.p_inline, cfg.p_inline_span)
     if not spans:
         return None
     ids: list[int] = []

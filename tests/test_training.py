@@ -406,6 +406,24 @@ def test_editor_shaped_inline_holes_keep_code_after_them_on_their_line() -> None
     assert any(cuts_a_word(a, b) for a, b in inline_holes(0.0))
 
 
+def test_inline_span_makes_editor_shaped_in_line_holes_of_any_kind_and_draws_nothing_off(
+) -> None:
+    text = "def f(path):\n    return os.path.join(path, 'a') + suffix\n"
+    body = text.index("return")
+    forced = [sp for seed in range(200)
+              for sp in noising._line_spans(text, len(text), random.Random(seed), 0.0, 1.0)]
+    # every hole on the body line ends before code on its line, at whole words
+    on_body = [(a, b) for a, b in forced if a >= body]
+    assert on_body and all(text[b:text.index("\n", a)].strip() for a, b in on_body)
+    assert "path, 'a'" in {text[a:b] for a, b in on_body}  # a call's arguments
+    # off (the default), the spans and the generator's stream are as before
+    for seed in range(50):
+        r1, r2 = random.Random(seed), random.Random(seed)
+        assert noising._line_spans(text, len(text), r1, 0.5) == \
+            noising._line_spans(text, len(text), r2, 0.5, 0.0)
+        assert r1.random() == r2.random()
+
+
 def test_plausible_swaps_put_the_original_token_as_target(tok_dir: Path) -> None:
     tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
     vocab = noising.Vocab.of(tok)
