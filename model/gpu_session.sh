@@ -7,7 +7,7 @@
 #   to start from, packed to int8 by `python -m model.travel pack`: pass --init-from /tmp/init)
 #
 #   bash model/gpu_session.sh start MINUTES [model.train args]  # unpack, launch (setsid), return
-#   bash model/gpu_session.sh wait SECONDS   # follow the run, then copy its export to $OUT
+#   bash model/gpu_session.sh wait SECONDS   # follow the run, copying each new export to $OUT
 #   bash model/gpu_session.sh run MINUTES DEADLINE [args]  # both in one call: start, then
 #       copy each new export to $OUT until the run ends or DEADLINE seconds have passed
 #   bash model/gpu_session.sh eval           # held-out eval of the export on the GPU, to $OUT
@@ -92,6 +92,23 @@ start() {  # start MINUTES [args]
     tail -5 "$RUN.log"
 }
 
+follow() {  # follow END: until the run ends or $SECONDS reaches END, copying each new
+    # export to $OUT as it is written (a call cut short still returns the last one)
+    local end=$1 copied=0 stamp
+    while [ $SECONDS -lt "$end" ] && alive; do
+        sleep 5
+        stamp=$(exported)
+        if [ "$stamp" != 0 ] && [ "$stamp" != "$copied" ]; then
+            sleep 2; copy_export > /dev/null; copied=$stamp
+            grep "^step .* valid" "$RUN.log" | tail -1
+        fi
+    done
+    grep -E "^(step|done|resumed|base|small)" "$RUN.log" | tail -40
+    alive && echo "--- the run is still going; the export is its last evaluation's"
+    alive || tail -20 "$RUN.log"
+    copy_export
+}
+
 case "${1:-}" in
 start)
     shift
@@ -101,26 +118,10 @@ run)
     shift
     minutes=$1 deadline=$2; shift 2
     start "$minutes" "$@"
-    copied=0
-    while [ $SECONDS -lt "$deadline" ] && alive; do
-        sleep 5
-        stamp=$(exported)
-        if [ "$stamp" != 0 ] && [ "$stamp" != "$copied" ]; then
-            sleep 2; copy_export > /dev/null; copied=$stamp
-            grep "^step .* valid" "$RUN.log" | tail -1
-        fi
-    done
-    grep -E "^(step|done|resumed|base|small)" "$RUN.log" | tail -40
-    alive && echo "--- deadline: the run is still going; the export is its last evaluation's"
-    alive || tail -5 "$RUN.log"
-    copy_export
+    follow "$deadline"
     ;;
 wait)
-    end=$((SECONDS + $2))
-    while [ $SECONDS -lt $end ] && alive; do sleep 10; done
-    grep -E "^(step|done|resumed|base|small)" "$RUN.log" | tail -12
-    alive || tail -20 "$RUN.log"
-    copy_export
+    follow $((SECONDS + $2))
     ;;
 eval)
     python3 -m benchmarks.eval_model --model "$RUN/export" --corpus "$CORPUS" \
