@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 
 from infill.core.results import TokenScore
 
-DEFAULT_MIN_SUSPICION = 0.995  # 1 - p(written token) at least this
-DEFAULT_MIN_LIKELY = 0.95  # p(the likeliest other token) at least this
+DEFAULT_MIN_SUSPICION = 0.998  # 1 - p(written token) at least this
+DEFAULT_MIN_LIKELY = 0.9  # p(the likeliest other token) at least this
 
 
 def preference(score: TokenScore) -> float:
