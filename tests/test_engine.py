@@ -171,6 +171,65 @@ def test_exact_length_forbids_null_and_growth():
     assert r.stats.grown == 0
 
 
+# -- in-line holes end where the fill writes the code after them (infill/core/echo.py) --
+
+
+def test_an_in_line_fill_ends_where_it_writes_the_rest_of_its_line_again():
+    # the model wrote the arguments, then the `)` that follows the hole, then new lines
+    d = TargetDenoiser(["a, b)\ny = 2"], confidence=0.99)
+    r = fill_text("x = f(<mask>)\ny = 2\n", denoiser=d)
+    assert r.text == "x = f(a, b)\ny = 2\n"
+    assert r.fills[0].text == "a, b" and r.stats.tokens == 4
+    _check_consistent(r)
+
+
+def test_an_echo_before_a_crlf_line_break_is_cut_too():
+    d = TargetDenoiser(["a, b) + 1\r\ny"], confidence=0.99)
+    r = fill_text("x = f(<mask>) + 1\r\ny = 2\r\n", denoiser=d)
+    assert r.text == "x = f(a, b) + 1\r\ny = 2\r\n"
+
+
+def test_a_fill_that_echoes_is_not_grown():
+    # four slots hold "a)\nz": the fill has ended; growing it would only add what is cut
+    d = TargetDenoiser(["a)\nzzzzzzzzzzzz"], confidence=0.99)
+    r = fill_text("x = f(<mask:4>)\n", denoiser=d, grow=4)
+    assert r.text == "x = f(a)\n" and r.stats.grown == 0
+    # without the echo the same allocation grows
+    d = TargetDenoiser(["a, bzzzzzzzzzzz"], confidence=0.99)
+    assert fill_text("x = f(<mask:4>)\n", denoiser=d, grow=4).stats.grown > 0
+
+
+@pytest.mark.parametrize(("text", "target"), [
+    ("x = f(<mask>)\n", "g(y)"),  # a nested call on one line: its `)` is no echo
+    ("def f():\n    <mask>\n    return 1\n", "x = 1\n    return 1"),  # nothing after it
+    ("x = f(<mask>)\n", "a\n    b"),  # a line break, but the fill never writes `)`
+])
+def test_fills_that_do_not_echo_are_kept(text, target):
+    r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99))
+    assert r.fills[0].text == target
+
+
+def test_an_exact_length_is_never_cut():
+    d = TargetDenoiser(["a)\nb"], confidence=0.99)
+    r = fill_text("x = f(<mask:4>)\n", denoiser=d, exact_length=True)
+    assert r.fills[0].text == "a)\nb"
+
+
+def test_holes_on_one_line_echo_up_to_the_next_hole():
+    d = TargetDenoiser(["a,\nzz", "b) + 1\nzz"], confidence=0.99)
+    r = fill_text("y = f(<mask>, <mask>) + 1\n", denoiser=d)
+    assert r.text == "y = f(a, b) + 1\n"
+
+
+def test_a_checked_fill_is_checked_as_cut():
+    # the cut fill passes the line check: no alternatives are decoded
+    d = TargetDenoiser(["values)\nvalues"], confidence=0.99)
+    r = fill_text("values = 1\nx = f(<mask>)\n", denoiser=d, checks="line,parse",
+                  candidates=2)
+    assert r.text == "values = 1\nx = f(values)\n"
+    assert r.stats.candidates == 0 and r.stats.rejected == 0
+
+
 def test_exact_span_via_fill_spans():
     d = TargetDenoiser(["abcdefgh"], confidence=0.99)
     r = fill_spans("x = 12", [Span(4, 6, length=3, exact=True)], denoiser=d)

@@ -56,6 +56,7 @@ from model.denoiser import SpecialIds
 # (span index, fill text) of every span -> the problems of that combination
 Check = Callable[[list[str]], list[Problem]]
 Decode = Callable[[int, list[int]], str]  # (span index, tokens) -> text; DenoiserError
+Ended = Callable[[int, list[int]], bool]  # (span index, tokens) -> ended without a null
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,9 @@ class CandidateJob:
 
     def __init__(self, canvases: Sequence[Canvas], options: SamplerOptions, *,
                  special: SpecialIds, vocab_size: int, decode: Decode, check: Check,
-                 neutral: list[str]) -> None:
+                 neutral: list[str], ended: Ended | None = None) -> None:
         self.options = options
+        self.ended = ended
         self.special = special
         self.vocab_size = vocab_size
         self._decode = decode
@@ -84,7 +86,8 @@ class CandidateJob:
         self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
                        if options.lengths > 1 else set())
         self._alts: list[tuple[int, int]] = []  # per alternative canvas: (window, k)
-        self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size)
+        self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size,
+                                  ended=ended)
         self.rounds = [self.primary]
         # scoring pass: (canvas, k, rows), rows: (span, canvas positions of its fill)
         self._scoring: list[tuple[Canvas, int, list[tuple[int, list[int]]]]] | None = None
@@ -207,7 +210,7 @@ class CandidateJob:
                 self._decide()
                 return
             self.rounds.append(DenoiseJob(alts, self.options, special=self.special,
-                                          vocab_size=self.vocab_size))
+                                          vocab_size=self.vocab_size, ended=self.ended))
             return
         self._judge()
         if not self._scoring:
@@ -332,7 +335,8 @@ def _kept(s: SpanSlots) -> SpanSlots:
 
 def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[Canvas],
                 options: SamplerOptions, *, special: SpecialIds, vocab_size: int,
-                decode: Decode, language: str | None, kinds: Sequence[str]) -> CandidateJob:
+                decode: Decode, language: str | None, kinds: Sequence[str],
+                ended: Ended | None = None) -> CandidateJob:
     """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
     with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
 
@@ -341,4 +345,5 @@ def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[
         return check_fills(before, after, ranges, filled, language=language, kinds=kinds)
 
     return CandidateJob(canvases, options, special=special, vocab_size=vocab_size,
-                        decode=decode, check=check, neutral=[before[a:b] for a, b in ranges])
+                        decode=decode, check=check, neutral=[before[a:b] for a, b in ranges],
+                        ended=ended)

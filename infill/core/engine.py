@@ -24,6 +24,7 @@ from typing import Any
 from infill.core.candidates import CandidateJob, checked_job
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
 from infill.core.diff import minimal_edits
+from infill.core.echo import cut_echo, echo_keys, echoes
 from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
 from infill.core.limits import fill_limits, ids_with
 from infill.core.options import SamplerOptions
@@ -58,9 +59,10 @@ class PreparedFill:
 
     def __init__(self, text: str, spans: list[Span], windows: list[Window],
                  job: DenoiseJob | CandidateJob, denoiser: Denoiser, *, rewrite: bool,
-                 started: float) -> None:
+                 started: float, keys: list[str]) -> None:
         self.text = text
         self.spans = spans
+        self.keys = keys  # per span: the code after it on its line (infill/core/echo.py)
         self.windows = windows
         self.job = job
         self.denoiser = denoiser
@@ -108,7 +110,8 @@ class PreparedFill:
             if ids is None:
                 fills.append(SpanFill(span, self.text[span.start:span.end], 0, why[i]))
                 continue
-            text, n = valid_text(ids, self.denoiser.decode, REPLACEMENT in self.text, i)
+            text, n = fill_text_of(ids, self.denoiser.decode, REPLACEMENT in self.text, i,
+                                   self.keys[i])
             fills.append(SpanFill(span, text, n))
         return fills
 
@@ -161,6 +164,18 @@ def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool
         raise DenoiserError(f"the model's tokens for span {index + 1} are not valid UTF-8; "
                             "nothing was changed")
     return text, len(ids)
+
+
+def fill_text_of(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
+                 index: int, key: str) -> tuple[str, int]:
+    """`valid_text`, cut where the fill writes `key` (the code after its span on the
+    span's line) again (infill/core/echo.py); the count is of the tokens kept."""
+    text, n = valid_text(ids, decode, allowed, index)
+    cut = cut_echo(text, key)
+    if cut == text:
+        return text, n
+    kept = next(k for k in range(n + 1) if len(decode(ids[:k]) if k else "") >= len(cut))
+    return cut, kept
 
 
 @dataclass(frozen=True)
@@ -227,18 +242,22 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
 
 
 def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
-         denoiser: Denoiser, options: SamplerOptions, language: str | None
+         denoiser: Denoiser, options: SamplerOptions, language: str | None, keys: list[str]
          ) -> DenoiseJob | CandidateJob:
     """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
     (infill/core/candidates.py)."""
+    # a span whose fill already writes the code after it again has ended: no growth
+    ended = ((lambda i, ids: echoes(denoiser.decode(ids), keys[i]) if keys[i] else False)
+             if any(keys) else None)
     if not options.check_kinds and options.lengths == 1:
         return DenoiseJob(canvases, options, special=denoiser.special,
-                          vocab_size=denoiser.vocab_size)
+                          vocab_size=denoiser.vocab_size, ended=ended)
     allowed = REPLACEMENT in text
     return checked_job(text, before, [(s.start, s.end) for s in spans], canvases, options,
                        special=denoiser.special, vocab_size=denoiser.vocab_size,
-                       decode=lambda i, ids: valid_text(ids, denoiser.decode, allowed, i)[0],
-                       language=language, kinds=options.check_kinds)
+                       decode=lambda i, ids: fill_text_of(ids, denoiser.decode, allowed, i,
+                                                          keys[i])[0],
+                       language=language, kinds=options.check_kinds, ended=ended)
 
 
 def prepare_fill(
@@ -295,10 +314,11 @@ def prepare_fill(
                         forbidden=[forbidden.get(chars, ()) for chars in limits],
                         decided=chosen)
                 for w in windows]
+    keys = echo_keys(text, ordered, [a.exact for a in allocs])
     job = _job(text, parse_text if parse_text is not None else text, ordered, canvases,
-               denoiser=denoiser, options=options, language=language)
+               denoiser=denoiser, options=options, language=language, keys=keys)
     return PreparedFill(text, ordered, windows, job, denoiser, rewrite=rewrite,
-                        started=started)
+                        started=started, keys=keys)
 
 
 def prepare_holes(

@@ -21,7 +21,8 @@ One step of one canvas:
    best content token is committed too, and a span whose masked slots all predict null
    is closed in the same pass (the model says the fill has ended).
 3. Grow: a span (not exact) whose slots are all committed with no null may be too short; it
-   gets `grow` more masked slots at its end, up to `max_span_tokens`. If the canvas is full,
+   gets `grow` more masked slots at its end, up to `max_span_tokens`, unless `ended` says
+   its fill has ended anyway (it writes the code after it again). If the canvas is full,
    context at its outer ends is dropped to make room; if there is none left, it stays.
 4. Stop: a canvas is done when no slot is masked, and, with remasking, one more pass found
    nothing to remask (the fill is stable).
@@ -40,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from infill.core.canvas import Canvas, Slot, SpanSlots
+from infill.core.canvas import Canvas, Slot, SpanSlots, fill_ids
 from infill.core.ends import close_ended, with_content
 from infill.core.errors import DenoiserError
 from infill.core.options import SamplerOptions
@@ -85,6 +86,9 @@ class DenoiseJob:
         options: validated sampler options (order, threshold, steps cap, remasking...).
         special: the denoiser's special ids (mask, null, pad).
         vocab_size: width of the logits rows.
+        ended: (span index, the span's tokens, nulls dropped) -> True when a span that
+            filled up without a null has ended anyway (its fill writes the code after
+            it again: infill/core/echo.py); such a span is not grown.
 
     Attributes: `steps` (calls to advance), `nfe` (forward passes: canvases scored),
     `scored` (logit rows requested), `remasks`, `trace` (one StepRecord per canvas step).
@@ -97,8 +101,10 @@ class DenoiseJob:
         *,
         special: SpecialIds,
         vocab_size: int,
+        ended: Callable[[int, list[int]], bool] | None = None,
     ) -> None:
         self.canvases = list(canvases)
+        self.ended = ended
         self.options = options
         self.special = special
         self.vocab_size = vocab_size
@@ -324,6 +330,7 @@ class DenoiseJob:
                 or len(span.ids) >= span.cap
                 or sp.mask in span.ids
                 or sp.null in span.ids
+                or (self.ended is not None and self.ended(span.index, fill_ids(span.ids, sp)))
             ):
                 continue
             n_new = canvas.make_room(min(o.grow, span.cap - len(span.ids)))

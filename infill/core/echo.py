@@ -1,0 +1,68 @@
+"""Where a fill writes the code after its hole again, the fill has ended before it.
+
+    keys = echo_keys(text, spans, exact)   # per span: the code after it on its line
+    fill = cut_echo(fill, keys[i])         # the fill up to where it writes that code again
+
+The model ends an in-line hole badly: between `f(` and `)` it puts almost no weight on
+`<null>` where the arguments end (benchmarks/inline_ends.py: 0.003 on average), so it
+writes the arguments, then the `)` and the rest of the line that follow the hole anyway,
+then new lines of code, until growth stops at its cap:
+
+    hole:  requests.get(<mask>)            fill:  url, timeout=5)\\n    resp.raise_for_status(
+                                                  ^^^^^^^^^^^^^^ what was meant
+
+The code after the hole on its line is the end the model could not find; where the fill
+writes it, followed by a line break, is where the fill ends (an autoregressive
+fill-in-the-middle model's outputs are cut the same way when they reach the suffix). So:
+
+- `echo_keys`: for each span that has code after it on its line (up to the next span on
+  that line), that code, stripped; '' for a span without (a whole-line hole, the end of the
+  text) and for a span of exact length (its length is the caller's, not the model's);
+- `cut_echo`: the fill up to the first place where it writes its key and then a line
+  break; a fill without a line break is never cut (`g(x)` for `f(<hole>)` is a nested
+  call, not an echo of `)`). The engine cuts every fill it returns and every candidate
+  it checks (infill/core/engine.py);
+- `echoes`: whether a fill already holds its echo: the sampler does not grow such a span
+  (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
+
+Measured in docs/ARCHITECTURE.md, "Length: in-line holes end where they echo".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from infill.core.spans import Span
+
+
+def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[str]:
+    """Per span (sorted, disjoint, as the engine holds them): the code after it on its
+    line, up to the line's end or the next span's start, stripped; '' when there is none
+    or the span's length is exact (`exact`, per span)."""
+    keys = []
+    for i, (span, fixed) in enumerate(zip(spans, exact, strict=True)):
+        line_end = text.find("\n", span.end)
+        stop = len(text) if line_end < 0 else line_end
+        if i + 1 < len(spans):
+            stop = min(stop, spans[i + 1].start)
+        keys.append("" if fixed else text[span.end:stop].strip())
+    return keys
+
+
+def _echo(key: str) -> re.Pattern[str]:
+    return re.compile(re.escape(key) + r"[ \t]*\r?\n")
+
+
+def cut_echo(fill: str, key: str) -> str:
+    """`fill` up to the first place where it writes `key` followed by a line break;
+    `fill` itself when it does not (or when `key` is '')."""
+    if not key or "\n" not in fill:
+        return fill
+    m = _echo(key).search(fill)
+    return fill if m is None else fill[:m.start()]
+
+
+def echoes(fill: str, key: str) -> bool:
+    """Whether `cut_echo` would cut `fill`."""
+    return bool(key) and "\n" in fill and _echo(key).search(fill) is not None
