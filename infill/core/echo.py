@@ -25,7 +25,8 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
 - `echoes`: whether a fill already holds its echo: the sampler does not grow such a span
   (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
 
-Measured in docs/ARCHITECTURE.md, "Length: in-line holes end where they echo".
+Measured in docs/ARCHITECTURE.md, "In-line holes end where they echo" (test, a call's
+arguments: exact match 1.0% -> 27.0% with the same weights).
 """
 
 from __future__ import annotations
