@@ -65,6 +65,7 @@ TARGETS = {
     "def multi():\n    ": "a = 1\n    return a",
     "name = ": "'ada'",
     "x = fo": "o(1)",
+    "args = run(": "a, b)\nnext",  # writes the `)` after the cursor again
     "SLOW = ": "x" * 40,  # 41 passes of SLOW_PASS seconds
     'SLOW_DOC():\n    """': "y" * 40,
 }

@@ -58,6 +58,19 @@ def test_inline_completion_is_one_line_at_the_cursor(worker):
     run(go())
 
 
+def test_an_in_line_completion_ends_before_the_code_it_writes_again(worker):
+    text = "args = run()\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "echo.py", text)
+            (item,) = await inline(client, uri, pos(0, 11))
+            # the fake writes "a, b)\nnext": the `)` is the one after the cursor
+            assert item.insert_text == "a, b"
+
+    run(go())
+
+
 def test_inline_completion_on_an_empty_line_spans_lines(worker):
     text = "def multi():\n    \n"
 
