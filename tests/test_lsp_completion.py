@@ -58,27 +58,18 @@ def test_inline_completion_is_one_line_at_the_cursor(worker):
     run(go())
 
 
-def test_an_in_line_completion_ends_before_the_code_it_writes_again(worker):
-    text = "args = run()\n"
-
+@pytest.mark.parametrize(("text", "at", "expected"), [
+    # the fake writes "a, b)\nnext": the `)` is the one after the cursor, not the fill's
+    ("args = run()\n", pos(0, 11), "a, b"),
+    # on an empty line (the next line of a block) the completion may span lines
+    ("def multi():\n    \n", pos(1, 4), "a = 1\n    return a"),
+], ids=["in-line: ends before the code it writes again", "empty line: spans lines"])
+def test_inline_completion_offers(worker, text, at, expected):
     async def go():
         async with lsp(worker) as (client, _):
-            uri = open_doc(client, "echo.py", text)
-            (item,) = await inline(client, uri, pos(0, 11))
-            # the fake writes "a, b)\nnext": the `)` is the one after the cursor
-            assert item.insert_text == "a, b"
-
-    run(go())
-
-
-def test_inline_completion_on_an_empty_line_spans_lines(worker):
-    text = "def multi():\n    \n"
-
-    async def go():
-        async with lsp(worker) as (client, _):
-            uri = open_doc(client, "multi.py", text)
-            (item,) = await inline(client, uri, pos(1, 4))
-            assert item.insert_text == "a = 1\n    return a"
+            uri = open_doc(client, "offers.py", text)
+            (item,) = await inline(client, uri, at)
+            assert item.insert_text == expected
 
     run(go())
 
