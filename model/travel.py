@@ -33,9 +33,10 @@ def quantize(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q.reshape(t.shape), scale.squeeze(1)
 
 
-def dequantize(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """float32 values of int8 `q` with its per-group `scale` (what `quantize` returned)."""
     groups = q.float().reshape(-1, GROUP) * scale.float().unsqueeze(1)
-    return groups.reshape(q.shape).to(dtype)
+    return groups.reshape(q.shape)
 
 
 def packable(t: torch.Tensor) -> bool:
@@ -67,7 +68,7 @@ def unpack(src: Path, dst: Path) -> None:
             continue
         if name.endswith(".q"):
             base = name.removesuffix(".q")
-            out[base] = dequantize(t, packed[f"{base}.scale"], torch.float32)
+            out[base] = dequantize(t, packed[f"{base}.scale"])
         else:
             out[name] = t.float() if t.is_floating_point() else t
     dst.mkdir(parents=True, exist_ok=True)

@@ -110,7 +110,7 @@ class PreparedFill:
             if ids is None:
                 fills.append(SpanFill(span, self.text[span.start:span.end], 0, why[i]))
                 continue
-            text, n = fill_text_of(ids, self.denoiser.decode, REPLACEMENT in self.text, i,
+            text, n = decoded_fill(ids, self.denoiser.decode, REPLACEMENT in self.text, i,
                                    self.keys[i])
             fills.append(SpanFill(span, text, n))
         return fills
@@ -166,7 +166,7 @@ def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool
     return text, len(ids)
 
 
-def fill_text_of(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
+def decoded_fill(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
                  index: int, key: str) -> tuple[str, int]:
     """`valid_text`, cut where the fill writes `key` (the code after its span on the
     span's line) again (infill/core/echo.py); the count is of the tokens kept."""
@@ -255,7 +255,7 @@ def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
     allowed = REPLACEMENT in text
     return checked_job(text, before, [(s.start, s.end) for s in spans], canvases, options,
                        special=denoiser.special, vocab_size=denoiser.vocab_size,
-                       decode=lambda i, ids: fill_text_of(ids, denoiser.decode, allowed, i,
+                       decode=lambda i, ids: decoded_fill(ids, denoiser.decode, allowed, i,
                                                           keys[i])[0],
                        language=language, kinds=options.check_kinds, ended=ended)
 
