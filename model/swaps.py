@@ -72,42 +72,21 @@ class PlausibleSwaps:
         # " not", " in", " is" (None where the vocabulary splits them: no negations)
         self.not_id = self.id_of.get(" not")
         self._in_id, self._is_id = self.id_of.get(" in"), self.id_of.get(" is")
-
-    def _whole_word(self, ids: list[int], i: int) -> bool:
-        """Token i is not glued to a word (or a dot) on either side."""
-        before = self.text[ids[i - 1]][-1:] if i > 0 else ""
-        after = self.text[ids[i + 1]][:1] if i + 1 < len(ids) else ""
-        glued_before = not self.text[ids[i]].startswith(" ") and _gluey(before)
-        return not glued_before and not _gluey(after)
+        # per id, what the whole-word and spacing tests read of a token's text, looked up
+        # once here (the data loader's hot loop: `pick` runs on every training row)
+        self._glue_first = [_gluey(t[:1]) for t in self.text]
+        self._glue_last = [_gluey(t[-1:]) for t in self.text]
+        self._spaced = [t.startswith(" ") for t in self.text]
+        self._spaced_or_nl = [t.startswith((" ", "\n")) for t in self.text]
 
     def _spaced_after(self, ids: list[int], i: int) -> bool:
-        return i + 1 < len(ids) and self.text[ids[i + 1]].startswith((" ", "\n"))
+        return i + 1 < len(ids) and self._spaced_or_nl[ids[i + 1]]
 
     def candidates(self, ids: list[int], allowed: list[bool]) -> dict[str, list[tuple[int, int]]]:
         """Every swap the row allows, by kind: (position, replacement id)."""
-        out: dict[str, list[tuple[int, int]]] = {k: [] for k in KINDS}
-        row_names: dict[str, set[str]] = {}
-        for i, tid in enumerate(ids):
-            if tid in self.names and self._whole_word(ids, i):
-                lead, bare = self.names[tid]
-                row_names.setdefault(lead, set()).add(bare)
-        for i, tid in enumerate(ids):
-            if not allowed[i]:
-                continue
-            hit = self.table.get(tid)
-            if hit is not None and self._spaced_after(ids, i):
-                out[hit[0]].append((i, hit[1]))
-                continue
-            if tid in self.names and self._whole_word(ids, i):
-                lead, bare = self.names[tid]
-                for other in sorted(row_names.get(lead, ())):
-                    new = self.id_of.get(lead + other)
-                    if other != bare and new is not None:
-                        out["name"].append((i, new))
-                continue
-            if tid in self.numbers and self._whole_word(ids, i):
-                out["number"] += [(i, new) for new in self.numbers[tid]]
-        return out
+        return {kind: [(pos, new) for pos, news, skip in sites
+                       for k, new in enumerate(news) if k != skip]
+                for kind, sites in self._sites(ids, allowed).items()}
 
     def negations(self, ids: list[int], allowed: list[bool]) -> list[int]:
         """Where a ` not` can be inserted as a bug: before a spaced ` in` (`x not in y`)
@@ -124,17 +103,70 @@ class PlausibleSwaps:
 
         return [i for i, tid in enumerate(ids) if spot(i, tid)]
 
+    def _sites(self, ids: list[int], allowed: list[bool]
+               ) -> dict[str, list[tuple[int, list[int], int]]]:
+        """`candidates` without spelling out every name swap: per kind, per position in
+        order, (position, replacement ids, the one to skip or -1); a name's replacements
+        are the row's names of its lead (one list shared by all of them) less its own."""
+        n = len(ids)
+        glue_first, glue_last, spaced = self._glue_first, self._glue_last, self._spaced
+
+        def whole(i: int) -> bool:
+            glued_before = i > 0 and not spaced[ids[i]] and glue_last[ids[i - 1]]
+            return not glued_before and not (i + 1 < n and glue_first[ids[i + 1]])
+
+        names, table, numbers = self.names, self.table, self.numbers
+        name_at = [i for i, tid in enumerate(ids) if tid in names and whole(i)]
+        row_names: dict[str, set[str]] = {}
+        for i in name_at:
+            lead, bare = names[ids[i]]
+            row_names.setdefault(lead, set()).add(bare)
+        # per lead: the row's names that are one token with it, in order, and where each is
+        replacements: dict[str, list[int]] = {}
+        place: dict[str, dict[str, int]] = {}
+        for lead, bare in row_names.items():
+            found = [(other, self.id_of.get(lead + other)) for other in sorted(bare)]
+            kept = [(other, new) for other, new in found if new is not None]
+            replacements[lead] = [new for _, new in kept]
+            place[lead] = {other: k for k, (other, _) in enumerate(kept)}
+        out: dict[str, list[tuple[int, list[int], int]]] = {k: [] for k in KINDS}
+        name_set = set(name_at)
+        for i, tid in enumerate(ids):
+            if not allowed[i]:
+                continue
+            hit = table.get(tid)
+            if hit is not None and self._spaced_after(ids, i):
+                out[hit[0]].append((i, [hit[1]], -1))
+                continue
+            if i in name_set:
+                lead, bare = names[tid]
+                out["name"].append((i, replacements[lead], place[lead].get(bare, -1)))
+                continue
+            if tid in numbers and whole(i):
+                out["number"].append((i, numbers[tid], -1))
+        return out
+
     def pick(self, ids: list[int], allowed: list[bool], n: int, rng: random.Random
              ) -> list[tuple[int, int]]:
         """Up to `n` swaps at distinct positions, the kind drawn evenly among those the row
-        has (so the rare operator and comparison swaps are not drowned by names)."""
-        found = self.candidates(ids, allowed)
+        has (so the rare operator and comparison swaps are not drowned by names), then a
+        swap drawn evenly among the kind's: the draws of choosing from the full list of
+        `candidates` (the same swaps for the same generator), without building it."""
+        found = self._sites(ids, allowed)
         chosen: dict[int, int] = {}
         for _ in range(n):
-            kinds = [k for k in KINDS if any(p not in chosen for p, _ in found[k])]
+            open_sites = {k: [(p, news, skip) for p, news, skip in found[k]
+                              if p not in chosen] for k in KINDS}
+            counts = {k: [len(news) - (skip >= 0) for _, news, skip in sites]
+                      for k, sites in open_sites.items()}
+            kinds = [k for k in KINDS if sum(counts[k])]
             if not kinds:
                 break
-            options = [(p, new) for p, new in found[rng.choice(kinds)] if p not in chosen]
-            pos, new = rng.choice(options)
-            chosen[pos] = new
+            kind = rng.choice(kinds)
+            index = rng.choice(range(sum(counts[kind])))  # the draw of rng.choice(options)
+            for (pos, news, skip), count in zip(open_sites[kind], counts[kind], strict=True):
+                if index < count:
+                    chosen[pos] = news[index + (0 <= skip <= index)]
+                    break
+                index -= count
         return sorted(chosen.items())

@@ -351,13 +351,17 @@ def run(trainer: Trainer) -> None:
     model.train()
     encoder = torch.compile(model.model) if a.compile else None
     stream = batches(trainer)
-    window_tokens, window_start = 0, time.perf_counter()
+    # data: the share of the window's wall time spent waiting for the next batch (the
+    # loader's processes falling behind the device; ~0 when they keep up)
+    window_tokens, window_start, window_wait = 0, time.perf_counter(), 0.0
     while trainer.progress() < 1.0:
         t0 = time.perf_counter()
         lr = lr_at(trainer.progress(), a.lr, a.warmup)
         for param_group in trainer.optim.param_groups:
             param_group["lr"] = lr
+        t_wait = time.perf_counter()
         batch = next(stream)
+        window_wait += time.perf_counter() - t_wait
         if a.compile:
             batch = padded(batch, trainer.seq_len, trainer.vocab.pad)
         real_tokens = float((batch.input_ids != trainer.vocab.pad).sum())
@@ -375,11 +379,13 @@ def run(trainer: Trainer) -> None:
         s.elapsed += seconds
         bar.update(100 * (trainer.progress() - before))
         if s.step % 10 == 0:
-            rate = window_tokens / (time.perf_counter() - window_start)
-            window_tokens, window_start = 0, time.perf_counter()
+            window = time.perf_counter() - window_start
+            rate, waited = window_tokens / window, window_wait / window
+            window_tokens, window_start, window_wait = 0, time.perf_counter(), 0.0
             s.history.append({"step": s.step, "tokens": s.total_tokens, "train_loss": loss,
                               "masked_acc": stats["masked_acc"], "lr": lr})
-            line = f"loss {loss:.3f} acc {stats['masked_acc']:.3f} {rate:,.0f} tok/s lr {lr:.1e}"
+            line = (f"loss {loss:.3f} acc {stats['masked_acc']:.3f} {rate:,.0f} tok/s "
+                    f"data {waited:.0%} lr {lr:.1e}")
             bar.set_postfix_str(line)
             if a.quiet and group.leader and s.step % 50 == 0:
                 print(f"step {s.step} {s.total_tokens / 1e6:.1f}M tokens "

@@ -66,6 +66,7 @@ TARGETS = {
     "name = ": "'ada'",
     "x = fo": "o(1)",
     "args = run(": "a, b)\nnext",  # writes the `)` after the cursor again
+    "call = go(": "x, y)",  # the same `)`, and then it ends
     "SLOW = ": "x" * 40,  # 41 passes of SLOW_PASS seconds
     'SLOW_DOC():\n    """': "y" * 40,
 }

@@ -197,10 +197,28 @@ def test_a_fill_that_echoes_is_not_grown():
     # without the echo the same allocation grows
     d = TargetDenoiser(["a, bzzzzzzzzzzz"], confidence=0.99)
     assert fill_text("x = f(<mask:4>)\n", denoiser=d, grow=4).stats.grown > 0
+    # two slots hold "a)": the call's `)`, though no line break follows
+    d = TargetDenoiser(["a)zzzzzzzzzzzz"], confidence=0.99)
+    r = fill_text("x = f(<mask:2>)\n", denoiser=d, grow=4)
+    assert r.text == "x = f(a)\n" and r.stats.grown == 0
+
+
+@pytest.mark.parametrize(("text", "target", "fill"), [
+    ("x = f(<mask>)\n", "a, b)", "a, b"),  # ends with the call's `)`: no line break
+    ("x = f(<mask>) + 1\n", "a, b)", "a, b"),  # with the start of the line's rest
+    ("x = g(f(<mask>))\n", "a)", "a"),  # one of the two `)` after it
+    ("x = f(<mask>)\n", 's = ")", b)', 's = ")", b'),  # a quoted `)` closes nothing
+])
+def test_a_fill_that_ends_by_closing_what_it_never_opened_ends_before(text, target, fill):
+    d = TargetDenoiser([target], confidence=0.99)
+    r = fill_text(text, denoiser=d, grow=0)
+    assert r.fills[0].text == fill
+    _check_consistent(r)
 
 
 @pytest.mark.parametrize(("text", "target"), [
     ("x = f(<mask>)\n", "g(y)"),  # a nested call on one line: its `)` is no echo
+    ("x = g(f(<mask>))\n", "h(y)"),  # nor the first of two
     ("def f():\n    <mask>\n    return 1\n", "x = 1\n    return 1"),  # nothing after it
     ("x = f(<mask>)\n", "a\n    b"),  # a line break, but the fill never writes `)`
 ])

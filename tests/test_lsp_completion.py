@@ -61,9 +61,12 @@ def test_inline_completion_is_one_line_at_the_cursor(worker):
 @pytest.mark.parametrize(("text", "at", "expected"), [
     # the fake writes "a, b)\nnext": the `)` is the one after the cursor, not the fill's
     ("args = run()\n", pos(0, 11), "a, b"),
+    # the fake writes "x, y)" and ends: that `)` closes nothing the fill opened
+    ("call = go()\n", pos(0, 10), "x, y"),
     # on an empty line (the next line of a block) the completion may span lines
     ("def multi():\n    \n", pos(1, 4), "a = 1\n    return a"),
-], ids=["in-line: ends before the code it writes again", "empty line: spans lines"])
+], ids=["in-line: ends before the code it writes again",
+        "in-line: ends before a closing bracket it never opened", "empty line: spans lines"])
 def test_inline_completion_offers(worker, text, at, expected):
     async def go():
         async with lsp(worker) as (client, _):

@@ -327,6 +327,28 @@ def test_bench_parallel_refuses_a_malformed_layout(bad: str) -> None:
         bench_parallel.parse_layout(bad)
 
 
+def test_bench_loader_times_batches_with_the_shipped_noise(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import bench_loader
+
+    shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
+    out = tmp_path / "loader.json"
+    bench_loader.main(["--corpus", str(corpus), "--tokenizer", str(shipped), "--batch-size",
+                       "4", "--seq-len", "64", "--batches", "2", "--device-rate", "1e9",
+                       "--noise", "p_plausible=1.0,t_dist=bell", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["tokens"] > 0 and result["tokens_per_s"] > 0
+    assert 0 <= result["swap_share"] <= 1
+    assert result["noise"]["p_plausible"] == 1.0 and result["noise"]["t_dist"] == "bell"
+    assert result["processes_needed"] >= 1
+    assert "tokens/s per process" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no field 'p_nothing'"):
+        bench_loader.main(["--corpus", str(corpus), "--noise", "p_nothing=1"])
+    with pytest.raises(SystemExit, match="no .*train.jsonl"):
+        bench_loader.main(["--corpus", str(tmp_path / "none")])
+
+
 def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
     from model.swaps import PlausibleSwaps
 
@@ -351,6 +373,43 @@ def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
     picked = swaps.pick(ids, allowed, 50, random.Random(0))
     assert picked and all(allowed[p] for p, _ in picked)
     assert len({p for p, _ in picked}) == len(picked)
+
+
+def test_picked_swaps_are_the_draws_of_choosing_from_every_candidate() -> None:
+    """`pick` spells out no name swap it does not choose; the swaps it makes must be those
+    of drawing the kind, then the swap, from the full `candidates` lists."""
+    from model.swaps import KINDS, PlausibleSwaps
+
+    shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
+    tok = Tokenizer.from_file(str(shipped))
+    swaps = PlausibleSwaps(tok)
+
+    def reference(ids: list[int], allowed: list[bool], n: int, rng: random.Random):
+        found, chosen = swaps.candidates(ids, allowed), {}
+        for _ in range(n):
+            kinds = [k for k in KINDS if any(p not in chosen for p, _ in found[k])]
+            if not kinds:
+                break
+            options = [(p, new) for p, new in found[rng.choice(kinds)] if p not in chosen]
+            pos, new = rng.choice(options)
+            chosen[pos] = new
+        return sorted(chosen.items())
+
+    src = ("def total(items, limit, cache):\n    count = 0\n    for item in items:\n"
+           "        if item.price >= 10 and count < limit or item.size == 3:\n"
+           "            count = count + item.price * 2 - cache.get(item, 1)\n"
+           "    return count == limit\n")
+    ids = tok.encode(src).ids
+    draws = 0
+    for seed in range(60):
+        rng = random.Random(seed)
+        allowed = [rng.random() < 0.7 for _ in ids]
+        n = rng.randint(1, 8)
+        got = swaps.pick(ids, allowed, n, random.Random(seed))
+        assert got == reference(ids, allowed, n, random.Random(seed))
+        draws += len(got)
+    assert draws > 60  # the rows had swaps to draw
+    assert swaps.pick(ids, [False] * len(ids), 3, random.Random(0)) == []
 
 
 def test_a_negation_is_a_not_inserted_where_it_does_not_belong_with_null_as_target() -> None:

@@ -19,9 +19,11 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
   that line), that code, stripped; '' for a span without (a whole-line hole, the end of the
   text) and for a span of exact length (its length is the caller's, not the model's);
 - `cut_echo`: the fill up to the first place where it writes its key and then a line
-  break; a fill without a line break is never cut (`g(x)` for `f(<hole>)` is a nested
-  call, not an echo of `)`). The engine cuts every fill it returns and every candidate
-  it checks (infill/core/engine.py);
+  break; else, when the fill ends with its key (or the key's start) and the brackets it
+  closes there are ones the fill never opened (`a, b)` for `f(<hole>)`, `a)` for
+  `g(f(<hole>))`: the fill ends where the call does), the fill without it. A nested
+  call is kept: `g(x)` opened the `)` it ends with. The engine cuts every fill it
+  returns and every candidate it checks (infill/core/engine.py);
 - `echoes`: whether a fill already holds its echo: the sampler does not grow such a span
   (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
 
@@ -55,15 +57,51 @@ def _echo(key: str) -> re.Pattern[str]:
     return re.compile(re.escape(key) + r"[ \t]*\r?\n")
 
 
+_OPENERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _stray_closers(text: str) -> int:
+    """Closing brackets of `text` that close nothing opened in it (quoted text skipped)."""
+    stack: list[str] = []
+    stray, quote, i = 0, "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote or c == "\n":
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            stack.append(c)
+        elif c in _OPENERS:
+            if stack and stack[-1] == _OPENERS[c]:
+                stack.pop()
+            else:
+                stray += 1
+        i += 1
+    return stray
+
+
 def cut_echo(fill: str, key: str) -> str:
-    """`fill` up to the first place where it writes `key` followed by a line break;
-    `fill` itself when it does not (or when `key` is '')."""
-    if not key or "\n" not in fill:
+    """`fill` up to the first place where it writes `key` followed by a line break; else,
+    when it ends with `key` (or with the start of it) and that end closes brackets the
+    fill never opened, `fill` without it; `fill` itself otherwise (and when `key` is '')."""
+    if not key:
         return fill
-    m = _echo(key).search(fill)
-    return fill if m is None else fill[:m.start()]
+    m = _echo(key).search(fill) if "\n" in fill else None
+    if m is not None:
+        return fill[:m.start()]
+    body = fill.rstrip()
+    for end in range(len(key), 0, -1):  # the whole key, else its start (`a)` for `))`)
+        if body.endswith(key[:end]):
+            head = body[:len(body) - end]
+            if _stray_closers(body) > _stray_closers(head):
+                return head
+    return fill
 
 
 def echoes(fill: str, key: str) -> bool:
     """Whether `cut_echo` would cut `fill`."""
-    return bool(key) and "\n" in fill and _echo(key).search(fill) is not None
+    return bool(key) and cut_echo(fill, key) != fill
