@@ -10,6 +10,9 @@
 #   bash model/gpu_session.sh wait SECONDS   # follow the run, copying each new export to $OUT
 #   bash model/gpu_session.sh run MINUTES DEADLINE [args]  # both in one call: start, then
 #       copy each new export to $OUT until the run ends or DEADLINE seconds have passed
+#   bash model/gpu_session.sh feed SECONDS   # a later call carrying .gpu2/train.jsonl.xz (the
+#       rest of the training split, which did not fit beside the weights): unpack it where
+#       a run started with `--more-corpus /tmp/corpus_more` looks, then `wait SECONDS`
 #   bash model/gpu_session.sh eval           # held-out eval of the export on the GPU, to $OUT
 #
 # The run lives in /tmp/run on the machine and survives between calls while the machine is
@@ -18,6 +21,7 @@
 set -u
 RUN=/tmp/run
 CORPUS=/tmp/corpus
+MORE=/tmp/corpus_more  # pass --more-corpus $MORE to `run`/`start` to take `feed`'s rows
 OUT=${OUT:-/tmp/out}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
 
@@ -123,12 +127,20 @@ run)
 wait)
     follow $((SECONDS + $2))
     ;;
+feed)
+    # written under another name, then renamed: the run must never read half a file
+    mkdir -p "$MORE"
+    xz -T0 -dc .gpu2/train.jsonl.xz > "$MORE/train.part" && mv "$MORE/train.part" "$MORE/train.jsonl"
+    wc -c "$MORE/train.jsonl"
+    follow $((SECONDS + $2))
+    grep "more training files" "$RUN.log"
+    ;;
 eval)
     python3 -m benchmarks.eval_model --model "$RUN/export" --corpus "$CORPUS" \
         --out "$OUT/eval.json" 2>&1 | grep -v "it/s\]$" | tail -60
     cp "$RUN.log" "$OUT/train.log"
     ;;
 *)
-    echo "usage: $0 start MINUTES [args] | wait SECONDS | run MINUTES DEADLINE [args] | eval" >&2; exit 2
+    echo "usage: $0 start MINUTES [args] | wait SECONDS | run MINUTES DEADLINE [args] | feed SECONDS | eval" >&2; exit 2
     ;;
 esac

@@ -154,6 +154,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--loader-workers", type=int, default=0,
         help="processes that build batches beside the training loop (for a GPU: batches "
              "are made on the CPU, ~0.1M tokens/s per process)")
+    add("--more-corpus", type=Path, default=None,
+        help="a folder whose train.jsonl may appear during the run (a later device call "
+             "brings it: write it elsewhere, then rename it there); its texts join the "
+             "training split's within MORE_CHECK_SECONDS")
     add("--compile", action="store_true", help="run the encoder under torch.compile")
     add("--noise", type=noise_config, default=NoiseConfig(),
         help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)")
@@ -276,6 +280,7 @@ class Trainer:
         seed = rank_seed(stream_seed(args.seed, self.state), group.rank)
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6,
                                    seed=seed)
+        self.more_texts, self.more_at = 0, -1  # files added by --more-corpus, and when
         # Validation noise is fixed whatever the run trains with (the first session's
         # recipe), so that ablation rows and sessions are compared on the same kind of batch.
         valid = TextSampler(load_texts(args.corpus, "valid", skip_tests=True),
@@ -289,6 +294,17 @@ class Trainer:
         # the validation batches have always been drawn with (so the validation losses
         # of all sessions compare); from here each worker and each session draws its own.
         torch.manual_seed(seed)
+
+    def add_texts(self, texts: list[str]) -> None:
+        """Train on `texts` too, from the next batch on (--more-corpus)."""
+        self.more_texts = len(texts)
+        self.more_at = self.state.step
+        self.sampler = TextSampler(self.sampler.texts + texts, self.seq_len * 6,
+                                   seed=self.rng.randrange(2**31))
+        if self.group.leader:
+            print(f"step {self.state.step}: {len(texts)} more training files "
+                  f"({sum(map(len, texts)) / 1e6:.1f}M characters) from "
+                  f"{self.args.more_corpus}", file=sys.stderr, flush=True)
 
     def autocast(self) -> AbstractContextManager:
         return torch.autocast(self.device.type, dtype=torch.bfloat16,
@@ -310,6 +326,8 @@ class Trainer:
                 "dtype_reason": self.precision.reason, "noise": self.noise.__dict__,
                 "threads": torch.get_num_threads(), "workers": self.group.world,
                 "loader_workers": a.loader_workers, "compile": a.compile,
+                "more_corpus": {"path": str(a.more_corpus), "files": self.more_texts,
+                                "at_step": self.more_at} if a.more_corpus else None,
                 "init_from": str(a.init_from or ""),
                 "step": s.step, "tokens": s.tokens, "tokens_total": s.total_tokens,
                 "minutes": s.elapsed / 60, "history": [h for h in s.history
@@ -426,8 +444,12 @@ class BatchStream(torch.utils.data.IterableDataset):
                              self.seq_len, self.noise, rng)
 
 
-def batches(trainer: Trainer) -> Iterator[Batch]:
-    """The training batches: made in this process, or by --loader-workers processes."""
+MORE_CHECK_SECONDS = 10.0  # how often a run with --more-corpus looks for its train.jsonl
+
+
+def _stream(trainer: Trainer) -> Iterator[Batch]:
+    """Batches from the trainer's sampler as it is now: made in this process, or by
+    --loader-workers processes."""
     a = trainer.args
     if a.loader_workers <= 0:
         while True:
@@ -437,6 +459,26 @@ def batches(trainer: Trainer) -> Iterator[Batch]:
         BatchStream(trainer), batch_size=None, num_workers=a.loader_workers,
         prefetch_factor=4, pin_memory=trainer.device.type == "cuda")
     yield from loader
+
+
+def batches(trainer: Trainer) -> Iterator[Batch]:
+    """The training batches. With --more-corpus, once its train.jsonl is there, its texts
+    join the sampler's and the batches come from both (the loader processes, which hold
+    copies of the old sampler, are replaced)."""
+    more = trainer.args.more_corpus
+    while True:
+        stream = _stream(trainer)
+        checked = time.monotonic()
+        for batch in stream:
+            yield batch
+            if more is None or trainer.more_texts or \
+                    time.monotonic() - checked < MORE_CHECK_SECONDS:
+                continue
+            checked = time.monotonic()
+            if (more / "train.jsonl").exists():
+                trainer.add_texts(load_texts(more, "train"))
+                break
+        stream.close()  # the old loader's processes end here
 
 
 def padded(batch: Batch, length: int, pad: int) -> Batch:

@@ -45,6 +45,37 @@ def test_warm_restart_continues_the_record_of_the_exported_model(
     assert after["dtype"] == "fp32"
 
 
+@pytest.mark.parametrize("loader_workers", [0, 1])
+def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
+    corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    loader_workers: int
+) -> None:
+    """A lent GPU gets the training split in two halves, one per device call: the second
+    half's train.jsonl appears in --more-corpus while the run goes on."""
+    monkeypatch.setattr(train, "MORE_CHECK_SECONDS", 0.0)
+    more = tmp_path / "more"
+    more.mkdir()
+    trainer = train.Trainer(train.parse_args(_argv(
+        corpus, tok_dir, tmp_path / "run", "--more-corpus", str(more),
+        "--loader-workers", str(loader_workers))))
+    stream = train.batches(trainer)
+
+    def seen(n: int) -> str:
+        return " ".join(trainer.tok.decode(next(stream).targets[b].tolist())
+                        for _ in range(n) for b in range(4))
+
+    assert "quokka" not in seen(3)
+    text = "def quokka():\n    return quokka_value\n\n\n" * 400  # most of the characters
+    (more / "part").write_text(json.dumps({"unit": "m", "path": "q.py", "text": text}) + "\n")
+    (more / "part").rename(more / "train.jsonl")
+    seen(1)  # the batch made before it looked
+    assert "quokka" in seen(4)
+    assert trainer.more_texts == 1 and len(trainer.sampler.texts) == 1 + len(
+        train.load_texts(corpus, "train"))
+    assert trainer.meta()["more_corpus"] == {"path": str(more), "files": 1,
+                                             "at_step": 0}
+
+
 def test_each_session_trains_on_windows_of_its_own(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
