@@ -153,7 +153,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="data-parallel worker processes, one per core (gradients averaged each step)")
     add("--loader-workers", type=int, default=0,
         help="processes that build batches beside the training loop (for a GPU: batches "
-             "are made on the CPU, ~0.1M tokens/s per process)")
+             "are made on the CPU, ~0.2M tokens/s per process: benchmarks/bench_loader)")
     add("--more-corpus", type=Path, default=None,
         help="a folder whose train.jsonl may appear during the run (a later device call "
              "brings it: write it elsewhere, then rename it there); its texts join the "
