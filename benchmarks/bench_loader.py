@@ -21,18 +21,18 @@ import math
 import random
 import sys
 import time
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer
 from tqdm import tqdm
 
-from benchmarks.bench_train import _cpu_model, _cpu_tag
+from benchmarks.bench_train import cpu_model, cpu_tag
 from benchmarks.results_file import RESULTS, write_results
 from model import noising
 from model.noising import NoiseConfig, TextSampler, Vocab, make_batch
-from model.train import load_texts
+from model.train import load_texts, noise_config
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
 
@@ -43,18 +43,6 @@ def shipped_noise() -> NoiseConfig:
     recorded = json.loads(path.read_text()).get("noise", {}) if path.exists() else {}
     names = {f.name for f in fields(NoiseConfig)}
     return NoiseConfig(**{k: v for k, v in recorded.items() if k in names})
-
-
-def parse_noise(base: NoiseConfig, spec: str) -> NoiseConfig:
-    """`base` with `k=v,...` overrides (numbers where the field's default is a number)."""
-    changes: dict[str, object] = {}
-    for item in filter(None, (s.strip() for s in spec.split(","))):
-        key, _, value = item.partition("=")
-        if not hasattr(base, key):
-            raise SystemExit(f"--noise: no field {key!r}")
-        default = getattr(base, key)
-        changes[key] = type(default)(value) if not isinstance(default, str) else value
-    return replace(base, **changes)
 
 
 def time_batches(sampler: TextSampler, tok: Tokenizer, cfg: NoiseConfig, batch_size: int,
@@ -108,7 +96,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"no {args.corpus}/train.jsonl: build it with python -m model.corpus")
 
     torch.set_num_threads(1)  # as in each loader process
-    cfg = parse_noise(shipped_noise(), args.noise)
+    try:
+        cfg = noise_config(args.noise, shipped_noise())
+    except argparse.ArgumentTypeError as e:
+        raise SystemExit(f"--noise: {e}") from None
     texts = load_texts(args.corpus, "train")
     if args.texts:
         texts = random.Random(args.seed).sample(texts, min(args.texts, len(texts)))
@@ -121,10 +112,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{r['seconds']:.1f} s, swaps {r['swap_share']:.0%} of it); "
           f"{args.device_rate:,.0f} tokens/s needs {needed} such processes")
     write_results("loader", None, {
-        "cpu": _cpu_model(), "batch_size": args.batch_size, "seq_len": args.seq_len,
+        "cpu": cpu_model(), "batch_size": args.batch_size, "seq_len": args.seq_len,
         "batches": args.batches, "noise": cfg.__dict__, **r,
         "device_rate": args.device_rate, "processes_needed": needed,
-    }, args.out or RESULTS / f"loader_{_cpu_tag()}.json")
+    }, args.out or RESULTS / f"loader_{cpu_tag()}.json")
 
 
 if __name__ == "__main__":

@@ -248,10 +248,10 @@ def main(argv: list[str] | None = None) -> None:
                                              / rows["today"]["tokens_per_s"])
         print(f"automatic choice: {auto.name} ({auto.reason}); "
               f"{result['speedup_auto_over_today']:.1f}x today's tokens/s")
-    write_results("train", None, result, args.out or RESULTS / f"train_{_cpu_tag()}.json")
+    write_results("train", None, result, args.out or RESULTS / f"train_{cpu_tag()}.json")
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -261,13 +261,13 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _cpu_tag() -> str:
+def cpu_tag() -> str:
     flags = cpu_flags()
     return "amx" if "amx_bf16" in flags else ("avx512" if "avx512f" in flags else "avx2")
 
 
 def _machine() -> dict:
-    return {"cpu": _cpu_model(), "threads": torch.get_num_threads(),
+    return {"cpu": cpu_model(), "threads": torch.get_num_threads(),
             "bf16_flags": sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"}),
             "torch": torch.__version__}
 

@@ -166,9 +166,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def noise_config(spec: str) -> NoiseConfig:
-    """NoiseConfig from "field=value,field=value" (values typed by the field's default)."""
-    base = NoiseConfig()
+def noise_config(spec: str, base: NoiseConfig | None = None) -> NoiseConfig:
+    """`base` (the defaults: NoiseConfig()) with "field=value,field=value" overrides, values
+    typed by the field's default."""
+    base = NoiseConfig() if base is None else base
     changes: dict[str, object] = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         key, sep, value = item.partition("=")
