@@ -23,6 +23,7 @@ Prints a table and writes JSON to benchmarks/results/eval_<model>.json.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import random
@@ -68,6 +69,21 @@ PART_SECONDS = {"single_line": 340, "single_line_true_length": 195, "multi_line"
                 "bugs_top1": 60}
 
 
+def closeness(fill: str, truth: str) -> dict[str, float | bool]:
+    """How near a fill that is not exact came (exact match is flat at 0 for multi-line
+    holes, so these are what moves): `similarity`, difflib's ratio of the two texts;
+    `lines_in_place`, the share of the truth's lines that the fill has at the same line
+    (indentation aside); `repeats`, whether the fill writes one non-blank line three
+    times or more (the model's loop, docs/ARCHITECTURE.md "Multi-line holes")."""
+    fill_lines = [line.strip() for line in fill.strip().split("\n")]
+    truth_lines = [line.strip() for line in truth.strip().split("\n")]
+    written = [line for line in fill_lines if line]
+    return {"similarity": difflib.SequenceMatcher(None, fill.strip(), truth.strip()).ratio(),
+            "lines_in_place": sum(a == b for a, b in zip(fill_lines, truth_lines, strict=False))
+            / len(truth_lines),
+            "repeats": any(written.count(line) >= 3 for line in set(written))}
+
+
 def _problems(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
     """The kinds of check the text with `fill` in the example's span fails."""
     after, filled = splice(ex.text, [(ex.start, ex.end)], [fill])
@@ -85,6 +101,7 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
     length_errors: list[int] = []  # |tokens of the fill - tokens of the truth|, per fill
     truth_fails: dict[str, int] = dict.fromkeys(KINDS, 0)
     records: list[dict[str, object]] = []  # one per example, for reading the tail
+    near = {"similarity": 0.0, "lines_in_place": 0.0, "repeats": 0}  # sums; rejected: 0
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
             span = infill.Span(ex.start, ex.end, length=len(den.encode(ex.truth)), exact=True)
@@ -105,11 +122,14 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             truth_fails[kind] += 1
         records.append({"truth": ex.truth, "fill": f.text, "rejected": f.rejected,
                         "ms": round(ms[-1], 1), "nfe": result.stats.nfe,
-                        "tokens": result.stats.tokens, "candidates": result.stats.candidates})
+                        "tokens": result.stats.tokens, "candidates": result.stats.candidates,
+                        "remasks": result.stats.remasks})
         if f.rejected is not None:
             rejected += 1
             continue
         hits += f.text.strip() == ex.truth.strip()
+        for key, value in closeness(f.text, ex.truth).items():
+            near[key] += value
         length_errors.append(abs(len(den.encode(f.text.strip())) -
                                  len(den.encode(ex.truth.strip()))))
         problems = _problems(ex, before, f.text)
@@ -130,6 +150,9 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             "length_error_median": (statistics.median(length_errors) if length_errors
                                     else None),
             "ends_within_1": sum(e <= 1 for e in length_errors) / n,
+            # how near the fills came (`closeness`; a rejected fill counts as nothing)
+            "similarity": near["similarity"] / n, "lines_in_place": near["lines_in_place"] / n,
+            "repeated_line_fills": near["repeats"] / n,
             "truth_fails": {k: v / n for k, v in truth_fails.items()},
             "records": records}
 
@@ -347,6 +370,9 @@ def main(argv: list[str] | None = None) -> None:
                         f"{infill.SamplerOptions().order})")
     parser.add_argument("--threshold", type=float, default=None,
                         help="commit threshold of the sampler's order (default: the order's)")
+    parser.add_argument("--remask-threshold", type=float, default=None,
+                        help="remask committed tokens whose probability fell below this "
+                        "(ReMDM-style self-correction; default: off)")
     parser.add_argument("--ablate-checks", action="store_true",
                         help="only the checks' ablation on single-line, multi-line and "
                         "'arguments' holes (--parts); --out names its JSON")
@@ -376,7 +402,8 @@ def main(argv: list[str] | None = None) -> None:
     options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates,
                                     lengths=args.lengths, cache_refresh=args.cache_refresh,
                                     grow_cap=args.grow_cap, order=args.order,
-                                    threshold=args.threshold)
+                                    threshold=args.threshold,
+                                    remask_threshold=args.remask_threshold)
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
@@ -392,7 +419,7 @@ def main(argv: list[str] | None = None) -> None:
                      "checks": args.checks, "candidates": args.candidates,
                      "lengths": args.lengths, "cache_refresh": args.cache_refresh,
                      "grow_cap": args.grow_cap, "order": args.order,
-                     "threshold": args.threshold}
+                     "threshold": args.threshold, "remask_threshold": args.remask_threshold}
     for key, examples in (("single_line", single), ("multi_line", multi),
                           ("arguments", args_ex)):
         for true_length in (False, True):
@@ -503,7 +530,9 @@ def _print(results: dict) -> None:
         print(f"{key:26s} EM {100 * r['exact_match']:5.1f}%  n={r['n']}  "
               f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms  "
               f"parse {100 * r['parse_rate']:.1f}%  clean {100 * r['clean']:.1f}%  "
-              f"rejected {100 * r['rejected']:.1f}%")
+              f"rejected {100 * r['rejected']:.1f}%  similarity {r['similarity']:.3f}  "
+              f"lines in place {100 * r['lines_in_place']:.1f}%  "
+              f"loops {100 * r['repeated_line_fills']:.0f}%")
     if "masked_token_accuracy" in results:
         acc = results["masked_token_accuracy"]
         print("masked-token accuracy     " + "  ".join(f"{k}: {100 * v:.1f}%"

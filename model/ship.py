@@ -141,7 +141,10 @@ def curve_point(training: dict, ev: dict, where: str) -> dict:
             "valid_loss": valid.get("loss"), "valid_masked_ce": valid.get("masked_ce"),
             **{key: ev[key]["exact_match"] for key, _ in HELD_OUT},
             "bug_top1": ev["bugs"]["top1_localisation"],
-            "bug_repair": ev["bugs"]["exact_repair"]}
+            "bug_repair": ev["bugs"]["exact_repair"],
+            # multi-line exact match has been 0% at every checkpoint; how near the fills
+            # come is what moves (benchmarks/eval_model.py `closeness`; None before session 19)
+            "multi_line_similarity": ev.get("multi_line_true_length", {}).get("similarity")}
 
 
 def plot_curve(points: list[dict], path: Path) -> None:
@@ -157,6 +160,11 @@ def plot_curve(points: list[dict], path: Path) -> None:
     for key, label in HELD_OUT:
         left.plot(x, [100 * p[key] for p in points], "o-", label=label)
     left.plot(x, [100 * p["bug_top1"] for p in points], "o-", label="bug top-1 localisation")
+    near = [(xi, p["multi_line_similarity"]) for xi, p in zip(x, points, strict=True)
+            if p.get("multi_line_similarity") is not None]
+    if near:
+        left.plot([a for a, _ in near], [100 * b for _, b in near], "d--",
+                  label="multi-line similarity to the truth, true length (x100)")
     left.set_xlabel("tokens seen (M)")
     left.set_ylabel("held-out test packages (%)")
     left.legend(fontsize=8)

@@ -1,5 +1,5 @@
-"""The held-out evaluation's `--jobs`: parts shared out among processes, one merged result
-with the figures one process would have written."""
+"""The held-out evaluation: `--jobs` (parts shared out among processes, one merged result
+with the figures one process would have written), how near a fill came, `--remask-threshold`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.eval_model import PARTS, SHIP_PARTS, _without, merge_results, split_parts
+from benchmarks.eval_model import (
+    PARTS,
+    SHIP_PARTS,
+    _without,
+    closeness,
+    merge_results,
+    split_parts,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +48,19 @@ def test_merge_keeps_each_part_and_counts_wall_and_summed_seconds() -> None:
     merged = merge_results([a, b], seconds=10.5)
     assert merged["single_line"] == a["single_line"] and merged["bugs"] == b["bugs"]
     assert merged["seconds"] == 10.5 and merged["seconds_summed"] == 17.0
+
+
+def test_closeness_counts_lines_in_place_and_loops() -> None:
+    truth = "a = 1\n    b = 2\n    return a + b"
+    assert closeness(truth, truth) == {"similarity": 1.0, "lines_in_place": 1.0,
+                                       "repeats": False}
+    near = closeness("a = 1\n    b = 3\n    return a + b", truth)
+    assert near["lines_in_place"] == 2 / 3 and 0.9 < near["similarity"] < 1
+    # in place means at the same line: one line more at the top shifts every line
+    assert closeness("x = 0\na = 1\n    b = 2", truth)["lines_in_place"] == 0
+    loop = closeness("a = 1\n    a = 1\n\n    a = 1", truth)
+    assert loop["repeats"] and loop["lines_in_place"] == 1 / 3
+    assert not closeness("a = 1\n    a = 1\n    b = 2", truth)["repeats"]
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +95,19 @@ def test_jobs_write_the_figures_one_process_writes(corpus: Path, tmp_path: Path)
         assert two[part]["exact_match"] == one[part]["exact_match"]
     assert two["bugs"]["top1_localisation"] == one["bugs"]["top1_localisation"]
     assert "seconds_summed" in two and "seconds_summed" not in one
+
+
+def test_remask_threshold_reaches_the_sampler(corpus: Path, tmp_path: Path) -> None:
+    off = _eval(corpus, tmp_path / "off.json")
+    on = _eval(corpus, tmp_path / "on.json", "--remask-threshold", "0.85")
+    assert off["remask_threshold"] is None and on["remask_threshold"] == 0.85
+    # each record says how many tokens were remasked (the model seldom unsays a token)
+    assert all(r["remasks"] == 0 for r in off["single_line"]["records"])
+    assert all(r["remasks"] >= 0 for r in on["single_line"]["records"])
+    assert {"similarity", "lines_in_place", "repeated_line_fills"} <= set(on["single_line"])
+    with pytest.raises(subprocess.CalledProcessError) as err:  # must be below the commit
+        _eval(corpus, tmp_path / "x.json", "--remask-threshold", "0.95")
+    assert b"remask_threshold" in err.value.stderr
 
 
 def test_jobs_must_be_positive(corpus: Path, tmp_path: Path) -> None:
