@@ -63,6 +63,7 @@ TARGETS = {
     # completion
     "value = ": "compute()\nextra = 1",
     "def multi():\n    ": "a = 1\n    return a",
+    "def loop():\n    ": "log(x)\n    log(x)\n    log(x)",  # the model's loop
     "name = ": "'ada'",
     "x = fo": "o(1)",
     "args = run(": "a, b)\nnext",  # writes the `)` after the cursor again

@@ -233,6 +233,44 @@ def test_an_exact_length_is_never_cut():
     assert r.fills[0].text == "a)\nb"
 
 
+# -- a line written again ends the fill (infill/core/echo.py `cut_loop`) --
+
+
+@pytest.mark.parametrize(("target", "fill"), [
+    ("x = 1\n    x = 1\n    x = 1", "x = 1"),  # the model's loop: the first line stays
+    ("y = g(x)\n    log(y)\n    log(y)", "y = g(x)\n    log(y)"),  # up to the second copy
+    ("a\n\n    a", "a\n\n    a"),  # not the line before it: a blank line between
+    ("f(g(\n        x,\n    ))\n    )", "f(g(\n        x,\n    ))\n    )"),  # brackets
+    ("a = 1\n    b = 2\n    a = 1", "a = 1\n    b = 2\n    a = 1"),  # not in a row
+])
+def test_a_fill_ends_before_a_line_that_says_the_line_before_again(target, fill):
+    r = fill_text("def f():\n    <mask>\n    return 1\n", denoiser=TargetDenoiser(
+        [target], confidence=0.99))
+    assert r.fills[0].text == fill
+    _check_consistent(r)
+
+
+def test_a_loop_before_a_crlf_line_break_is_cut_too():
+    d = TargetDenoiser(["x = 1\r\n    x = 1"], confidence=0.99)
+    r = fill_text("def f():\r\n    <mask>\r\n    return 1\r\n", denoiser=d)
+    assert r.fills[0].text == "x = 1"
+
+
+def test_a_fill_that_loops_is_not_grown():
+    # four slots hold "a\na": the fill has ended; growing it would only add what is cut
+    d = TargetDenoiser(["a\na\nzzzzzzzzzzzz"], confidence=0.99)
+    r = fill_text("<mask:4>\nb = 2\n", denoiser=d, grow=4)
+    assert r.text == "a\nb = 2\n" and r.stats.grown == 0
+    d = TargetDenoiser(["a\nbzzzzzzzzzzzzz"], confidence=0.99)
+    assert fill_text("<mask:4>\nb = 2\n", denoiser=d, grow=4).stats.grown > 0
+
+
+def test_an_exact_length_never_loses_its_loop():
+    d = TargetDenoiser(["a\na\na"], confidence=0.99)
+    r = fill_text("<mask:5>\n", denoiser=d, exact_length=True)
+    assert r.fills[0].text == "a\na\na"
+
+
 def test_holes_on_one_line_echo_up_to_the_next_hole():
     d = TargetDenoiser(["a,\nzz", "b) + 1\nzz"], confidence=0.99)
     r = fill_text("y = f(<mask>, <mask>) + 1\n", denoiser=d)

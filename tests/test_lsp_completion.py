@@ -65,8 +65,11 @@ def test_inline_completion_is_one_line_at_the_cursor(worker):
     ("call = go()\n", pos(0, 10), "x, y"),
     # on an empty line (the next line of a block) the completion may span lines
     ("def multi():\n    \n", pos(1, 4), "a = 1\n    return a"),
+    # the fake writes "log(x)" three times: the fill ends where it loops
+    ("def loop():\n    \n", pos(1, 4), "log(x)"),
 ], ids=["in-line: ends before the code it writes again",
-        "in-line: ends before a closing bracket it never opened", "empty line: spans lines"])
+        "in-line: ends before a closing bracket it never opened", "empty line: spans lines",
+        "empty line: ends before a line written again"])
 def test_inline_completion_offers(worker, text, at, expected):
     async def go():
         async with lsp(worker) as (client, _):

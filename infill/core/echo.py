@@ -1,7 +1,8 @@
-"""Where a fill writes the code after its hole again, the fill has ended before it.
+"""Where a fill writes again what is already written, the fill has ended before it.
 
     keys = echo_keys(text, spans, exact)   # per span: the code after it on its line
-    fill = cut_echo(fill, keys[i])         # the fill up to where it writes that code again
+    fill = end_fill(fill, keys[i])         # the fill up to where it writes that code, or
+                                           # its own last line, again
 
 The model ends an in-line hole badly: between `f(` and `)` it puts almost no weight on
 `<null>` where the arguments end (benchmarks/inline_ends.py: 0.003 on average), so it
@@ -17,18 +18,27 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
 
 - `echo_keys`: for each span that has code after it on its line (up to the next span on
   that line), that code, stripped; '' for a span without (a whole-line hole, the end of the
-  text) and for a span of exact length (its length is the caller's, not the model's);
+  text); None for a span of exact length (its length is the caller's, not the model's:
+  never cut);
 - `cut_echo`: the fill up to the first place where it writes its key and then a line
   break; else, when the fill ends with its key (or the key's start) and the brackets it
   closes there are ones the fill never opened (`a, b)` for `f(<hole>)`, `a)` for
   `g(f(<hole>))`: the fill ends where the call does), the fill without it. A nested
   call is kept: `g(x)` opened the `)` it ends with. The engine cuts every fill it
   returns and every candidate it checks (infill/core/engine.py);
-- `echoes`: whether a fill already holds its echo: the sampler does not grow such a span
+- `cut_loop`: the fill up to the first line that says again what the line before it
+  said (`import sys` twice in a row). The model loops: a third of its multi-line fills
+  with the true length write one line three times or more, and a one-line hole's fill
+  goes on `Response,\n    Response,` (docs/ARCHITECTURE.md, "A line written again ends
+  the fill"). Blank lines and lines of brackets and punctuation alone (`)`, `],`) do not
+  count: code closes two calls in a row;
+- `end_fill`: both cuts (echo, then loop) for a span whose length is not exact;
+- `ended`: whether `end_fill` would cut a fill: the sampler does not grow such a span
   (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
 
 Measured in docs/ARCHITECTURE.md, "In-line holes end where they echo" (test, a call's
-arguments: exact match 1.0% -> 27.0% with the same weights).
+arguments: exact match 1.0% -> 27.0% with the same weights) and "A line written again
+ends the fill".
 """
 
 from __future__ import annotations
@@ -39,17 +49,17 @@ from collections.abc import Sequence
 from infill.core.spans import Span
 
 
-def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[str]:
+def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[str | None]:
     """Per span (sorted, disjoint, as the engine holds them): the code after it on its
-    line, up to the line's end or the next span's start, stripped; '' when there is none
-    or the span's length is exact (`exact`, per span)."""
-    keys = []
+    line, up to the line's end or the next span's start, stripped; '' when there is none;
+    None when the span's length is exact (`exact`, per span): its fill is never cut."""
+    keys: list[str | None] = []
     for i, (span, fixed) in enumerate(zip(spans, exact, strict=True)):
         line_end = text.find("\n", span.end)
         stop = len(text) if line_end < 0 else line_end
         if i + 1 < len(spans):
             stop = min(stop, spans[i + 1].start)
-        keys.append("" if fixed else text[span.end:stop].strip())
+        keys.append(None if fixed else text[span.end:stop].strip())
     return keys
 
 
@@ -102,6 +112,32 @@ def cut_echo(fill: str, key: str) -> str:
     return fill
 
 
-def echoes(fill: str, key: str) -> bool:
-    """Whether `cut_echo` would cut `fill`."""
-    return bool(key) and cut_echo(fill, key) != fill
+_PUNCTUATION = re.compile(r"[\s()\[\]{},:;.'\"`]*")  # a line of these alone is no loop
+
+
+def cut_loop(fill: str) -> str:
+    """`fill` up to the line break before its first line that is the line before it
+    again (both stripped; not a blank line, not one of brackets and punctuation alone);
+    `fill` itself when there is none."""
+    lines = fill.split("\n")
+    start = len(lines[0]) + 1  # where lines[i] starts in `fill`
+    for i in range(1, len(lines)):
+        line = lines[i].strip()
+        if line == lines[i - 1].strip() and not _PUNCTUATION.fullmatch(line):
+            head = fill[:start - 1]
+            return head[:-1] if head.endswith("\r") else head
+        start += len(lines[i]) + 1
+    return fill
+
+
+def end_fill(fill: str, key: str | None) -> str:
+    """`fill` cut where it writes its echo (`cut_echo`), then where it loops
+    (`cut_loop`); `fill` itself for a span of exact length (`key` None)."""
+    if key is None:
+        return fill
+    return cut_loop(cut_echo(fill, key))
+
+
+def ended(fill: str, key: str | None) -> bool:
+    """Whether `end_fill` would cut `fill`."""
+    return end_fill(fill, key) != fill

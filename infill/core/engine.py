@@ -24,7 +24,7 @@ from typing import Any
 from infill.core.candidates import CandidateJob, checked_job
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
 from infill.core.diff import minimal_edits
-from infill.core.echo import cut_echo, echo_keys, echoes
+from infill.core.echo import echo_keys, end_fill, ended
 from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
 from infill.core.limits import fill_limits, ids_with
 from infill.core.options import SamplerOptions
@@ -59,10 +59,11 @@ class PreparedFill:
 
     def __init__(self, text: str, spans: list[Span], windows: list[Window],
                  job: DenoiseJob | CandidateJob, denoiser: Denoiser, *, rewrite: bool,
-                 started: float, keys: list[str]) -> None:
+                 started: float, keys: list[str | None]) -> None:
         self.text = text
         self.spans = spans
-        self.keys = keys  # per span: the code after it on its line (infill/core/echo.py)
+        self.keys = keys  # per span: the code after it on its line, None when exact
+        #                   (infill/core/echo.py)
         self.windows = windows
         self.job = job
         self.denoiser = denoiser
@@ -167,11 +168,12 @@ def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool
 
 
 def decoded_fill(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
-                 index: int, key: str) -> tuple[str, int]:
+                 index: int, key: str | None) -> tuple[str, int]:
     """`valid_text`, cut where the fill writes `key` (the code after its span on the
-    span's line) again (infill/core/echo.py); the count is of the tokens kept."""
+    span's line) or its own last line again (infill/core/echo.py `end_fill`; never for a
+    span of exact length, `key` None); the count is of the tokens kept."""
     text, n = valid_text(ids, decode, allowed, index)
-    cut = cut_echo(text, key)
+    cut = end_fill(text, key)
     if cut == text:
         return text, n
     kept = next(k for k in range(n + 1) if len(decode(ids[:k]) if k else "") >= len(cut))
@@ -242,22 +244,24 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
 
 
 def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
-         denoiser: Denoiser, options: SamplerOptions, language: str | None, keys: list[str]
+         denoiser: Denoiser, options: SamplerOptions, language: str | None,
+         keys: list[str | None]
          ) -> DenoiseJob | CandidateJob:
     """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
     (infill/core/candidates.py)."""
-    # a span whose fill already writes the code after it again has ended: no growth
-    ended = ((lambda i, ids: echoes(denoiser.decode(ids), keys[i]) if keys[i] else False)
-             if any(keys) else None)
+    # a span whose fill already writes the code after it, or its last line, again has
+    # ended: no growth (a span of exact length never grows)
+    done = ((lambda i, ids: ended(denoiser.decode(ids), keys[i]))
+            if any(k is not None for k in keys) else None)
     if not options.check_kinds and options.lengths == 1:
         return DenoiseJob(canvases, options, special=denoiser.special,
-                          vocab_size=denoiser.vocab_size, ended=ended)
+                          vocab_size=denoiser.vocab_size, ended=done)
     allowed = REPLACEMENT in text
     return checked_job(text, before, [(s.start, s.end) for s in spans], canvases, options,
                        special=denoiser.special, vocab_size=denoiser.vocab_size,
                        decode=lambda i, ids: decoded_fill(ids, denoiser.decode, allowed, i,
                                                           keys[i])[0],
-                       language=language, kinds=options.check_kinds, ended=ended)
+                       language=language, kinds=options.check_kinds, ended=done)
 
 
 def prepare_fill(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from infill.core.results import TokenScore
 
 DEFAULT_MIN_SUSPICION = 0.998  # 1 - p(written token) at least this
-DEFAULT_MIN_LIKELY = 0.9  # p(the likeliest other token) at least this
+DEFAULT_MIN_LIKELY = 0.6  # p(the likeliest other token) at least this
 
 
 def preference(score: TokenScore) -> float:
