@@ -240,7 +240,7 @@ def test_an_exact_length_is_never_cut():
     ("x = 1\n    x = 1\n    x = 1", "x = 1"),  # the model's loop: the first line stays
     ("y = g(x)\n    log(y)\n    log(y)", "y = g(x)\n    log(y)"),  # up to the second copy
     ("a\n\n    a", "a\n\n    a"),  # not the line before it: a blank line between
-    ("f(g(\n        x,\n    ))\n    )", "f(g(\n        x,\n    ))\n    )"),  # brackets
+    ("f(g(\n        x,\n    )\n    )", "f(g(\n        x,\n    )\n    )"),  # brackets
     ("a = 1\n    b = 2\n    a = 1", "a = 1\n    b = 2\n    a = 1"),  # not in a row
 ])
 def test_a_fill_ends_before_a_line_that_says_the_line_before_again(target, fill):
