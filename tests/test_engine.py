@@ -189,18 +189,20 @@ def test_an_echo_before_a_crlf_line_break_is_cut_too():
     assert r.text == "x = f(a, b) + 1\r\ny = 2\r\n"
 
 
-def test_a_fill_that_echoes_is_not_grown():
+@pytest.mark.parametrize(("text", "ended", "expected", "going"), [
     # four slots hold "a)\nz": the fill has ended; growing it would only add what is cut
-    d = TargetDenoiser(["a)\nzzzzzzzzzzzz"], confidence=0.99)
-    r = fill_text("x = f(<mask:4>)\n", denoiser=d, grow=4)
-    assert r.text == "x = f(a)\n" and r.stats.grown == 0
-    # without the echo the same allocation grows
-    d = TargetDenoiser(["a, bzzzzzzzzzzz"], confidence=0.99)
-    assert fill_text("x = f(<mask:4>)\n", denoiser=d, grow=4).stats.grown > 0
+    ("x = f(<mask:4>)\n", "a)\nzzzzzzzzzzzz", "x = f(a)\n", "a, bzzzzzzzzzzz"),
     # two slots hold "a)": the call's `)`, though no line break follows
-    d = TargetDenoiser(["a)zzzzzzzzzzzz"], confidence=0.99)
-    r = fill_text("x = f(<mask:2>)\n", denoiser=d, grow=4)
-    assert r.text == "x = f(a)\n" and r.stats.grown == 0
+    ("x = f(<mask:2>)\n", "a)zzzzzzzzzzzz", "x = f(a)\n", "a,zzzzzzzzzzzz"),
+    # four slots hold "a\na": the fill loops (infill/core/echo.py `cut_loop`)
+    ("<mask:4>\nb = 2\n", "a\na\nzzzzzzzzzzzz", "a\nb = 2\n", "a\nbzzzzzzzzzzzzz"),
+], ids=["echo", "echo without a line break", "loop"])
+def test_a_fill_that_has_ended_is_not_grown(text, ended, expected, going):
+    r = fill_text(text, denoiser=TargetDenoiser([ended], confidence=0.99), grow=4)
+    assert r.text == expected and r.stats.grown == 0
+    # a fill that has not ended, in the same allocation, grows
+    assert fill_text(text, denoiser=TargetDenoiser([going], confidence=0.99),
+                     grow=4).stats.grown > 0
 
 
 @pytest.mark.parametrize(("text", "target", "fill"), [
@@ -254,15 +256,6 @@ def test_a_loop_before_a_crlf_line_break_is_cut_too():
     d = TargetDenoiser(["x = 1\r\n    x = 1"], confidence=0.99)
     r = fill_text("def f():\r\n    <mask>\r\n    return 1\r\n", denoiser=d)
     assert r.fills[0].text == "x = 1"
-
-
-def test_a_fill_that_loops_is_not_grown():
-    # four slots hold "a\na": the fill has ended; growing it would only add what is cut
-    d = TargetDenoiser(["a\na\nzzzzzzzzzzzz"], confidence=0.99)
-    r = fill_text("<mask:4>\nb = 2\n", denoiser=d, grow=4)
-    assert r.text == "a\nb = 2\n" and r.stats.grown == 0
-    d = TargetDenoiser(["a\nbzzzzzzzzzzzzz"], confidence=0.99)
-    assert fill_text("<mask:4>\nb = 2\n", denoiser=d, grow=4).stats.grown > 0
 
 
 def test_an_exact_length_never_loses_its_loop():
