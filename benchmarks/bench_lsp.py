@@ -53,7 +53,7 @@ from lsp.docstring import missing_docstrings
 from lsp.positions import Lines
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "data" / "corpus"
+CORPUS = ROOT / "data" / "corpus_v2"
 WINDOW_CHARS = 3000  # characters of each test document
 
 
@@ -130,7 +130,8 @@ class Bench:
             picked = [a for a in found or [] if isinstance(a, types.CodeAction) and a.kind == kind]
             if not picked:
                 self.errors[case] = self.errors.get(case, 0) + 1
-                print(f"  {case}: not offered", file=sys.stderr)
+                titles = [a.title for a in found or []]
+                print(f"  {case}: not offered (offered: {titles})", file=sys.stderr)
                 return
             await self.timed(case, lambda: self.client.code_action_resolve_async(picked[0]))
         finally:

@@ -27,7 +27,7 @@ from infill.core.suspicion import expectation
 from infill.serve.protocol import Result, Step
 from lsp import diagnostics
 from lsp.docstring import DocstringSlot, docstring_slot
-from lsp.excerpt import Excerpt, excerpt
+from lsp.excerpt import Excerpt, definition_start, excerpt
 from lsp.host import Feature, Host, Snapshot, request_failed, require_current, workspace_edit
 from lsp.positions import shift
 from lsp.progress import WorkProgress, live_view
@@ -209,9 +209,17 @@ def offered(host: Host, snap: Snapshot, params: types.CodeActionParams
 
 def find_docstring_slot(text: str, at: int, marker: str, context: int) -> DocstringSlot | None:
     """The docstring slot around `at`, parsed in an excerpt: listing actions parses on
-    every cursor move, and parsing a 20,000-line file would hold the event loop."""
+    every cursor move, and parsing a 20,000-line file would hold the event loop. An
+    excerpt cut inside a docstring of a long class parses as one syntax error, and the
+    function around `at` is not found: then it is parsed again from a line that starts a
+    definition (`definition_start`, up to four contexts back). The first excerpt goes
+    first because it holds more of the file's docstrings, whose quotes the slot follows."""
     ex = excerpt(text, at, at, context=context)
     slot = docstring_slot(ex.text, at - ex.offset, marker=marker)
+    top = definition_start(text, at, 4 * context) if slot is None and ex.offset else None
+    if top is not None and top != ex.offset:
+        ex = Excerpt(top, text[top:max(ex.end, at)])
+        slot = docstring_slot(ex.text, at - ex.offset, marker=marker)
     return slot.moved(ex.offset) if slot is not None else None
 
 

@@ -39,6 +39,31 @@ def _line_end(text: str, i: int) -> int:
     return m.end() if m else len(text)
 
 
+# A line that starts a definition at any indentation (group 1: the indentation).
+_DEF = re.compile(r"^([ \t]*)(?:@[A-Za-z_]|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[:(])",
+                  re.MULTILINE)
+
+
+def definition_start(text: str, at: int, reach: int) -> int | None:
+    """Where to parse from, at most `reach` characters before `at`, so that the definition
+    that holds `at` is read whole and not from inside a string: the last line at or before
+    `at` that starts a top-level definition; without one, the first of the least indented
+    lines that start a definition (a method of a class that began further back); None
+    when no line starts a definition there."""
+    top, least = None, None
+    for m in _DEF.finditer(text, max(0, at - reach), _line_end(text, at)):
+        if m.start() > at:
+            break
+        indent = len(m.group(1))
+        if indent == 0:
+            top = m.start()
+        elif least is None or indent < least[0]:
+            least = (indent, m.start())
+    if top is not None:
+        return top
+    return least[1] if least is not None else None
+
+
 def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
     """Whole lines around text[start:end] with about `context` characters on each side."""
     if start <= context and len(text) - end <= context:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from infill.core.options import SamplerOptions
+from lsp.actions import find_docstring_slot
 from lsp.completion import shape
-from lsp.excerpt import excerpt
+from lsp.excerpt import definition_start, excerpt
 from lsp.settings import Settings, parse
 
 
@@ -67,6 +68,43 @@ def test_excerpt_of_a_long_text_cuts_at_definitions():
     assert body[ex.offset:ex.end] == ex.text
     assert ex.text.startswith("def f") and body[ex.end:].startswith("def f")
     assert len(ex.text) <= 2 * 2000 + 200
+
+
+def _long_class(methods: int) -> str:
+    """A module whose one class is longer than a small context: its methods have
+    docstrings of several lines, a nested function at the end has none."""
+    body = "".join(f'    def m{i}(self):\n        """Method {i}.\n\n        It returns {i}, '
+                   'and says so\n        in a few lines of prose.\n        """\n'
+                   f'        return {i}\n\n' for i in range(methods))
+    return ("import os\n\n\nclass Big:\n" + body + "    def last(self, items):\n"
+            "        def keep(item):\n            return item\n"
+            "        return list(filter(keep, items))\n")
+
+
+def test_docstring_slot_when_the_excerpt_would_start_inside_a_docstring():
+    # the excerpt around the cursor starts on a line of the class body, often inside a
+    # docstring, which parses as one syntax error; the slot is found by parsing from a
+    # line that starts a definition (the class line when in reach, else a method's)
+    text = _long_class(40)
+    at = text.index("return item")
+    for context in range(300, 1500, 25):
+        slot = find_docstring_slot(text, at, "<mask>", context)
+        assert slot is not None and slot.name == "keep", context
+        assert text.index("def keep") < slot.start <= at
+        slot = find_docstring_slot(text, text.index("return list"), "<mask>", context)
+        assert slot is not None and slot.name == "last", context
+    assert find_docstring_slot(text, text.index("return 20"), "<mask>", 600) is None
+
+
+def test_definition_start_prefers_the_top_level_then_the_least_indented():
+    text = "x = 1\n\n\n@dec\ndef f():\n    return 1\n\nclass C:\n    y = 2\n"
+    assert definition_start(text, text.index("return"), 1000) == text.index("def f")
+    assert definition_start(text, text.index("@dec") + 2, 1000) == text.index("@dec")
+    assert definition_start(text, text.index("class C"), 1000) == text.index("class C")
+    assert definition_start(text, text.index("y = 2"), 10) is None  # out of reach
+    assert definition_start(text, 2, 1000) is None
+    methods = "    def a(self):\n        def b():\n            pass\n        return b\n"
+    assert definition_start(methods, methods.index("return b"), 1000) == 0
 
 
 def test_excerpt_keeps_the_region_and_whole_lines_with_crlf():
