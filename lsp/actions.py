@@ -218,7 +218,7 @@ def find_docstring_slot(text: str, at: int, marker: str, context: int) -> Docstr
     slot = docstring_slot(ex.text, at - ex.offset, marker=marker)
     top = definition_start(text, at, 4 * context) if slot is None and ex.offset else None
     if top is not None and top != ex.offset:
-        ex = Excerpt(top, text[top:max(ex.end, at)])
+        ex = Excerpt(top, text[top:ex.end])  # the excerpt holds `at`: ex.end >= at
         slot = docstring_slot(ex.text, at - ex.offset, marker=marker)
     return slot.moved(ex.offset) if slot is not None else None
 

@@ -19,8 +19,8 @@ from lsp.positions import LINE_BREAK, line_start
 # A line that starts a top-level definition (`def`, `class`, a decorator) at column 0.
 # Such lines are almost never inside a string, unlike lines of prose in a docstring; a
 # wrong guess only costs the engine its scope context (it falls back to line windows).
-_TOP = re.compile(r"^(?:@[A-Za-z_]|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[:(])",
-                  re.MULTILINE)
+_DEFINITION = r"(?:@[A-Za-z_]|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[:(])"
+_TOP = re.compile("^" + _DEFINITION, re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,7 @@ def _line_end(text: str, i: int) -> int:
 
 
 # A line that starts a definition at any indentation (group 1: the indentation).
-_DEF = re.compile(r"^([ \t]*)(?:@[A-Za-z_]|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[:(])",
-                  re.MULTILINE)
+_DEF = re.compile(r"^([ \t]*)" + _DEFINITION, re.MULTILINE)
 
 
 def definition_start(text: str, at: int, reach: int) -> int | None:
@@ -51,9 +50,8 @@ def definition_start(text: str, at: int, reach: int) -> int | None:
     lines that start a definition (a method of a class that began further back); None
     when no line starts a definition there."""
     top, least = None, None
+    # every match starts a line, and the last line searched is the one that holds `at`
     for m in _DEF.finditer(text, max(0, at - reach), _line_end(text, at)):
-        if m.start() > at:
-            break
         indent = len(m.group(1))
         if indent == 0:
             top = m.start()
