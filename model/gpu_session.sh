@@ -15,15 +15,26 @@
 #       a run started with `--more-corpus /tmp/corpus_more` looks, then `wait SECONDS`
 #   bash model/gpu_session.sh eval           # held-out eval of the export on the GPU, to $OUT
 #
+# GROW=2 before `start`/`run` grows the unpacked init to twice its layers (model/grow.py)
+# before the run starts from it. An export over 60 MB (a grown model's bf16 weights) is
+# packed to int8 before it travels back (the tool returns at most 64 MiB); model.ship and
+# the engine take the packed folder as it is.
+#
 # The run lives in /tmp/run on the machine and survives between calls while the machine is
 # held (it goes back 30 s after a call ends). Each `wait` returns the latest export as a
 # tar split into 15 MiB parts (the tool's per-file limit): join with `cat export.tar.* | tar x`.
 set -u
-RUN=/tmp/run
-CORPUS=/tmp/corpus
-MORE=/tmp/corpus_more  # pass --more-corpus $MORE to `run`/`start` to take `feed`'s rows
+# LEASE_TMP, LEASE_COMPILE=0 and PACK_OVER (bytes) are for a dry run on a CPU
+# (tests/test_gpu_session.py); a lease leaves them unset.
+TMP=${LEASE_TMP:-/tmp}
+RUN=$TMP/run
+CORPUS=$TMP/corpus
+MORE=$TMP/corpus_more  # pass --more-corpus $MORE to `run`/`start` to take `feed`'s rows
+INIT=$TMP/init  # pass --init-from $INIT when .gpu/init travels
+SNAP=$TMP/snap
+PACK_OVER=${PACK_OVER:-60000000}
 OUT=${OUT:-/tmp/out}
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$TMP/site
 
 unpack() {
     mkdir -p "$CORPUS" "$OUT"
@@ -32,16 +43,21 @@ unpack() {
         if [ -f ".gpu/$split.jsonl.xz" ]; then xz -dc ".gpu/$split.jsonl.xz" > "$CORPUS/$split.jsonl"
         elif [ -f ".gpu/$split.jsonl" ]; then cp ".gpu/$split.jsonl" "$CORPUS/"; fi
     done
-    if [ -d .gpu/init ] && [ ! -d /tmp/init ]; then
-        python3 -m model.travel unpack .gpu/init /tmp/init
+    if [ -d .gpu/init ] && [ ! -d "$INIT" ]; then
+        python3 -m model.travel unpack .gpu/init "$INIT"
         # the tokenizer travels once, with the tracked model/weights
-        [ -f /tmp/init/tokenizer.json ] || cp model/weights/tokenizer.json /tmp/init/
+        [ -f "$INIT/tokenizer.json" ] || cp model/weights/tokenizer.json "$INIT/"
+        if [ -n "${GROW:-}" ]; then
+            python3 -m model.grow "$INIT" "$INIT.grown" --factor "$GROW" &&
+                rm -rf "$INIT" && mv "$INIT.grown" "$INIT"
+        fi
     fi
     if [ -d .gpu/whl ] && ! python3 -c "import tree_sitter_python" 2>/dev/null; then
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-            --upgrade --target /tmp/site .gpu/whl/*.whl
+            --upgrade --target "$TMP/site" .gpu/whl/*.whl
     fi
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    command -v nvidia-smi > /dev/null &&
+        nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
     python3 -c "import torch, transformers; print('torch', torch.__version__,
         'transformers', transformers.__version__)"
     wc -c "$CORPUS"/*.jsonl
@@ -62,13 +78,17 @@ alive() { kill -0 "$(cat "$RUN.pid")" 2>/dev/null; }
 copy_export() {  # a snapshot that loads (an evaluation may be writing the export)
     [ -d "$RUN/export" ] || { echo "no export yet"; return; }
     for _ in 1 2 3 4 5; do
-        rm -rf /tmp/snap && mkdir -p /tmp/snap && cp -r "$RUN/export" /tmp/snap/ &&
-            python3 -c "import safetensors.torch as s; s.load_file('/tmp/snap/export/model.safetensors')" &&
+        rm -rf "$SNAP" && mkdir -p "$SNAP" && cp -r "$RUN/export" "$SNAP/" &&
+            python3 -c "import safetensors.torch as s; s.load_file('$SNAP/export/model.safetensors')" &&
             break
         sleep 3
     done
+    if [ "$(stat -c %s "$SNAP/export/model.safetensors")" -gt "$PACK_OVER" ]; then
+        python3 -m model.travel pack "$SNAP/export" "$SNAP/packed" &&
+            rm -rf "$SNAP/export" && mv "$SNAP/packed" "$SNAP/export"
+    fi
     rm -f "$OUT"/export.tar.*
-    tar -C /tmp/snap -cf - export | split -b 15M -d - "$OUT/export.tar."
+    tar -C "$SNAP" -cf - export | split -b 15M -d - "$OUT/export.tar."
     cp "$RUN.log" "$OUT/train.log"
     ls -la "$OUT"
 }
@@ -78,6 +98,7 @@ exported() { stat -c %Y "$RUN/export/model.safetensors" 2>/dev/null || echo 0; }
 start() {  # start MINUTES [args]
     local minutes=$1; shift
     unpack
+    if [ "${LEASE_COMPILE:-1}" = 0 ]; then launch "$minutes" "$@"; tail -5 "$RUN.log"; return; fi
     # torch.compile first; if the run has not logged step 50 within 4 minutes (a compile
     # failure, or a hang), it starts again without
     launch "$minutes" --compile "$@"

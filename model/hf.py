@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from model import modernbert
+from model import modernbert, travel
 from model.cache import CachedModernBert, ContextCache
 from model.denoiser import CacheHint, ModelLoadError, SpecialIds
 from model.precision import Precision, pick_precision, quantise_int8
@@ -64,6 +64,10 @@ def _load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Mo
         raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
     if own is not None:
         return own
+    if not (path / travel.WEIGHTS).is_file() and (path / travel.PACKED).is_file():
+        raise ModelLoadError(f"cannot load model from {path}: packed int8 weights "
+                             f"({travel.PACKED}) load only for the ModernBERT this project "
+                             "trains; unpack them (python -m model.travel unpack)")
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 

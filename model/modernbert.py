@@ -2,7 +2,7 @@
 
 Importing `transformers` and its ModernBERT took 4.5 s of the command's 8 s start-up on the
 development machine (torch itself 2.4 s), for a network of four layers. This module runs
-the same forward pass from the directory's `config.json` and `model.safetensors`, with the
+the same forward pass from the directory's `config.json` and its weights, with the
 attribute names transformers uses (`model.embeddings`, `model.layers[i].attn.Wqkv`, `head`,
 `decoder`, `model.rotary_emb(x, position_ids, layer_type)`), so that model/cache.py and
 model/hf.py drive either. tests/test_modernbert.py checks it against the library's forward.
@@ -183,15 +183,16 @@ class ModernBertMaskedLM(nn.Module):
 
 def load(path: Path) -> tuple[SimpleNamespace, ModernBertMaskedLM] | None:
     """(config, model in fp32) of a model directory this module runs, else None (then load
-    it through transformers). Raises what safetensors or torch raise on a broken file."""
-    from safetensors.torch import load_file  # noqa: PLC0415 - light, but only when loading
+    it through transformers). Its weights: model.safetensors, or model.int8.safetensors
+    (model/travel.py), dequantized. Raises what safetensors or torch raise on a broken file."""
+    from model import travel  # noqa: PLC0415 - safetensors, only when loading
 
     raw = json.loads((Path(path) / "config.json").read_text())
-    if not supported(raw) or not (Path(path) / "model.safetensors").exists():
+    if not supported(raw) or not travel.has_weights(Path(path)):
         return None
     config = SimpleNamespace(**raw)
     model = ModernBertMaskedLM(config)
-    state = {k: v.float() for k, v in load_file(str(Path(path) / "model.safetensors")).items()}
+    state = {k: v.float() for k, v in travel.read_weights(Path(path)).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or set(missing) - {"decoder.weight"}:
         return None

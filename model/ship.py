@@ -7,10 +7,11 @@ An export that beats the shipped model on the held-out evaluation (the sum of si
 exact match with the engine's length and with the true length, multi-line exact match and
 top-1 bug localisation) is copied to model/weights with a new model card; one that does not
 is copied to model/resume, the one tracked folder each session overwrites, so that the
-next session continues from it (`python -m model.train --init-from model/resume`). Either
-way the point is added to the learning curve across sessions
-(benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB is
-refused; --force ships regardless of the score.
+next session continues from it (`python -m model.train --init-from model/resume`). Weights
+whose bf16 would not fit in 64 MiB are packed to int8 (model/travel.py; `--pack` packs any).
+Either way the point is added to the learning curve across sessions
+(benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB even
+packed is refused; --force ships regardless of the score.
 
 The card is generated from the export's training.json and the evaluation; what is written
 by hand below its `NOTES` line (each session's recipe, figures measured another way, the
@@ -23,9 +24,11 @@ import argparse
 import json
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from model import travel
 from model.cards import hand_written
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,8 +38,7 @@ CURVE = ROOT / "benchmarks" / "results" / "learning_curve.json"
 CURVE_PNG = ROOT / "docs" / "img" / "learning_curve.png"
 SIZE_LIMIT = 64 * 2**20
 NOTES = "<!-- hand-written history below this line is kept when model/ship.py ships a model -->"
-FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-         "training.json")
+BESIDE = ("config.json", "tokenizer.json", "tokenizer_config.json", "training.json")
 
 
 def _pct(x: float) -> str:
@@ -61,7 +63,7 @@ def _bug_rows(bugs: dict) -> str:
 
 
 def card(training: dict, ev: dict, size: int, notes: str = NOTES + "\n",
-         canvas: int | None = None) -> str:
+         canvas: int | None = None, form: str = "bf16") -> str:
     """The model card: generated from `training` and `ev`, then `notes` (the hand-written
     part of the card it replaces, from its NOTES line on: `hand_written`).
     `canvas`: the model's longest input (config.json), not the last run's batch length."""
@@ -81,7 +83,7 @@ tails) and random-token substitution (model/noising.py). Loads with
 | preset | `{t['preset']}` |
 | parameters | {t['parameters'] / 1e6:.2f}M (of which the tied 16k x hidden embedding is a large share) |
 | canvas length | {canvas or t['seq_len']} tokens (the engine's window limit) |
-| files on disk | {size / 2**20:.1f} MiB (bf16 safetensors + tokenizer) |
+| files on disk | {size / 2**20:.1f} MiB (safetensors weights in {form}, tokenizer) |
 | training data | Python sources: standard library + pinned permissive PyPI wheels; see docs/DATA_CARD.md |
 | tokens seen | {t.get('tokens_total', t['tokens']) / 1e6:.1f}M over all sessions ({t['tokens'] / 1e6:.1f}M in the last: {t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
 | compute (last session) | {t['minutes']:.0f} minutes on {t['device']} ({threads} thread{'' if threads == 1 else 's'}), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
@@ -180,14 +182,31 @@ def plot_curve(points: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def copy_export(export: Path, dest: Path) -> int:
-    size = sum((export / f).stat().st_size for f in FILES)
-    if size > SIZE_LIMIT:
-        sys.exit(f"not copied: {size / 2**20:.1f} MiB is over the 64 MiB limit")
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in FILES:
-        shutil.copy2(export / f, dest / f)
-    return size
+def copy_export(export: Path, dest: Path, pack: bool = False) -> tuple[int, str]:
+    """Copy the export's weights and files into `dest`: (bytes, the weights' form). The
+    weights go as exported (bf16, or int8 if the export holds only packed ones) when
+    everything fits in 64 MiB, else packed to int8 (model/travel.py: a model grown by
+    model.grow); `pack` packs them regardless. Over the limit even packed, nothing is
+    copied; `dest`'s other weights file is removed."""
+    beside = sum((export / f).stat().st_size for f in BESIDE)
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = export / travel.WEIGHTS
+        if not weights.is_file():  # packed already (a lease's export of a grown model)
+            weights = export / travel.PACKED
+        elif pack or beside + weights.stat().st_size > SIZE_LIMIT:
+            weights = Path(tmp) / travel.PACKED
+            travel.pack_file(export / travel.WEIGHTS, weights)
+        size = beside + weights.stat().st_size
+        if size > SIZE_LIMIT:
+            sys.exit(f"not copied: {size / 2**20:.1f} MiB is over the 64 MiB limit")
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in BESIDE:
+            shutil.copy2(export / f, dest / f)
+        shutil.copy2(weights, dest / weights.name)
+    for stale in {travel.WEIGHTS, travel.PACKED} - {weights.name}:
+        (dest / stale).unlink(missing_ok=True)
+    form = ("int8, packed by model/travel.py" if weights.name == travel.PACKED else "bf16")
+    return size, form
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -197,6 +216,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="benchmarks.eval_model results for that export")
     parser.add_argument("--force", action="store_true",
                         help="ship even if it does not beat the current default")
+    parser.add_argument("--pack", action="store_true",
+                        help="ship the weights as int8 even if bf16 fits in 64 MiB")
     args = parser.parse_args(argv)
     ev = json.loads(args.eval.read_text())
     training = json.loads((args.export / "training.json").read_text())
@@ -205,14 +226,14 @@ def main(argv: list[str] | None = None) -> None:
     beats = score(ev) > old
     if beats or args.force:
         notes = hand_written(WEIGHTS / "MODEL_CARD.md", NOTES)
-        size = copy_export(args.export, WEIGHTS)
+        size, form = copy_export(args.export, WEIGHTS, args.pack)
         config = json.loads((args.export / "config.json").read_text())
         (WEIGHTS / "MODEL_CARD.md").write_text(
-            card(training, ev, size, notes, config.get("max_position_embeddings")))
+            card(training, ev, size, notes, config.get("max_position_embeddings"), form))
         shutil.copy2(args.eval, current)
         where, what = "weights", f"shipped to {WEIGHTS}"
     else:
-        size = copy_export(args.export, RESUME)
+        size, _ = copy_export(args.export, RESUME, args.pack)
         shutil.copy2(args.eval, RESUME / "eval.json")
         where, what = "resume", (f"kept in {RESUME} (held-out score {score(ev):.3f} does not "
                                  f"beat the shipped {old:.3f})")

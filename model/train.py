@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 from transformers import ModernBertForMaskedLM
 
+from model import travel
 from model.checkpoint import RunState, export, load_checkpoint, plot, save_checkpoint
 from model.config import PRESETS, modernbert_config
 from model.corpus.records import is_test_path
@@ -198,9 +199,18 @@ def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
     if config.vocab_size != vocab.size:
         raise SystemExit(f"--init-from {args.init_from} has a {config.vocab_size}-token "
                          f"vocabulary; the tokenizer has {vocab.size}")
-    model = ModernBertForMaskedLM.from_pretrained(args.init_from, dtype=torch.float32)
-    record_path = args.init_from / "training.json"
-    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    if (args.init_from / travel.WEIGHTS).is_file():
+        model = ModernBertForMaskedLM.from_pretrained(args.init_from, dtype=torch.float32)
+    else:  # packed int8 weights (a shipped model too large for bf16): dequantized
+        model = ModernBertForMaskedLM(config)
+        tensors = {k: v.float() for k, v in travel.read_weights(args.init_from).items()}
+        missing, unexpected = model.load_state_dict(tensors, strict=False)
+        if unexpected or set(missing) - {"decoder.weight"}:
+            raise SystemExit(f"--init-from {args.init_from}: the weights do not fit its "
+                             f"config.json (missing {sorted(missing)[:3]}, "
+                             f"unexpected {sorted(unexpected)[:3]})")
+        model.tie_weights()
+    record = init_record(args.init_from)
     state.tokens_before = int(record.get("tokens_total", record.get("tokens", 0)))
     state.history = list(record.get("history", []))
     if not state.history and "valid" in record:
@@ -209,6 +219,12 @@ def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
                           "valid_masked_ce": v["masked_ce"],
                           "valid_masked_acc": v["masked_acc"]}]
     return model
+
+
+def init_record(init_from: Path | None) -> dict:
+    """The training.json of --init-from's model ({} without one)."""
+    path = init_from / "training.json" if init_from is not None else None
+    return json.loads(path.read_text()) if path is not None and path.exists() else {}
 
 
 def make_optimizer(model: torch.nn.Module, args: argparse.Namespace) -> torch.optim.AdamW:
@@ -267,6 +283,8 @@ class Trainer:
         if args.init_from is not None:
             self.seq_len = min(self.seq_len, self.model.config.max_position_embeddings)
         self.optim = make_optimizer(self.model, args)
+        # a model grown by model.grow says so in every export trained from it
+        self.grown = init_record(args.init_from).get("grown")
         args.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = args.out / "ckpt.pt"
         if self.ckpt.exists():
@@ -332,7 +350,8 @@ class Trainer:
                 "init_from": str(a.init_from or ""),
                 "step": s.step, "tokens": s.tokens, "tokens_total": s.total_tokens,
                 "minutes": s.elapsed / 60, "history": [h for h in s.history
-                                                       if "valid_loss" in h]}
+                                                       if "valid_loss" in h],
+                **({"grown": self.grown} if self.grown else {})}
 
     def evaluate_and_export(self) -> None:
         v = estimate_loss(self.model, self.valid_batches, self.autocast)

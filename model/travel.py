@@ -1,13 +1,19 @@
-"""An exported model packed small enough to travel to a lent GPU beside its corpus.
+"""An exported model packed small enough to travel to a lent GPU beside its corpus, or to
+ship when its bf16 weights are over the 64 MiB limit.
 
 The device tool sends at most 64 MiB with each call, the shipped weights (56 MiB of bf16)
 included. Packed, every floating-point matrix is int8 with one bf16 scale per group of 64
 values along its rows (absolute maximum to 127): 29 MiB, a relative error under 1% of each
 group's largest value. A warm restart from the unpacked weights repairs that in its first
-steps (docs/TRAINING.md, "Training on a lent GPU"); nothing else is ever loaded from it.
+steps (docs/TRAINING.md, "Training on a lent GPU").
 
     python -m model.travel pack model/weights .gpu/init      # here
     python -m model.travel unpack .gpu/init /tmp/init         # there; then --init-from
+
+A model directory may hold `model.int8.safetensors` instead of `model.safetensors`:
+`read_weights` gives the float tensors of either, and the engine (model/modernbert.py),
+model.train's `--init-from` and model.grow load through it. model.ship packs a model whose
+bf16 weights would not fit in the repository's 64 MiB (a model grown by model.grow).
 """
 
 from __future__ import annotations
@@ -39,29 +45,22 @@ def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return groups.reshape(q.shape)
 
 
-def packable(t: torch.Tensor) -> bool:
-    """Matrices only: vectors (norms, biases) are small and travel as they are."""
-    return t.is_floating_point() and t.dim() >= 2 and t.numel() % GROUP == 0
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of model directory `path`: from model.safetensors as stored, else
+    dequantized (float32) from model.int8.safetensors. FileNotFoundError if neither."""
+    if (path / WEIGHTS).is_file():
+        return load_file(str(path / WEIGHTS))
+    if (path / PACKED).is_file():
+        return unpacked(load_file(str(path / PACKED)))
+    raise FileNotFoundError(f"{path}: no {WEIGHTS} or {PACKED}")
 
 
-def pack(src: Path, dst: Path) -> None:
-    tensors = load_file(src / WEIGHTS)
-    out: dict[str, torch.Tensor] = {}
-    for name, t in tensors.items():
-        if packable(t):
-            out[f"{name}.q"], out[f"{name}.scale"] = quantize(t)
-        else:
-            out[name] = t.contiguous()
-    dst.mkdir(parents=True, exist_ok=True)
-    dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
-    save_file(out, dst / PACKED, metadata={"group": str(GROUP), "dtype": dtype})
-    copy_beside(src, dst)
+def has_weights(path: Path) -> bool:
+    return (path / WEIGHTS).is_file() or (path / PACKED).is_file()
 
 
-def unpack(src: Path, dst: Path) -> None:
-    if not (src / PACKED).is_file():
-        raise FileNotFoundError(f"{src}: no {PACKED} (`python -m model.travel pack` makes it)")
-    packed = load_file(src / PACKED)
+def unpacked(packed: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Float tensors of a packed file's contents (matrices dequantized to float32)."""
     out: dict[str, torch.Tensor] = {}
     for name, t in packed.items():
         if name.endswith(".scale"):
@@ -71,6 +70,37 @@ def unpack(src: Path, dst: Path) -> None:
             out[base] = dequantize(t, packed[f"{base}.scale"])
         else:
             out[name] = t.float() if t.is_floating_point() else t
+    return out
+
+
+def packable(t: torch.Tensor) -> bool:
+    """Matrices only: vectors (norms, biases) are small and travel as they are."""
+    return t.is_floating_point() and t.dim() >= 2 and t.numel() % GROUP == 0
+
+
+def pack_file(src: Path, dst: Path) -> None:
+    """Write the packed form of weights file `src` (model.safetensors) to `dst`."""
+    tensors = load_file(src)
+    out: dict[str, torch.Tensor] = {}
+    for name, t in tensors.items():
+        if packable(t):
+            out[f"{name}.q"], out[f"{name}.scale"] = quantize(t)
+        else:
+            out[name] = t.contiguous()
+    dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
+    save_file(out, dst, metadata={"group": str(GROUP), "dtype": dtype})
+
+
+def pack(src: Path, dst: Path) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    pack_file(src / WEIGHTS, dst / PACKED)
+    copy_beside(src, dst)
+
+
+def unpack(src: Path, dst: Path) -> None:
+    if not (src / PACKED).is_file():
+        raise FileNotFoundError(f"{src}: no {PACKED} (`python -m model.travel pack` makes it)")
+    out = unpacked(load_file(src / PACKED))
     dst.mkdir(parents=True, exist_ok=True)
     save_file(out, dst / WEIGHTS, metadata={"format": "pt"})
     copy_beside(src, dst)

@@ -134,6 +134,22 @@ def test_loader_takes_any_local_masked_lm(tmp_path: Path, tok_dir: Path) -> None
     assert logits.shape == (2, 400)
 
 
+def test_loader_explains_that_packed_weights_are_for_the_projects_modernbert(
+    tmp_path: Path, tok_dir: Path
+) -> None:
+    from transformers import BertConfig, BertForMaskedLM
+
+    from model import travel
+
+    BertForMaskedLM(BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=32)
+                    ).save_pretrained(tmp_path / "bert")
+    travel.pack(tmp_path / "bert", tmp_path / "packed")
+    (tmp_path / "packed" / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
+    with pytest.raises(ModelLoadError, match="packed int8 weights.*model.travel unpack"):
+        load_denoiser(tmp_path / "packed")
+
+
 def test_loader_keeps_remote_code_off_unless_asked(tmp_path: Path, tok_dir: Path) -> None:
     config = {"model_type": "llada_like", "auto_map": {"AutoConfig": "cfg.LConfig",
               "AutoModel": "modeling.LModel"}, "vocab_size": 400}

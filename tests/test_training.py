@@ -292,12 +292,8 @@ def _eval(single: float, true: float, multi: float, bug: float) -> dict:
             "seconds": 1.0}
 
 
-def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
-    corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch
-) -> None:
-    run = tmp_path / "run"
-    train.main(_argv(corpus, tok_dir, run, "--max-steps", "2"))
-    root = tmp_path / "repo"
+def _ship_into(root: Path, monkeypatch) -> Path:
+    """model.ship writing into a scratch repository `root` instead of this one."""
     paths = {"WEIGHTS": root / "model/weights", "RESUME": root / "model/resume",
              "CURVE": root / "results/learning_curve.json", "CURVE_PNG": root / "img/c.png",
              "ROOT": root}
@@ -305,6 +301,15 @@ def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
         monkeypatch.setattr(ship, name, value)
     (root / "benchmarks/results").mkdir(parents=True)
     (root / "results").mkdir()
+    return root
+
+
+def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
+    corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
+    run = tmp_path / "run"
+    train.main(_argv(corpus, tok_dir, run, "--max-steps", "2"))
+    root = _ship_into(tmp_path / "repo", monkeypatch)
     shipped = root / "benchmarks/results/eval_shipped.json"
     shipped.write_text(json.dumps(_eval(0.0, 0.025, 0.0, 0.05)))
 
@@ -531,3 +536,55 @@ def test_plausible_swaps_put_the_original_token_as_target(tok_dir: Path) -> None
         if cfg is clean:
             assert swapped == 0  # the default recipe makes none
     assert swapped >= 8
+
+
+def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
+    corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from model import travel
+    from model.loading import load_denoiser
+
+    run = tmp_path / "run"
+    train.main(_argv(corpus, tok_dir, run, "--max-steps", "2"))
+    export = run / "export"
+    root = _ship_into(tmp_path / "repo", monkeypatch)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_eval(0.05, 0.1, 0.0, 0.1)))
+    ship.main(["--export", str(export), "--eval", str(good)])
+    weights = root / "model/weights"
+    assert (weights / travel.WEIGHTS).exists() and not (weights / travel.PACKED).exists()
+
+    # bf16 no longer fits the limit (as a grown model's would not): the weights go as int8
+    bf16 = (export / travel.WEIGHTS).stat().st_size
+    monkeypatch.setattr(ship, "SIZE_LIMIT", bf16)
+    ship.main(["--export", str(export), "--eval", str(good), "--force"])
+    assert (weights / travel.PACKED).exists()
+    assert not (weights / travel.WEIGHTS).exists(), "the bf16 weights it replaces are gone"
+    assert "int8" in (weights / "MODEL_CARD.md").read_text()
+
+    # the engine's loader reads them, and gives what the bf16 export gives, to int8 error
+    canvas, at = [[5, 6, 7, 1, 1, 8]], [[3, 4]]
+    [packed] = load_denoiser(weights, device="cpu", dtype="fp32").logits(canvas, at)
+    [exact] = load_denoiser(export, device="cpu", dtype="fp32").logits(canvas, at)
+    assert packed.shape == exact.shape == (2, len(json.loads(
+        (export / "tokenizer.json").read_text())["model"]["vocab"]))
+    assert abs(packed - exact).max() < 0.05 * abs(exact).max()
+
+    # and a warm restart from the shipped folder continues its record
+    again = tmp_path / "again"
+    train.main(_argv(corpus, tok_dir, again, "--max-steps", "1", "--init-from", str(weights)))
+    before = json.loads((export / "training.json").read_text())
+    after = json.loads((again / "export" / "training.json").read_text())
+    assert after["tokens_total"] == before["tokens_total"] + after["tokens"]
+
+    # an export that came back packed (a lease's grown model) ships packed as it is
+    travel.pack(export, tmp_path / "packed_export")
+    ship.main(["--export", str(tmp_path / "packed_export"), "--eval", str(good), "--force"])
+    assert (weights / travel.PACKED).read_bytes() == (
+        tmp_path / "packed_export" / travel.PACKED).read_bytes()
+
+    # over the limit even packed: nothing is copied, the shipped weights stay
+    monkeypatch.setattr(ship, "SIZE_LIMIT", 1000)
+    with pytest.raises(SystemExit, match="over the 64 MiB limit"):
+        ship.main(["--export", str(export), "--eval", str(good), "--force"])
+    assert (weights / travel.PACKED).exists()

@@ -1,0 +1,61 @@
+"""model/gpu_session.sh, the script a lent GPU runs, dry-run on the CPU with the tiny model:
+it grows the packed init it is sent (GROW), trains from it, and brings the export back as
+tar parts, packed when it is large, that this side can load and ship."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+from model import travel
+from model.loading import load_denoiser
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_lease_grows_its_init_trains_and_returns_a_packed_export(
+    corpus: Path, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    lease = tmp_path / "lease"  # the checkout as it lands on the device machine
+    (lease / ".gpu").mkdir(parents=True)
+    (lease / "model").symlink_to(ROOT / "model")
+    (lease / ".gpu" / "train.jsonl.xz").write_bytes(
+        lzma.compress((corpus / "train.jsonl").read_bytes()))
+    shutil.copy(corpus / "valid.jsonl", lease / ".gpu" / "valid.jsonl")
+    init = tmp_path / "init"
+    shutil.copytree(tiny_model_dir, init)
+    (init / "training.json").write_text(json.dumps({"tokens_total": 5000, "history": []}))
+    travel.pack(init, lease / ".gpu" / "init")
+    layers = json.loads((init / "config.json").read_text())["num_hidden_layers"]
+
+    machine, out = tmp_path / "machine", tmp_path / "out"
+    env = dict(os.environ, LEASE_TMP=str(machine), LEASE_COMPILE="0", PACK_OVER="0",
+               GROW="2", OUT=str(out))
+    proc = subprocess.run(
+        ["bash", str(ROOT / "model" / "gpu_session.sh"), "run", "0.1", "120",
+         "--preset", "tiny", "--init-from", str(machine / "init"), "--batch-size", "4",
+         "--seq-len", "64", "--dtype", "fp32", "--eval-every", "1000"],
+        cwd=lease, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+    parts = sorted(out.glob("export.tar.*"))
+    assert parts, proc.stdout[-2000:]
+    joined = tmp_path / "export.tar"
+    joined.write_bytes(b"".join(p.read_bytes() for p in parts))
+    with tarfile.open(joined) as tar:
+        tar.extractall(tmp_path / "back", filter="data")
+    export = tmp_path / "back" / "export"
+    assert (export / travel.PACKED).is_file() and not (export / travel.WEIGHTS).exists()
+    config = json.loads((export / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2 * layers
+    record = json.loads((export / "training.json").read_text())
+    assert record["tokens_total"] == 5000 + record["tokens"]
+    assert record["grown"]["layers"] == [layers, 2 * layers]
+    den = load_denoiser(export, device="cpu", dtype="fp32")
+    (logits,) = den.logits([den.encode("x = 1\n") + [den.special.mask]], [[0]])
+    assert logits.shape[0] == 1
