@@ -92,8 +92,13 @@ def pack_file(src: Path, dst: Path) -> None:
 
 
 def pack(src: Path, dst: Path) -> None:
+    """Pack model directory `src` into `dst`; weights that are packed already (a shipped
+    grown model) are copied as they are."""
     dst.mkdir(parents=True, exist_ok=True)
-    pack_file(src / WEIGHTS, dst / PACKED)
+    if not (src / WEIGHTS).is_file() and (src / PACKED).is_file():
+        shutil.copy2(src / PACKED, dst / PACKED)
+    else:
+        pack_file(src / WEIGHTS, dst / PACKED)
     copy_beside(src, dst)
 
 

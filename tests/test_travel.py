@@ -34,6 +34,11 @@ def test_packed_weights_are_int8_and_unpack_close_to_the_original(
     matrices = [n for n, t in original.items() if travel.packable(t)]
     assert matrices, "the tiny model has matrices to pack"
 
+    # a folder whose weights are packed already (a shipped grown model) packs as it is
+    again = tmp_path / "again"
+    travel.main(["pack", str(packed), str(again)])
+    assert (again / travel.PACKED).read_bytes() == (packed / travel.PACKED).read_bytes()
+
 
 def test_a_warm_restart_from_unpacked_weights_carries_the_record(
     corpus: Path, tok_dir: Path, tmp_path: Path
