@@ -17,7 +17,6 @@ Figures go to benchmarks/results/fit_gap.json (--out).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -31,7 +30,7 @@ from benchmarks.results_file import RESULTS, write_results
 from model import modernbert
 from model.noising import TextSampler, Vocab, make_batch
 from model.precision import pick_precision
-from model.train import VALID_NOISE, estimate_loss, load_texts
+from model.train import VALID_NOISE, estimate_loss, init_record, load_texts
 
 SEED = 1234
 
@@ -60,8 +59,7 @@ def measure(model_dir: Path, corpus: Path, n: int, dtype: str | None, length: in
         return torch.autocast("cpu", dtype=torch.bfloat16,
                               enabled=precision.dtype == torch.bfloat16)
 
-    record_path = model_dir / "training.json"
-    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    record = init_record(model_dir)
     row: dict = {"model": str(model_dir), "layers": model.config.num_hidden_layers,
                  "tokens_total": record.get("tokens_total", record.get("tokens")),
                  "dtype": precision.name}

@@ -183,8 +183,9 @@ def noise_config(spec: str, base: NoiseConfig | None = None) -> NoiseConfig:
 
 
 def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
-                state: RunState) -> ModernBertForMaskedLM:
-    """A fresh model for the preset, or --init-from's weights (history carried over)."""
+                state: RunState, record: dict) -> ModernBertForMaskedLM:
+    """A fresh model for the preset, or --init-from's weights (history carried over from
+    its `record`, `init_record`)."""
     if args.init_from is None:
         config = modernbert_config(PRESETS[args.preset], vocab.size, vocab.pad, vocab.mask,
                                    vocab.eos)
@@ -210,7 +211,6 @@ def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
                              f"config.json (missing {sorted(missing)[:3]}, "
                              f"unexpected {sorted(unexpected)[:3]})")
         model.tie_weights()
-    record = init_record(args.init_from)
     state.tokens_before = int(record.get("tokens_total", record.get("tokens", 0)))
     state.history = list(record.get("history", []))
     if not state.history and "valid" in record:
@@ -277,14 +277,16 @@ class Trainer:
         self.noise = args.noise
         self.precision = pick_precision(self.device, args.dtype)
         self.state = RunState()
-        self.model = build_model(args, self.vocab, self.seq_len, self.state).to(self.device)
+        record = init_record(args.init_from)
+        self.model = build_model(args, self.vocab, self.seq_len, self.state,
+                                 record).to(self.device)
         # the masks' generator; a resumed run's checkpoint restores its state below
         self.rng = random.Random(rank_seed(stream_seed(args.seed, self.state), group.rank))
         if args.init_from is not None:
             self.seq_len = min(self.seq_len, self.model.config.max_position_embeddings)
         self.optim = make_optimizer(self.model, args)
         # a model grown by model.grow says so in every export trained from it
-        self.grown = init_record(args.init_from).get("grown")
+        self.grown = record.get("grown")
         args.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = args.out / "ckpt.pt"
         if self.ckpt.exists():
