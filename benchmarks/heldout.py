@@ -185,3 +185,68 @@ def bug_examples(files: list[str], n: int, seed: int = 0,
         buggy = window[:start] + new + window[s - offset + b:]
         out.append(BugExample(window, buggy, start, start + len(new), kind))
     return out
+
+
+@dataclass(frozen=True)
+class DocstringExample:
+    text: str  # the whole file with this definition's docstring taken out
+    at: int  # a character offset inside the definition (its `def` / `class` keyword)
+    truth: str  # the docstring's body as written, between its quotes
+    name: str  # the function's or class's name
+    kind: str  # "function" | "class"
+
+
+_TRIPLE = re.compile(r"^[rRuU]?(\"\"\"|''')(.*)\1$", re.DOTALL)
+
+
+def _docstring_removed(text: str, node) -> tuple[str, int, str] | None:  # noqa: ANN001
+    """(text without the docstring of definition `node`, where the definition starts, the
+    docstring's body), or None where taking the docstring out would not leave an ordinary
+    definition without one: the docstring must be a plain triple-quoted string on lines
+    of its own, followed by another statement of the body."""
+    body = node.child_by_field_name("body")
+    stmts = [c for c in body.named_children if c.type != "comment"] if body else []
+    if len(stmts) < 2 or stmts[0].type != "expression_statement" \
+            or stmts[0].named_child_count != 1 or stmts[0].named_children[0].type != "string":
+        return None
+    data = text.encode("utf-8")
+    start, end = stmts[0].start_byte, stmts[0].end_byte
+    m = _TRIPLE.match(data[start:end].decode("utf-8"))
+    if m is None or not m.group(2).strip():
+        return None
+    line_a = data.rfind(b"\n", 0, start) + 1
+    line_b = data.find(b"\n", end)
+    if data[line_a:start].strip() or line_b < 0 or data[end:line_b].strip():
+        return None
+    cut = data[:line_a] + data[line_b + 1:]
+    return cut.decode("utf-8"), len(data[:node.start_byte].decode("utf-8")), m.group(2)
+
+
+def docstring_examples(files: list[str], n: int, seed: int = 0, per_file: int = 3
+                       ) -> list[DocstringExample]:
+    """Functions and classes of the test files that have a docstring, each with the
+    docstring taken out: what "Insert docstring" is offered on. At most `per_file` from one
+    file, so that a few long modules do not make up the sample."""
+    from infill.core.scopes import python_parser  # tree-sitter, only for this kind
+
+    parser = python_parser()
+    rng = random.Random(seed)
+    pool: list[list[DocstringExample]] = []
+    for text in files:
+        found = []
+        stack = [parser.parse(text.encode("utf-8")).root_node]
+        while stack:
+            node = stack.pop()
+            if node.type in ("function_definition", "class_definition"):
+                cut = _docstring_removed(text, node)
+                name = node.child_by_field_name("name")
+                if cut is not None and name is not None:
+                    kind = "function" if node.type == "function_definition" else "class"
+                    found.append(DocstringExample(cut[0], cut[1], cut[2],
+                                                  name.text.decode("utf-8"), kind))
+            stack.extend(node.named_children)
+        rng.shuffle(found)
+        pool.append(found[:per_file])
+    out = [ex for group in pool for ex in group]
+    rng.shuffle(out)
+    return out[:n]

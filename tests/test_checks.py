@@ -89,6 +89,16 @@ def test_a_hole_with_nothing_after_it_on_its_line_may_take_lines():
     assert problems("def f(v):\n    return <mask>\n", "(v +\n            v)") == []
 
 
+def test_a_line_break_inside_a_triple_quoted_string_is_text():
+    # Insert docstring fills an empty docstring, code on both sides of it on its line
+    text = 'def f():\n    """<mask>"""\n    return 1\n'
+    assert problems(text, "Return one.\n\n    Always one.") == []
+    assert problems("s = '''a <mask> b'''\n", "x\ny") == []
+    # in a one-line string a line break is still a broken line (and a syntax error)
+    assert ("line", 0) in problems("s = 'a <mask> b'\n", "x\ny")
+    assert problems("s = f(<mask>) + '''doc'''\n", "1,\n    2") == [("line", 0)]
+
+
 def test_the_line_check_needs_no_grammar():
     assert problems("a = f(<mask>) + 1\n", "1\n2", language="nolang") == [("line", 0)]
     assert problems("a = f(<mask>) + 1\n", "1, 2", language="nolang") == []

@@ -134,6 +134,24 @@ def test_insert_docstring_for_function_and_class(worker):
     run(go())
 
 
+def test_insert_docstring_of_several_lines(worker):
+    # the empty docstring has code on both sides of its body: a docstring that takes lines
+    # is text inside the string, not a broken line (the `line` check once refused it)
+    text = "def area(w, h):\n    return w * h\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "area.py", text)
+            action = pick(await actions(client, uri, at(text, "return")),
+                          "refactor.rewrite.infill.insertDocstring")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri) == (
+                'def area(w, h):\n    """Return the area.\n\n    w times h, both in metres."""\n'
+                "    return w * h\n")
+
+    run(go())
+
+
 def test_docstring_quote_style_and_same_line_body(worker):
     text = "def a():\n    '''A.'''\n\n\ndef shout(text):\n    return text.upper()\n"
     one = "def one(): return 1\n"

@@ -16,7 +16,9 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
 - `line` (any language, no parser): the fill of a span inside one line (code before it
   and after it on that line) holds a line break: `f(<hole>)` filled with `a,\n    b`.
   A model that does not end an in-line hole writes on past it into new lines; the
-  failing fill then gets the shorter alternatives;
+  failing fill then gets the shorter alternatives. Not inside a Python triple-quoted
+  string, where a line break is text: Insert docstring fills an empty docstring, with
+  its quotes on both sides, and a docstring may take lines;
 - `name` (Python): the fill loads an identifier that the code before never spells (not
   defined, imported or even used anywhere), that the fill does not bind itself, and that
   is no builtin. `x.name` and `f(name=...)` are not loads. "Never spells" is deliberately
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from infill.core.scopes import python_parser
+from infill.core.scopes import PythonScopes, python_parser
 from infill.core.visible import name_visible
 
 Range = tuple[int, int]  # [start, end) in characters
@@ -250,7 +252,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
     the module docstring); [] when none. Only `line` runs when no grammar for `language`
     is installed."""
-    problems = _broken_lines(before, after, before_ranges, after_ranges) \
+    problems = _broken_lines(before, after, before_ranges, after_ranges, language) \
         if "line" in kinds else []
     parser = parser_for(language) if set(kinds) - {"line"} else None
     if parser is None:
@@ -301,10 +303,14 @@ def _inside_line(text: str, r: Range) -> bool:
 
 
 def _broken_lines(before: str, after: str, before_ranges: Sequence[Range],
-                  after_ranges: Sequence[Range]) -> list[Problem]:
-    return [Problem("line", i, "the fill breaks the line it was asked for")
-            for i, (old, new) in enumerate(zip(before_ranges, after_ranges, strict=True))
-            if "\n" in after[new[0]:new[1]] and _inside_line(before, old)]
+                  after_ranges: Sequence[Range], language: str | None) -> list[Problem]:
+    broken = [i for i, (old, new) in enumerate(zip(before_ranges, after_ranges, strict=True))
+              if "\n" in after[new[0]:new[1]] and _inside_line(before, old)]
+    if broken and language == PYTHON:  # a line break inside a triple-quoted string is text
+        scopes = PythonScopes(before)
+        broken = [i for i in broken
+                  if len(scopes.string_quote(*before_ranges[i]) or "") != 3]
+    return [Problem("line", i, "the fill breaks the line it was asked for") for i in broken]
 
 
 def summary(problems: Sequence[Problem]) -> str:
