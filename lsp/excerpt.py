@@ -4,8 +4,9 @@ The engine chooses its own window (a few hundred tokens around the spans, whole 
 where tree-sitter finds them), so a caller holding a 20,000-line buffer needs to send only
 the region around the spans plus generous context. `excerpt` takes whole lines, about
 `context` characters on each side of [start, end), and moves each cut to a line that
-starts a top-level definition when one is near, so that the scopes the engine looks for
-are whole in the excerpt (and the excerpt does not begin inside a docstring). Offsets
+starts a top-level definition when one is near (inside a long class, to a line that starts
+a method), so that the scopes the engine looks for are whole in the excerpt and neither
+end of it falls inside a docstring. Offsets
 inside an excerpt are `offset` less than in the text.
 """
 
@@ -71,14 +72,31 @@ def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
     core_a = line_start(text, start)
     core_b = _line_end(text, end) if end > core_a else core_a
     # Move the upper cut down to a top-level definition within the first half of the
-    # context, the lower cut up to one within the last half of it.
+    # context, the lower cut up to one within the last half of it; inside a long class
+    # (no top-level line there), to a line that starts a definition at the least
+    # indentation, so that neither cut falls inside a docstring (whose prose would parse
+    # as code and the code after it as a string).
     if a > 0:
-        m = _TOP.search(text, a, max(a, min(core_a, a + context // 2)))
-        if m is not None:
-            a = m.start()
+        upper = _cut(text, a, max(a, min(core_a, a + context // 2)), last=False)
+        if upper is not None:
+            a = upper
     if b < len(text):
-        low = max(core_b, b - context // 2)
-        tops = [m.start() for m in _TOP.finditer(text, low, b)]
-        if tops and tops[-1] >= core_b:
-            b = tops[-1]
+        lower = _cut(text, max(core_b, b - context // 2), b, last=True)
+        if lower is not None and lower >= core_b:
+            b = lower
     return Excerpt(a, text[a:b])
+
+
+def _cut(text: str, lo: int, hi: int, *, last: bool) -> int | None:
+    """A line in [lo, hi) to cut at: the first (or `last`) one that starts a top-level
+    definition; without one, the first (or last) of the least indented lines that start
+    a definition; None when no line there starts one."""
+    tops = [m.start() for m in _TOP.finditer(text, lo, hi)]
+    if tops:
+        return tops[-1] if last else tops[0]
+    defs = [(len(m.group(1)), m.start()) for m in _DEF.finditer(text, lo, hi)]
+    if not defs:
+        return None
+    least = min(indent for indent, _ in defs)
+    starts = [start for indent, start in defs if indent == least]
+    return starts[-1] if last else starts[0]

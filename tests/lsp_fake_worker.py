@@ -59,6 +59,7 @@ TARGETS = {
     "def shout(text):\n    '''": "Shout the text.",
     'class Point:\n    """': "A point in the plane.",
     'def area(w, h):\n    """': "Return the area.\n\n    w times h, both in metres.\n    ",
+    'def surface(self):\n        """': "Return the surface.\n\n        In square metres.\n        ",
     'def one():\n    """': "Return one.",
     '\tdef inner(self):\n\t\t"""': "Inner method.",
     # completion

@@ -152,6 +152,31 @@ def test_insert_docstring_of_several_lines(worker):
     run(go())
 
 
+def test_insert_docstring_in_a_long_class(worker):
+    # with a small context the excerpt's upper cut falls inside a method's docstring (the
+    # assertion below makes sure); cut there, the class's prose parsed as code and the
+    # docstring's lines as a broken line, and nothing was inserted
+    methods = "".join(f'    def m{i}(self):\n        """Method {i}.\n\n        It returns {i}, '
+                      f'and says so\n        in a few lines of prose{"." * 9}\n        """\n'
+                      f"        return {i}\n\n" for i in range(30))
+    text = "class Big:\n" + methods + "    def surface(self):\n        return self.w * self.h\n"
+    at_return = text.index("return self.w")
+    raw_cut = text.rfind("\n", 0, at_return - 1000) + 1
+    assert text[:raw_cut].count('"""') % 2 == 1  # the cut the excerpt used to make
+
+    async def go():
+        async with lsp(worker, {"contextChars": 1000}) as (client, _):
+            uri = open_doc(client, "big.py", text)
+            action = pick(await actions(client, uri, at(text, "return self.w")),
+                          "refactor.rewrite.infill.insertDocstring")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri).endswith(
+                '    def surface(self):\n        """Return the surface.\n\n'
+                '        In square metres."""\n        return self.w * self.h\n')
+
+    run(go())
+
+
 def test_docstring_quote_style_and_same_line_body(worker):
     text = "def a():\n    '''A.'''\n\n\ndef shout(text):\n    return text.upper()\n"
     one = "def one(): return 1\n"

@@ -96,6 +96,21 @@ def test_docstring_slot_when_the_excerpt_would_start_inside_a_docstring():
     assert find_docstring_slot(text, text.index("return 20"), "<mask>", 600) is None
 
 
+def test_excerpt_of_a_long_class_cuts_at_methods_never_inside_a_docstring():
+    # no top-level line near the cuts: they go to lines that start methods; a cut inside
+    # a docstring made the prose parse as code and the code after it as a string, and the
+    # checks then refused fills they had no reason to (a docstring of several lines too)
+    text = _long_class(200)
+    for where in ("return 100", "def m57", "return 199", "It returns 120"):
+        at = text.index(where)
+        for context in range(300, 2000, 50):
+            ex = excerpt(text, at, at + 3, context=context)
+            assert ex.offset <= at and ex.end >= at + 3
+            for cut in (ex.offset, ex.end):
+                assert text[:cut].count('"""') % 2 == 0, (where, context, cut)
+            assert ex.text.startswith("    def m") or ex.offset == 0, (where, context)
+
+
 def test_definition_start_prefers_the_top_level_then_the_least_indented():
     text = "x = 1\n\n\n@dec\ndef f():\n    return 1\n\nclass C:\n    y = 2\n"
     assert definition_start(text, text.index("return"), 1000) == text.index("def f")
