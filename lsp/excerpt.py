@@ -76,13 +76,19 @@ def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
     # (no top-level line there), to a line that starts a definition at the least
     # indentation, so that neither cut falls inside a docstring (whose prose would parse
     # as code and the code after it as a string).
+    # With no such line there (a docstring longer than half the context), the cut moves
+    # out instead, to the nearest one within three more contexts: the excerpt grows.
     if a > 0:
         upper = _cut(text, a, max(a, min(core_a, a + context // 2)), last=False)
+        if upper is None:
+            upper = _cut(text, max(0, a - 3 * context), a, last=True)
         if upper is not None:
             a = upper
     if b < len(text):
         lower = _cut(text, max(core_b, b - context // 2), b, last=True)
-        if lower is not None and lower >= core_b:
+        if lower is None or lower < core_b:
+            lower = _cut(text, b, min(len(text), b + 3 * context), last=False)
+        if lower is not None:
             b = lower
     return Excerpt(a, text[a:b])
 

@@ -111,6 +111,21 @@ def test_excerpt_of_a_long_class_cuts_at_methods_never_inside_a_docstring():
             assert ex.text.startswith("    def m") or ex.offset == 0, (where, context)
 
 
+def test_excerpt_moves_out_of_a_docstring_longer_than_half_the_context():
+    # no definition line within half a context of either cut: each moves out to the
+    # nearest one (the excerpt grows) rather than cut inside the docstring
+    doc = "".join(f"    Line {i} of a long docstring, in prose.\n" for i in range(60))
+    text = ('import os\n\n\ndef define(x):\n    """Define.\n\n' + doc + '    """\n'
+            "    def wrap(cls):\n        return cls\n    return wrap\n\n\n"
+            'def later():\n    """Later.\n\n' + doc + '    """\n    return 1\n\n\n'
+            "def last():\n    return 2\n")
+    at = text.index("return cls")
+    ex = excerpt(text, at, at, context=1000)
+    assert ex.offset == text.index("def define") and ex.end == text.index("def last")
+    for cut in (ex.offset, ex.end):
+        assert text[:cut].count('"""') % 2 == 0
+
+
 def test_definition_start_prefers_the_top_level_then_the_least_indented():
     text = "x = 1\n\n\n@dec\ndef f():\n    return 1\n\nclass C:\n    y = 2\n"
     assert definition_start(text, text.index("return"), 1000) == text.index("def f")
