@@ -37,7 +37,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 import infill
-from benchmarks.heldout import DocstringExample, docstring_examples, load_test_files
+from benchmarks.heldout import (
+    DocstringExample,
+    docstring_examples,
+    heldout_arguments,
+    load_test_files,
+)
 from benchmarks.results_file import write_results
 from infill.core.options import DEFAULT_CHECKS
 from lsp.docstring import docstring_slot
@@ -152,11 +157,7 @@ def evaluate(den, examples: list[DocstringExample], settings: Settings) -> dict[
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the shipped model)")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="corpus folder with <split>.jsonl (python -m model.corpus)")
-    parser.add_argument("--split", default="test", help="split to evaluate on")
+    heldout_arguments(parser)
     parser.add_argument("--n", type=int, default=100, help="definitions to write docstrings for")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")

@@ -41,6 +41,7 @@ import infill
 from benchmarks.heldout import (
     Example,
     bug_examples,
+    heldout_arguments,
     infill_examples,
     load_test_files,
     random_content_line,
@@ -342,11 +343,7 @@ def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preferen
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the shipped model)")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="corpus folder with test.jsonl (python -m model.corpus)")
-    parser.add_argument("--split", default="test", help="split to evaluate on")
+    heldout_arguments(parser)
     parser.add_argument("--n", type=int, default=200, help="single-line examples")
     parser.add_argument("--n-multi", type=int, default=100, help="multi-line examples")
     parser.add_argument("--n-bugs", type=int, default=200, help="injected-bug examples")

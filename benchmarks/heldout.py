@@ -8,11 +8,14 @@ character span to fill, and the span's true text. Deterministic for a given seed
 - multi-line: 2 to 8 consecutive lines, from the first line's indentation to the end of
   the last line (the line break after it stays);
 - bugs: one injected bug in a line (operator swap, flipped comparison, wrong variable,
-  off-by-one literal) with the clean text to restore.
+  off-by-one literal) with the clean text to restore;
+- docstrings: a function or class with its docstring taken out (the whole file, as
+  Insert docstring sees it) and the docstring as written.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import keyword
 import random
@@ -40,6 +43,15 @@ class BugExample:
     start: int  # the bug's character range in `buggy`
     end: int
     kind: str  # operator | comparison | variable | off-by-one
+
+
+def heldout_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every held-out evaluation takes: --model, --corpus, --split."""
+    parser.add_argument("--model", type=Path, default=None,
+                        help="model directory (default: the shipped model)")
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
+                        help="corpus folder with <split>.jsonl (python -m model.corpus)")
+    parser.add_argument("--split", default="test", help="split to evaluate on")
 
 
 def load_test_files(corpus: Path, split: str = "test") -> list[str]:

@@ -113,6 +113,13 @@ def test_rewrite_selection_returns_minimal_edits(worker):
     run(go())
 
 
+async def with_docstring(client, uri: str, text: str, where: str) -> str:
+    """`text` after its Insert docstring action at `where` is resolved and applied."""
+    action = pick(await actions(client, uri, at(text, where)),
+                  "refactor.rewrite.infill.insertDocstring")
+    return applied(text, (await client.code_action_resolve_async(action)).edit, uri)
+
+
 def test_insert_docstring_for_function_and_class(worker):
     text = "class Point:\n    x: int\n\n\ndef greet(name):\n    return 'hi ' + name\n"
 
@@ -125,10 +132,7 @@ def test_insert_docstring_for_function_and_class(worker):
             edit = (await client.code_action_resolve_async(action)).edit
             assert applied(text, edit, uri) == text.replace(
                 "    return", '    """Say hello to name."""\n    return')
-            found = await actions(client, uri, at(text, "x: int"))
-            action = pick(found, "refactor.rewrite.infill.insertDocstring")
-            edit = (await client.code_action_resolve_async(action)).edit
-            assert applied(text, edit, uri).startswith(
+            assert (await with_docstring(client, uri, text, "x: int")).startswith(
                 'class Point:\n    """A point in the plane."""\n    x: int\n')
 
     run(go())
@@ -142,10 +146,7 @@ def test_insert_docstring_of_several_lines(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "area.py", text)
-            action = pick(await actions(client, uri, at(text, "return")),
-                          "refactor.rewrite.infill.insertDocstring")
-            edit = (await client.code_action_resolve_async(action)).edit
-            assert applied(text, edit, uri) == (
+            assert await with_docstring(client, uri, text, "return") == (
                 'def area(w, h):\n    """Return the area.\n\n    w times h, both in metres."""\n'
                 "    return w * h\n")
 
@@ -167,10 +168,7 @@ def test_insert_docstring_in_a_long_class(worker):
     async def go():
         async with lsp(worker, {"contextChars": 1000}) as (client, _):
             uri = open_doc(client, "big.py", text)
-            action = pick(await actions(client, uri, at(text, "return self.w")),
-                          "refactor.rewrite.infill.insertDocstring")
-            edit = (await client.code_action_resolve_async(action)).edit
-            assert applied(text, edit, uri).endswith(
+            assert (await with_docstring(client, uri, text, "return self.w")).endswith(
                 '    def surface(self):\n        """Return the surface.\n\n'
                 '        In square metres."""\n        return self.w * self.h\n')
 
@@ -184,15 +182,11 @@ def test_docstring_quote_style_and_same_line_body(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "q.py", text)
-            action = pick(await actions(client, uri, at(text, "return")),
-                          "refactor.rewrite.infill.insertDocstring")
-            edit = (await client.code_action_resolve_async(action)).edit
-            assert "    '''Shout the text.'''\n    return text.upper()" in applied(text, edit, uri)
+            assert "    '''Shout the text.'''\n    return text.upper()" in \
+                await with_docstring(client, uri, text, "return")
             uri = open_doc(client, "one.py", one)
-            action = pick(await actions(client, uri, at(one, "return")),
-                          "refactor.rewrite.infill.insertDocstring")
-            edit = (await client.code_action_resolve_async(action)).edit
-            assert applied(one, edit, uri) == 'def one():\n    """Return one."""\n    return 1\n'
+            assert await with_docstring(client, uri, one, "return") == \
+                'def one():\n    """Return one."""\n    return 1\n'
 
     run(go())
 
