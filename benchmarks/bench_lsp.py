@@ -47,7 +47,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from benchmarks.heldout import bug_examples, infill_examples, load_test_files
+from benchmarks.heldout import bug_examples, infill_examples, load_test_files, mid_line_cut
 from benchmarks.results_file import write_results
 from lsp.docstring import missing_docstrings
 from lsp.positions import Lines
@@ -191,15 +191,6 @@ class Bench:
         empty = sum(c is None for c in got)
         return {"n": n, "exact_match": exact / n if n else None,
                 "no_completion": empty / n if n else None, "offered": got}
-
-
-def mid_line_cut(truth: str) -> int:
-    """Where a user typing `truth` is: just after the space nearest its middle (mid-word
-    at its middle when it has no space)."""
-    spaces = [i + 1 for i, ch in enumerate(truth) if ch == " " and 0 < i < len(truth) - 1]
-    if not spaces:
-        return len(truth) // 2
-    return min(spaces, key=lambda i: abs(i - len(truth) / 2))
 
 
 def documents(n: int, seed: int) -> dict[str, list[Any]]:

@@ -137,6 +137,15 @@ def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
     return out
 
 
+def mid_line_cut(truth: str) -> int:
+    """Where a user typing `truth` is: just after the space nearest its middle (mid-word
+    at its middle when it has no space)."""
+    spaces = [i + 1 for i, ch in enumerate(truth) if ch == " " and 0 < i < len(truth) - 1]
+    if not spaces:
+        return len(truth) // 2
+    return min(spaces, key=lambda i: abs(i - len(truth) / 2))
+
+
 _OPERATOR_SWAPS = {" + ": " - ", " - ": " + ", " * ": " / ", " / ": " * ", " and ": " or ",
                    " or ": " and "}
 _COMPARISON_FLIPS = {" < ": " >= ", " > ": " <= ", " <= ": " > ", " >= ": " < ",

@@ -66,6 +66,7 @@ TARGETS = {
     "value = ": "compute()\nextra = 1",
     "def multi():\n    ": "a = 1\n    return a",
     "def loop():\n    ": "log(x)\n    log(x)\n    log(x)",  # the model's loop
+    "def block():\n    ": "a = 1\n    \n\n\n\n    b = 2",  # blank lines, then a guess
     "name = ": "'ada'",
     "x = fo": "o(1)",
     "args = run(": "a, b)\nnext",  # writes the `)` after the cursor again

@@ -67,9 +67,11 @@ def test_inline_completion_is_one_line_at_the_cursor(worker):
     ("def multi():\n    \n", pos(1, 4), "a = 1\n    return a"),
     # the fake writes "log(x)" three times: the fill ends where it loops
     ("def loop():\n    \n", pos(1, 4), "log(x)"),
+    # the fake writes "a = 1", blank lines, then "b = 2": the block ends at a blank line
+    ("def block():\n    \n", pos(1, 4), "a = 1"),
 ], ids=["in-line: ends before the code it writes again",
         "in-line: ends before a closing bracket it never opened", "empty line: spans lines",
-        "empty line: ends before a line written again"])
+        "empty line: ends before a line written again", "empty line: ends at a blank line"])
 def test_inline_completion_offers(worker, text, at, expected):
     async def go():
         async with lsp(worker) as (client, _):

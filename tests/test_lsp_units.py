@@ -151,6 +151,10 @@ def test_excerpt_keeps_the_region_and_whole_lines_with_crlf():
     ("\nmore", False, True, ""),
     ("   ", False, True, ""),
     ("a = 1\n    return a\n\n", True, True, "a = 1\n    return a"),
+    # a multi-line completion ends at its first blank line
+    ("a = 1\n    b = 2\n    \n\n\n    c = 3", True, True, "a = 1\n    b = 2"),
+    ("a = 1\r\n\t\r\nb = 2", True, True, "a = 1"),
+    ("\n\nx = 1", True, True, ""),
 ])
 def test_completion_shape(fill, multiline, at_end, expected):
     assert shape(fill, multiline=multiline, at_line_end=at_end) == expected

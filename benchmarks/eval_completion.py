@@ -1,0 +1,149 @@
+"""Held-out evaluation of inline completion: what the server would offer, without the LSP.
+
+    python -m benchmarks.eval_completion [--model DIR] [--n 100] [--setting KEY=JSON ...]
+
+Lines of the test packages (never trained on), in 3,000-character documents as
+`benchmarks/bench_lsp.py` opens them, completed with the server's completion options
+(lsp/completion.py `completion_options`, its excerpt and `shape`, the settings given by
+`--setting`, e.g. `multilineSteps=16`) by the engine in this process:
+
+- `mid-line`: a line cut after the space nearest its middle, the rest of it deleted
+  (typing a line): the offer should be the rest of the line;
+- `empty line, one line`: a line's content deleted, the cursor after its indentation
+  (the next line of a block): the truth is that line;
+- `empty line, block`: 2 to 8 lines deleted the same way: the truth is the block.
+
+Per case: exact match of the offer, its first line right, its similarity to the truth
+(difflib's ratio), the lines offered, offers holding two blank lines in a row, requests
+with no offer, and ms per completion. The key/value carry between keystrokes
+(`completionReuse`) is not exercised: each completion is a document's first.
+
+Prints a table and writes JSON to benchmarks/results/completion_<model>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+import infill
+from benchmarks.bench_lsp import WINDOW_CHARS, _setting
+from benchmarks.heldout import (
+    Example,
+    heldout_arguments,
+    infill_examples,
+    load_test_files,
+    mid_line_cut,
+)
+from benchmarks.results_file import write_results
+from lsp.completion import completion_options, shape
+from lsp.excerpt import excerpt
+from lsp.settings import Settings, parse
+from model.loading import default_model_dir, load_denoiser
+
+CASES = ("mid-line", "empty line, one line", "empty line, block")
+_BLANK_RUN = re.compile(r"\n[ \t]*\n[ \t]*\n")
+
+
+def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
+    """(document, cursor, truth) of each example for `case`."""
+    out = []
+    for ex in examples:
+        if case == "mid-line":
+            cut = ex.start + mid_line_cut(ex.truth)
+            out.append((ex.text[:cut] + ex.text[ex.end:], cut, ex.text[cut:ex.end]))
+        else:
+            out.append((ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth))
+    return out
+
+
+def offer(den, text: str, at: int, settings: Settings) -> tuple[str, int]:
+    """The text the server would offer at `at` ("" for none), and the passes it took."""
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end < 0 else line_end
+    multiline = not text[line_start:line_end].strip()
+    ex = excerpt(text, at, at, context=settings.context_chars)
+    result = infill.fill_spans(ex.text, [infill.Span(at - ex.offset, at - ex.offset)],
+                               denoiser=den, options=completion_options(settings, multiline))
+    raw = result.fills[0].text if result.fills else ""
+    return shape(raw, multiline=multiline, at_line_end=at == line_end), result.stats.nfe
+
+
+def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, Any]:
+    n = len(truths)
+    first = [o.strip().split("\n")[0].strip() if o else None for o in offers]
+    return {
+        "n": n,
+        "exact_match": sum(o.strip() == t.strip() for o, t in zip(offers, truths, strict=True)) / n,
+        "first_line_right": sum(f == t.strip().split("\n")[0].strip()
+                                for f, t in zip(first, truths, strict=True)) / n,
+        "similarity": statistics.fmean(difflib.SequenceMatcher(None, o.strip(), t.strip())
+                                       .ratio() for o, t in zip(offers, truths, strict=True)),
+        "lines_offered": statistics.fmean(o.count("\n") + 1 if o else 0 for o in offers),
+        "blank_line_runs": sum(bool(_BLANK_RUN.search(o)) for o in offers) / n,
+        "no_offer": sum(not o for o in offers) / n,
+        "ms_p50": statistics.median(ms), "ms_p95": sorted(ms)[int(0.95 * (n - 1))],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    heldout_arguments(parser)
+    parser.add_argument("--n", type=int, default=100, help="lines (and blocks) per case")
+    parser.add_argument("--seed", type=int, default=0, help="example selection seed")
+    parser.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
+                        help="a server setting, e.g. multilineSteps=16 (repeatable)")
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    args = parser.parse_args(argv)
+    if args.n < 1:
+        parser.error(f"--n must be at least 1, got {args.n}")
+    overrides = dict(_setting(kv) for kv in args.setting)
+    settings, problems = parse(overrides)
+    if problems:
+        parser.error("; ".join(problems))
+    split_file = args.corpus / f"{args.split}.jsonl"
+    if not split_file.is_file():
+        parser.error(f"{split_file} not found: build the corpus with python -m model.corpus")
+    files = load_test_files(args.corpus, args.split)
+    lines = infill_examples(files, "single-line", args.n, seed=args.seed,
+                            window_chars=WINDOW_CHARS)
+    blocks = infill_examples(files, "multi-line", args.n, seed=args.seed + 1,
+                             window_chars=WINDOW_CHARS)
+    den = load_denoiser(args.model)
+    t0 = time.perf_counter()
+    results: dict[str, Any] = {"model": str(args.model or default_model_dir()),
+                               "split": args.split, "settings": overrides, "cases": {}}
+    for case in CASES:
+        offers, truths, ms, nfe = [], [], [], 0
+        for text, at, truth in tqdm(requests(lines if case != CASES[2] else blocks, case),
+                                    desc=case, file=sys.stderr, leave=False):
+            t = time.perf_counter()
+            got, passes = offer(den, text, at, settings)
+            ms.append((time.perf_counter() - t) * 1000)
+            offers.append(got)
+            truths.append(truth)
+            nfe += passes
+        results["cases"][case] = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms),
+                                  "records": [{"truth": t, "offer": o}
+                                              for t, o in zip(truths, offers, strict=True)]}
+    results["seconds"] = round(time.perf_counter() - t0, 1)
+    print(f"{'case':22} {'n':>4} {'exact':>6} {'1st line':>8} {'similar':>7} {'lines':>5} "
+          f"{'blanks':>6} {'none':>5} {'p50 ms':>7}")
+    for case, r in results["cases"].items():
+        print(f"{case:22} {r['n']:4d} {r['exact_match']:6.1%} {r['first_line_right']:8.1%} "
+              f"{r['similarity']:7.3f} {r['lines_offered']:5.1f} {r['blank_line_runs']:6.1%} "
+              f"{r['no_offer']:5.1%} {r['ms_p50']:7.0f}")
+    write_results("completion", args.model, results, args.out)
+
+
+if __name__ == "__main__":
+    main()

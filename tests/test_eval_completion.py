@@ -1,0 +1,81 @@
+"""The held-out completion evaluation (benchmarks/eval_completion.py): what each case asks
+for, the scores of the offers, and the script end to end on a tiny model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.eval_completion import CASES, requests, score
+from benchmarks.heldout import Example
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_requests_cut_the_line_or_empty_it() -> None:
+    text = "def f(a):\n    total = compute(a, 2)\n    return total\n"
+    start = text.index("total =")
+    ex = Example(text, start, text.index("\n", start), "single-line")
+    (doc, at, truth), = requests([ex], "mid-line")
+    assert doc[:at].endswith("    total = ") and truth == "compute(a, 2)"
+    assert doc == text.replace("compute(a, 2)", "")
+    (doc, at, truth), = requests([ex], "empty line, one line")
+    assert doc[:at].endswith("\n    ") and doc[at:].startswith("\n    return")
+    assert truth == "total = compute(a, 2)"
+
+
+def test_scores_of_offers() -> None:
+    got = score(["a = 1", "b = 2\n    c = 3", "", "x\n\n\ny"],
+                ["a = 1", "b = 2\n    d = 4", "z", "q"], [10.0, 20.0, 30.0, 40.0])
+    assert got["n"] == 4 and got["exact_match"] == 0.25
+    assert got["first_line_right"] == 0.5  # "a = 1", and "b = 2" of the block
+    assert got["no_offer"] == 0.25 and got["blank_line_runs"] == 0.25
+    assert got["lines_offered"] == (1 + 2 + 0 + 4) / 4
+    assert got["ms_p50"] == 25.0 and 0 < got["similarity"] < 1
+
+
+@pytest.fixture(scope="module")
+def lines_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test split of this repository's own modules (long enough for line windows)."""
+    folder = tmp_path_factory.mktemp("completion_corpus")
+    with (folder / "test.jsonl").open("w") as fh:
+        for name in ("ends.py", "diff.py", "spans.py"):
+            fh.write(json.dumps({"text": (ROOT / "infill" / "core" / name).read_text()}) + "\n")
+    return folder
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchmarks.eval_completion", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
+
+
+def test_the_script_writes_every_case(tiny_model_dir: Path, lines_corpus: Path,
+                                      tmp_path: Path) -> None:
+    out = tmp_path / "completion.json"
+    done = _run("--model", str(tiny_model_dir), "--corpus", str(lines_corpus), "--n", "2",
+                "--setting", "multilineSteps=2", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["settings"] == {"multilineSteps": 2}
+    assert list(got["cases"]) == list(CASES)
+    for case in got["cases"].values():
+        assert case["n"] == 2 and len(case["records"]) == 2
+        assert {"exact_match", "first_line_right", "similarity", "lines_offered",
+                "blank_line_runs", "no_offer", "ms_p50", "nfe_per_request"} <= set(case)
+    # a one-line completion never offers more than a line
+    assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
+
+
+def test_bad_settings_are_clear_errors(lines_corpus: Path) -> None:
+    done = _run("--corpus", str(lines_corpus), "--setting", "bogus=1")
+    assert done.returncode == 2 and "infill.bogus: unknown setting" in done.stderr
+    done = _run("--corpus", str(lines_corpus), "--setting", "multilineSteps=0")
+    assert done.returncode == 2 and "multilineSteps must be a whole number" in done.stderr
+    done = _run("--corpus", str(lines_corpus), "--n", "0")
+    assert done.returncode == 2 and "--n must be at least 1" in done.stderr
