@@ -35,7 +35,7 @@ from lsp.settings import Settings
 
 _WORD = re.compile(r"\w*$")
 # A line break followed by a line of spaces and tabs alone and its line break.
-_BLANK_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)")
+_BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r(?!\n)|\n)")
 # what may follow the cursor on its line for a completion to make sense: closing
 # brackets and quotes, separators, a comment (nothing a fill would duplicate)
 _CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")

@@ -6,8 +6,8 @@ the region around the spans plus generous context. `excerpt` takes whole lines, 
 `context` characters on each side of [start, end), and moves each cut to a line that
 starts a top-level definition when one is near (inside a long class, to a line that starts
 a method), so that the scopes the engine looks for are whole in the excerpt and neither
-end of it falls inside a docstring. Offsets
-inside an excerpt are `offset` less than in the text.
+end of it falls inside a docstring. Offsets inside an excerpt are `offset` less than in
+the text.
 """
 
 from __future__ import annotations

@@ -154,6 +154,7 @@ def test_excerpt_keeps_the_region_and_whole_lines_with_crlf():
     # a multi-line completion ends at its first blank line
     ("a = 1\n    b = 2\n    \n\n\n    c = 3", True, True, "a = 1\n    b = 2"),
     ("a = 1\r\n\t\r\nb = 2", True, True, "a = 1"),
+    ("a = 1\r\n    b = 2\r\n", True, True, "a = 1\r\n    b = 2"),  # one CRLF is no blank line
     ("\n\nx = 1", True, True, ""),
 ])
 def test_completion_shape(fill, multiline, at_end, expected):
