@@ -1,12 +1,19 @@
 """Shared fixtures: a tiny tokenizer and a tiny random ModernBERT saved as a HF directory,
-so the real loading and inference path runs in seconds without the shipped weights."""
+so the real loading and inference path runs in seconds without the shipped weights; and
+a runner for the benchmark scripts."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SOURCES = [
     "def add(a, b):\n    return a + b\n",
@@ -55,3 +62,16 @@ def tiny_model_dir(tok_dir: Path, tmp_path_factory) -> Path:
     model.save_pretrained(out)
     save_for_transformers(tok, out)
     return out
+
+
+@pytest.fixture(scope="session")
+def run_benchmark() -> Callable[..., subprocess.CompletedProcess]:
+    """`run_benchmark(name, *args)`: `python -m benchmarks.<name> ARGS` from the repository
+    root, on one CPU thread in fp32, its output captured as text."""
+
+    def run(name: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
+
+    return run

@@ -4,9 +4,6 @@ for, the scores of the offers, and the script end to end on a tiny model."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -49,17 +46,12 @@ def lines_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchmarks.eval_completion", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
-
-
-def test_the_script_writes_every_case(tiny_model_dir: Path, lines_corpus: Path,
-                                      tmp_path: Path) -> None:
+def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
+                                      lines_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "completion.json"
-    done = _run("--model", str(tiny_model_dir), "--corpus", str(lines_corpus), "--n", "2",
-                "--setting", "multilineSteps=2", "--out", str(out))
+    done = run_benchmark("eval_completion", "--model", str(tiny_model_dir), "--corpus",
+                         str(lines_corpus), "--n", "2", "--setting", "multilineSteps=2",
+                         "--out", str(out))
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
     assert got["settings"] == {"multilineSteps": 2}
@@ -72,10 +64,13 @@ def test_the_script_writes_every_case(tiny_model_dir: Path, lines_corpus: Path,
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
 
 
-def test_bad_settings_are_clear_errors(lines_corpus: Path) -> None:
-    done = _run("--corpus", str(lines_corpus), "--setting", "bogus=1")
+def test_bad_settings_are_clear_errors(run_benchmark, lines_corpus: Path) -> None:
+    def run(*args: str):
+        return run_benchmark("eval_completion", "--corpus", str(lines_corpus), *args)
+
+    done = run("--setting", "bogus=1")
     assert done.returncode == 2 and "infill.bogus: unknown setting" in done.stderr
-    done = _run("--corpus", str(lines_corpus), "--setting", "multilineSteps=0")
+    done = run("--setting", "multilineSteps=0")
     assert done.returncode == 2 and "multilineSteps must be a whole number" in done.stderr
-    done = _run("--corpus", str(lines_corpus), "--n", "0")
+    done = run("--n", "0")
     assert done.returncode == 2 and "--n must be at least 1" in done.stderr

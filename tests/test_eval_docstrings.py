@@ -5,9 +5,6 @@ scores, the no-model baseline, and the script end to end on a tiny model."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -109,17 +106,11 @@ def docs_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchmarks.eval_docstrings", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
-
-
-def test_the_script_writes_every_figure(tiny_model_dir: Path, docs_corpus: Path,
-                                        tmp_path: Path) -> None:
+def test_the_script_writes_every_figure(run_benchmark, tiny_model_dir: Path,
+                                        docs_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "docs.json"
-    done = _run("--model", str(tiny_model_dir), "--corpus", str(docs_corpus), "--n", "5",
-                "--out", str(out))
+    done = run_benchmark("eval_docstrings", "--model", str(tiny_model_dir), "--corpus",
+                         str(docs_corpus), "--n", "5", "--out", str(out))
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())["docstrings"]
     assert got["n"] == 2 and got["functions"] == 1 and len(got["records"]) == 2
@@ -132,8 +123,9 @@ def test_the_script_writes_every_figure(tiny_model_dir: Path, docs_corpus: Path,
     assert "name baseline" in done.stdout
 
 
-def test_bad_arguments_are_clear_errors(docs_corpus: Path, tmp_path: Path) -> None:
-    done = _run("--corpus", str(docs_corpus), "--n", "0")
+def test_bad_arguments_are_clear_errors(run_benchmark, docs_corpus: Path,
+                                        tmp_path: Path) -> None:
+    done = run_benchmark("eval_docstrings", "--corpus", str(docs_corpus), "--n", "0")
     assert done.returncode == 2 and "--n must be at least 1" in done.stderr
-    done = _run("--corpus", str(tmp_path), "--n", "3")
+    done = run_benchmark("eval_docstrings", "--corpus", str(tmp_path), "--n", "3")
     assert done.returncode == 2 and "test.jsonl not found" in done.stderr
