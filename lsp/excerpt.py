@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 from lsp.positions import LINE_BREAK, line_start
 
-# A line that starts a top-level definition (`def`, `class`, a decorator) at column 0.
-# Such lines are almost never inside a string, unlike lines of prose in a docstring; a
-# wrong guess only costs the engine its scope context (it falls back to line windows).
+# What starts a definition (`def`, `class`, a decorator). Lines that start with one are
+# almost never inside a string, unlike lines of prose in a docstring; a wrong guess only
+# costs the engine its scope context (it falls back to line windows).
 _DEFINITION = r"(?:@[A-Za-z_]|(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[:(])"
-_TOP = re.compile("^" + _DEFINITION, re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -50,17 +49,11 @@ def definition_start(text: str, at: int, reach: int) -> int | None:
     `at` that starts a top-level definition; without one, the first of the least indented
     lines that start a definition (a method of a class that began further back); None
     when no line starts a definition there."""
-    top, least = None, None
     # every match starts a line, and the last line searched is the one that holds `at`
-    for m in _DEF.finditer(text, max(0, at - reach), _line_end(text, at)):
-        indent = len(m.group(1))
-        if indent == 0:
-            top = m.start()
-        elif least is None or indent < least[0]:
-            least = (indent, m.start())
-    if top is not None:
-        return top
-    return least[1] if least is not None else None
+    lines = _definition_lines(text, max(0, at - reach), _line_end(text, at))
+    if not lines:
+        return None
+    return lines[-1] if text[lines[0]] not in " \t" else lines[0]
 
 
 def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
@@ -79,30 +72,21 @@ def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
     # With no such line there (a docstring longer than half the context), the cut moves
     # out instead, to the nearest one within three more contexts: the excerpt grows.
     if a > 0:
-        upper = _cut(text, a, max(a, min(core_a, a + context // 2)), last=False)
-        if upper is None:
-            upper = _cut(text, max(0, a - 3 * context), a, last=True)
-        if upper is not None:
-            a = upper
+        lines = (_definition_lines(text, a, max(a, min(core_a, a + context // 2)))
+                 or _definition_lines(text, max(0, a - 3 * context), a)[-1:])
+        if lines:
+            a = lines[0]
     if b < len(text):
-        lower = _cut(text, max(core_b, b - context // 2), b, last=True)
-        if lower is None or lower < core_b:
-            lower = _cut(text, b, min(len(text), b + 3 * context), last=False)
-        if lower is not None:
-            b = lower
+        lines = (_definition_lines(text, max(core_b, b - context // 2), b)[-1:]
+                 or _definition_lines(text, b, min(len(text), b + 3 * context)))
+        if lines:
+            b = lines[0]
     return Excerpt(a, text[a:b])
 
 
-def _cut(text: str, lo: int, hi: int, *, last: bool) -> int | None:
-    """A line in [lo, hi) to cut at: the first (or `last`) one that starts a top-level
-    definition; without one, the first (or last) of the least indented lines that start
-    a definition; None when no line there starts one."""
-    tops = [m.start() for m in _TOP.finditer(text, lo, hi)]
-    if tops:
-        return tops[-1] if last else tops[0]
+def _definition_lines(text: str, lo: int, hi: int) -> list[int]:
+    """The starts of the lines in [lo, hi) that start a definition at the least
+    indentation found there: the top-level ones when there are any."""
     defs = [(len(m.group(1)), m.start()) for m in _DEF.finditer(text, lo, hi)]
-    if not defs:
-        return None
-    least = min(indent for indent, _ in defs)
-    starts = [start for indent, start in defs if indent == least]
-    return starts[-1] if last else starts[0]
+    least = min((indent for indent, _ in defs), default=0)
+    return [start for indent, start in defs if indent == least]
