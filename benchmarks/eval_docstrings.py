@@ -44,9 +44,8 @@ from benchmarks.heldout import (
     load_test_files,
 )
 from benchmarks.results_file import write_results
-from infill.core.options import DEFAULT_CHECKS
+from lsp.actions import action_options, docstring_request
 from lsp.docstring import docstring_slot
-from lsp.excerpt import excerpt
 from lsp.settings import Settings
 from model.loading import default_model_dir, load_denoiser
 
@@ -115,19 +114,14 @@ def write_docstring(den, ex: DocstringExample, settings: Settings,
     slot = docstring_slot(ex.text, ex.at, marker=settings.hole_marker)
     if slot is None:
         raise ValueError(f"no docstring slot for {ex.name}")
-    template, at = slot.template(ex.text)
-    ex_cut = excerpt(template, at, at, context=settings.context_chars)
-    local = at - ex_cut.offset
-    result = infill.fill_spans(ex_cut.text, [infill.Span(local, local)], denoiser=den,
-                               options=options)
+    cut, span = docstring_request(ex.text, slot, settings.context_chars)
+    result = infill.fill_spans(cut.text, [span], denoiser=den, options=options)
     body = result.fills[0].text if result.fills and result.fills[0].rejected is None else ""
     return slot.clean_body(body), result
 
 
 def evaluate(den, examples: list[DocstringExample], settings: Settings) -> dict[str, object]:
-    # the server's options for Insert docstring (lsp/actions.py: checks on, no race)
-    options = settings.sampler_options(checks=DEFAULT_CHECKS if settings.checks else "",
-                                       lengths=1)
+    options = action_options(settings, race=False)  # Insert docstring's, as the server's
     sums: Counter[str] = Counter()
     base: Counter[str] = Counter()
     ms, nfe, tokens, records = [], 0, 0, []

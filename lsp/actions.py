@@ -241,7 +241,7 @@ Done = tuple[list[Edit], Result, Excerpt]
 OnStep = Callable[[Step], None] | None
 
 
-def _options(s: Settings, *, race: bool = True) -> SamplerOptions:
+def action_options(s: Settings, *, race: bool = True) -> SamplerOptions:
     """The settings' sampler options; with `checks`, a fill that breaks the code loses to
     the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md).
     `race`: holes race `lengths` allocations (measured on code; a docstring is prose)."""
@@ -254,7 +254,7 @@ async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Do
     holes = find_holes(snap.text, s.hole_marker)
     ex = excerpt(snap.text, holes[0].start, holes[-1].end, context=s.context_chars)
     result = await host.worker.fill(ex.text, marker=s.hole_marker, language=snap.language,
-                                    options=_options(s), on_step=on_step)
+                                    options=action_options(s), on_step=on_step)
     return shift(result.edits, ex.offset), result, ex
 
 
@@ -263,7 +263,7 @@ async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     ex = excerpt(snap.text, op.start, op.end, context=s.context_chars)
     span = Span(op.start - ex.offset, op.end - ex.offset)
     result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
-                                    language=snap.language, options=_options(s),
+                                    language=snap.language, options=action_options(s),
                                     on_step=on_step)
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
@@ -273,13 +273,20 @@ async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Don
     slot = find_docstring_slot(snap.text, op.start, s.hole_marker, s.context_chars)
     if slot is None:
         raise InfillError("there is no function or class without a docstring here")
-    template, at = slot.template(snap.text)
-    ex = excerpt(template, at, at, context=s.context_chars)
-    result = await host.worker.fill(ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
-                                    marker=s.hole_marker, language=snap.language,
-                                    options=_options(s, race=False), on_step=on_step)
+    ex, span = docstring_request(snap.text, slot, s.context_chars)
+    result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
+                                    language=snap.language,
+                                    options=action_options(s, race=False), on_step=on_step)
     body = result.fills[0].text if result.fills else ""
     return ([slot.edit(body)] if slot.clean_body(body) else []), result, ex
+
+
+def docstring_request(text: str, slot: DocstringSlot, context: int) -> tuple[Excerpt, Span]:
+    """What Insert docstring sends: the excerpt around the slot of `text` with the empty
+    docstring in place, and the empty span between its quotes (excerpt offsets)."""
+    template, at = slot.template(text)
+    ex = excerpt(template, at, at, context=context)
+    return ex, Span(at - ex.offset, at - ex.offset)
 
 
 async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
@@ -291,7 +298,7 @@ async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
                                    max_fixes=1 if token else s.max_fixes,
                                    min_suspicion=0.0 if token else s.fix_threshold,
                                    min_likely=0.0 if token else s.fix_likely_threshold,
-                                   language=snap.language, options=_options(s))
+                                   language=snap.language, options=action_options(s))
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
 
