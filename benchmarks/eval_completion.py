@@ -16,7 +16,8 @@ Lines of the test packages (never trained on), in 3,000-character documents as
 Per case: exact match of the offer, its first line right, its similarity to the truth
 (difflib's ratio), the lines offered, offers holding two blank lines in a row, requests
 with no offer, and ms per completion. The key/value carry between keystrokes
-(`completionReuse`) is not exercised: each completion is a document's first.
+(`completionReuse`) is hardly exercised: the requests share one carry key, as one
+document's would, but each is another document, so little of the last canvas is reused.
 
 Prints a table and writes JSON to benchmarks/results/completion_<model>.json.
 """
@@ -44,8 +45,7 @@ from benchmarks.heldout import (
     mid_line_cut,
 )
 from benchmarks.results_file import write_results
-from lsp.completion import completion_options, shape
-from lsp.excerpt import excerpt
+from lsp.completion import completion_ask
 from lsp.settings import Settings, parse
 from model.loading import default_model_dir, load_denoiser
 
@@ -67,15 +67,14 @@ def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
 
 def offer(den, text: str, at: int, settings: Settings) -> tuple[str, int]:
     """The text the server would offer at `at` ("" for none), and the passes it took."""
-    line_start = text.rfind("\n", 0, at) + 1
     line_end = text.find("\n", at)
-    line_end = len(text) if line_end < 0 else line_end
-    multiline = not text[line_start:line_end].strip()
-    ex = excerpt(text, at, at, context=settings.context_chars)
-    result = infill.fill_spans(ex.text, [infill.Span(at - ex.offset, at - ex.offset)],
-                               denoiser=den, options=completion_options(settings, multiline))
-    raw = result.fills[0].text if result.fills else ""
-    return shape(raw, multiline=multiline, at_line_end=at == line_end), result.stats.nfe
+    ask = completion_ask(text, at, (text.rfind("\n", 0, at) + 1,
+                                    len(text) if line_end < 0 else line_end), settings)
+    if ask is None:
+        return "", 0
+    result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den,
+                               options=ask.options)
+    return ask.offer(result.fills[0].text if result.fills else ""), result.stats.nfe
 
 
 def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, Any]:

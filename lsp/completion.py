@@ -27,7 +27,7 @@ from lsprotocol import types
 from infill.core.errors import InfillError
 from infill.core.options import DEFAULT_CACHE_REFRESH, SamplerOptions
 from infill.core.spans import Span
-from lsp.excerpt import excerpt
+from lsp.excerpt import Excerpt, excerpt
 from lsp.host import Feature, Host, Snapshot
 from lsp.positions import LINE_BREAK
 from lsp.progress import WorkProgress, live_view
@@ -119,28 +119,53 @@ class Completions(Feature):
         snap = host.snapshot(uri)
         at = snap.lines.offset(position)
         line = snap.lines.line_of(at)
-        multiline = not snap.lines.line_text(line).strip()
-        if not multiline and not wants_completion(snap.text[at:snap.lines.end(line)]):
+        ask = completion_ask(snap.text, at, (snap.lines.start(line), snap.lines.end(line)),
+                             s, uri)
+        if ask is None:
             return None
-        options = completion_options(s, multiline, uri)
-        ex = excerpt(snap.text, at, at, context=s.context_chars)
         try:
             # Progress only with the request's own token: a server-created progress bar
             # per keystroke would be noise.
             async with WorkProgress(host, "Infill: completing", token=token,
                                     delay=None) as progress:
                 result = await host.worker.fill(
-                    ex.text, spans=[Span(at - ex.offset, at - ex.offset)],
-                    marker=s.hole_marker, language=snap.language, options=options,
+                    ask.excerpt.text, spans=[ask.span], marker=s.hole_marker,
+                    language=snap.language, options=ask.options,
                     on_step=live_view(host, snap, "completion", progress))
         except InfillError as exc:
             host.log(f"completion failed: {exc.message}")
             return None
         if not host.is_current(snap):
             return None  # stale: never offer text computed for an older version
-        text = result.fills[0].text if result.fills else ""
-        text = shape(text, multiline=multiline, at_line_end=at == snap.lines.end(line))
-        return Completion(snap, at, text, multiline) if text else None
+        text = ask.offer(result.fills[0].text if result.fills else "")
+        return Completion(snap, at, text, ask.multiline) if text else None
+
+
+@dataclass(frozen=True)
+class CompletionAsk:
+    """What a completion at a cursor asks the worker for, and how its fill is offered."""
+
+    excerpt: Excerpt
+    span: Span  # the empty span at the cursor, in the excerpt's offsets
+    options: SamplerOptions
+    multiline: bool  # on an empty (or whitespace-only) line
+    at_line_end: bool
+
+    def offer(self, fill: str) -> str:
+        """The fill as offered (`shape`); "" for nothing."""
+        return shape(fill, multiline=self.multiline, at_line_end=self.at_line_end)
+
+
+def completion_ask(text: str, at: int, line: tuple[int, int], s: Settings,
+                   uri: str = "") -> CompletionAsk | None:
+    """The completion at offset `at` of `text`, whose line's content is text[line[0]:
+    line[1]]; None where no completion belongs (`wants_completion`)."""
+    multiline = not text[line[0]:line[1]].strip()
+    if not multiline and not wants_completion(text[at:line[1]]):
+        return None
+    ex = excerpt(text, at, at, context=s.context_chars)
+    return CompletionAsk(ex, Span(at - ex.offset, at - ex.offset),
+                         completion_options(s, multiline, uri), multiline, at == line[1])
 
 
 def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOptions:
