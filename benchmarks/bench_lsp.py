@@ -276,7 +276,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _setting(kv: str) -> tuple[str, Any]:
+def parse_setting(kv: str) -> tuple[str, Any]:
     key, sep, value = kv.partition("=")
     if not sep:
         raise SystemExit(f"--setting {kv!r}: expected KEY=VALUE")
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
                    help="a server setting, e.g. completionSteps=8 (repeatable)")
     args = p.parse_args(argv)
-    args.setting = dict(_setting(kv) for kv in args.setting)
+    args.setting = dict(parse_setting(kv) for kv in args.setting)
     logging.basicConfig(level=logging.ERROR)
     results = asyncio.run(bench(args))
     print(f"{'case':30s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")

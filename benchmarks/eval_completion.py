@@ -36,7 +36,7 @@ from typing import Any
 from tqdm import tqdm
 
 import infill
-from benchmarks.bench_lsp import WINDOW_CHARS, _setting
+from benchmarks.bench_lsp import WINDOW_CHARS, parse_setting
 from benchmarks.heldout import (
     Example,
     heldout_arguments,
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
-    overrides = dict(_setting(kv) for kv in args.setting)
+    overrides = dict(parse_setting(kv) for kv in args.setting)
     settings, problems = parse(overrides)
     if problems:
         parser.error("; ".join(problems))
