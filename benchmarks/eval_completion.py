@@ -40,8 +40,8 @@ from benchmarks.bench_lsp import WINDOW_CHARS, parse_setting
 from benchmarks.heldout import (
     Example,
     heldout_arguments,
+    heldout_files,
     infill_examples,
-    load_test_files,
     mid_line_cut,
 )
 from benchmarks.results_file import write_results
@@ -109,10 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     settings, problems = parse(overrides)
     if problems:
         parser.error("; ".join(problems))
-    split_file = args.corpus / f"{args.split}.jsonl"
-    if not split_file.is_file():
-        parser.error(f"{split_file} not found: build the corpus with python -m model.corpus")
-    files = load_test_files(args.corpus, args.split)
+    files = heldout_files(parser, args)
     lines = infill_examples(files, "single-line", args.n, seed=args.seed,
                             window_chars=WINDOW_CHARS)
     blocks = infill_examples(files, "multi-line", args.n, seed=args.seed + 1,

@@ -41,7 +41,7 @@ from benchmarks.heldout import (
     DocstringExample,
     docstring_examples,
     heldout_arguments,
-    load_test_files,
+    heldout_files,
 )
 from benchmarks.results_file import write_results
 from lsp.actions import action_options, docstring_request
@@ -158,13 +158,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
-    split_file = args.corpus / f"{args.split}.jsonl"
-    if not split_file.is_file():
-        parser.error(f"{split_file} not found: build the corpus with python -m model.corpus")
-    examples = docstring_examples(load_test_files(args.corpus, args.split), args.n,
-                                  seed=args.seed)
+    examples = docstring_examples(heldout_files(parser, args), args.n, seed=args.seed)
     if not examples:
-        parser.error(f"no definition with a docstring in {split_file}")
+        parser.error(f"no definition with a docstring in {args.corpus / args.split}.jsonl")
     den = load_denoiser(args.model)
     t0 = time.perf_counter()
     result = evaluate(den, examples, Settings())

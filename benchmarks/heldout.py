@@ -54,6 +54,15 @@ def heldout_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", default="test", help="split to evaluate on")
 
 
+def heldout_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The texts of --corpus's --split (`heldout_arguments`); a usage error naming the
+    file when it is missing."""
+    path = args.corpus / f"{args.split}.jsonl"
+    if not path.is_file():
+        parser.error(f"{path} not found: build the corpus with python -m model.corpus")
+    return load_test_files(args.corpus, args.split)
+
+
 def load_test_files(corpus: Path, split: str = "test") -> list[str]:
     with (corpus / f"{split}.jsonl").open() as fh:
         return [json.loads(line)["text"] for line in fh]
