@@ -39,6 +39,7 @@ import infill
 from benchmarks.bench_lsp import WINDOW_CHARS, parse_setting
 from benchmarks.heldout import (
     Example,
+    first_line,
     heldout_arguments,
     heldout_files,
     infill_examples,
@@ -79,11 +80,11 @@ def offer(den, text: str, at: int, settings: Settings) -> tuple[str, int]:
 
 def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, Any]:
     n = len(truths)
-    first = [o.strip().split("\n")[0].strip() if o else None for o in offers]
+    first = [first_line(o) if o else None for o in offers]
     return {
         "n": n,
         "exact_match": sum(o.strip() == t.strip() for o, t in zip(offers, truths, strict=True)) / n,
-        "first_line_right": sum(f == t.strip().split("\n")[0].strip()
+        "first_line_right": sum(f == first_line(t)
                                 for f, t in zip(first, truths, strict=True)) / n,
         "similarity": statistics.fmean(difflib.SequenceMatcher(None, o.strip(), t.strip())
                                        .ratio() for o, t in zip(offers, truths, strict=True)),

@@ -158,12 +158,14 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             "records": records}
 
 
-def argument_examples(files: list[str], n: int, seed: int) -> list[Example]:
+def argument_examples(files: list[str], n: int, seed: int, window_chars: int = 700
+                      ) -> list[Example]:
     """Holes inside a line: a single-line example's call arguments, between its first `(`
     and its last `)`, so that there is code after the hole on its line (what a fill can
     comment out) and a call around it (where it can repeat a keyword)."""
     out = []
-    for ex in infill_examples(files, "single-line", 4 * n, seed=seed):
+    for ex in infill_examples(files, "single-line", 4 * n, seed=seed,
+                              window_chars=window_chars, draw_chars=700):
         i, j = ex.truth.find("("), ex.truth.rfind(")")
         if 0 <= i < j - 1 and ex.truth[i + 1:j].strip():
             out.append(Example(ex.text, ex.start + i + 1, ex.start + j, "arguments"))
@@ -348,6 +350,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-multi", type=int, default=100, help="multi-line examples")
     parser.add_argument("--n-bugs", type=int, default=200, help="injected-bug examples")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
+    parser.add_argument("--window-chars", type=int, default=700,
+                        help="characters of the test file around each infill example (the "
+                        "same holes at any size; the engine cuts what exceeds the model's "
+                        "context by scopes, as in the editor)")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     parser.add_argument("--checks", default=infill.SamplerOptions().checks,
                         help="the engine's checks, comma-separated ('' for none)")
@@ -387,6 +393,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.window_chars < 1:
+        parser.error(f"--window-chars must be at least 1, got {args.window_chars}")
     if args.jobs > 1 and args.ablate_checks:
         parser.error("--jobs does not apply to --ablate-checks")
     if args.jobs > 1:
@@ -404,10 +412,14 @@ def main(argv: list[str] | None = None) -> None:
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
-    single = infill_examples(files, "single-line", args.n, seed=args.seed)
-    multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1)
+    single = infill_examples(files, "single-line", args.n, seed=args.seed,
+                             window_chars=args.window_chars, draw_chars=700)
+    multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1,
+                            window_chars=args.window_chars, draw_chars=700)
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
-    args_ex = argument_examples(files, args.n, seed=args.seed + 3) if "arguments" in parts else []
+    args_ex = (argument_examples(files, args.n, seed=args.seed + 3,
+                                 window_chars=args.window_chars, draw_chars=700)
+               if "arguments" in parts else [])
     t0 = time.perf_counter()
     if args.ablate_checks:
         _ablate_main(args, den, files, single, multi, args_ex, parts, t0)
@@ -415,6 +427,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
                      "checks": args.checks, "candidates": args.candidates,
                      "lengths": args.lengths, "cache_refresh": args.cache_refresh,
+                     "window_chars": args.window_chars,
                      "grow_cap": args.grow_cap, "order": args.order,
                      "threshold": args.threshold, "remask_threshold": args.remask_threshold}
     for key, examples in (("single_line", single), ("multi_line", multi),

@@ -69,10 +69,16 @@ def load_test_files(corpus: Path, split: str = "test") -> list[str]:
 
 
 def _window(text: str, line_start: int, line_end: int, rng: random.Random,
-            window_chars: int) -> tuple[str, int]:
-    """A window of whole lines around [line_start, line_end); returns (window, offset)."""
-    budget = max(0, window_chars - (line_end - line_start))
-    before = rng.randint(budget // 3, 2 * budget // 3)
+            window_chars: int, draw_chars: int | None = None) -> tuple[str, int]:
+    """A window of whole lines around [line_start, line_end); returns (window, offset).
+    With `draw_chars`, the random draw is the one a window of that size makes, scaled to
+    `window_chars`: the stream of draws, so every later pick, does not depend on the size."""
+    span = line_end - line_start
+    budget = max(0, window_chars - span)
+    drawn_budget = budget if draw_chars is None else max(0, draw_chars - span)
+    before = rng.randint(drawn_budget // 3, 2 * drawn_budget // 3)
+    if drawn_budget != budget:
+        before = round(before * budget / max(1, drawn_budget))
     a = text.rfind("\n", 0, max(0, line_start - before))
     a = 0 if a < 0 else a + 1
     b = text.find("\n", min(len(text), line_end + (budget - before)))
@@ -120,7 +126,10 @@ def random_content_line(files: list[str], rng: random.Random) -> tuple[str, int,
 
 
 def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
-                    window_chars: int = 700) -> list[Example]:
+                    window_chars: int = 700, draw_chars: int | None = None
+                    ) -> list[Example]:
+    """`n` holes of `kind` in windows of about `window_chars`; with `draw_chars`, the same
+    holes (and where they sit in their windows) as with window_chars=draw_chars."""
     rng = random.Random(seed)
     out: list[Example] = []
     tries = 0
@@ -141,9 +150,15 @@ def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
             if not text[lines[j][0]:lines[j][1]].strip():
                 continue
             span = (s + indent, lines[j][1])
-        window, offset = _window(text, span[0], span[1], rng, window_chars)
+        window, offset = _window(text, span[0], span[1], rng, window_chars, draw_chars)
         out.append(Example(window, span[0] - offset, span[1] - offset, kind))
     return out
+
+
+def first_line(text: str) -> str:
+    """The first line of a completion or its truth, stripped: what an offer that runs on
+    past a deleted line can be compared on."""
+    return text.strip().split("\n")[0].strip()
 
 
 def mid_line_cut(truth: str) -> int:

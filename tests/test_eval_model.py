@@ -19,6 +19,7 @@ from benchmarks.eval_model import (
     merge_results,
     split_parts,
 )
+from benchmarks.heldout import infill_examples, load_test_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,3 +115,31 @@ def test_jobs_must_be_positive(corpus: Path, tmp_path: Path) -> None:
     with pytest.raises(subprocess.CalledProcessError) as err:
         _eval(corpus, tmp_path / "x.json", "--jobs", "0")
     assert b"--jobs must be at least 1" in err.value.stderr
+
+
+def test_a_larger_window_holds_the_same_holes(corpus: Path) -> None:
+    files = load_test_files(corpus)
+    for kind, seed in (("single-line", 0), ("multi-line", 1)):
+        small = infill_examples(files, kind, 20, seed=seed)
+        big = infill_examples(files, kind, 20, seed=seed, window_chars=2400, draw_chars=700)
+        assert [e.truth for e in big] == [e.truth for e in small]
+        for s, b in zip(small, big, strict=True):
+            assert s.text in b.text and len(b.text) > len(s.text)
+            # the hole sits in the same code: the small window's text around it is kept
+            assert b.text[:b.start].endswith(s.text[:s.start])
+            assert b.text[b.end:].startswith(s.text[s.end:])
+    # without draw_chars the size changes the random draws, so later holes differ
+    plain = infill_examples(files, "single-line", 20, seed=0, window_chars=2400)
+    assert [e.truth for e in plain] != [e.truth for e in small]
+
+
+def test_window_chars_reaches_the_results_and_is_checked(corpus: Path, tmp_path: Path
+                                                         ) -> None:
+    small = _eval(corpus, tmp_path / "small.json")
+    big = _eval(corpus, tmp_path / "big.json", "--window-chars", "2400")
+    assert small["window_chars"] == 700 and big["window_chars"] == 2400
+    assert [r["truth"] for r in big["single_line"]["records"]] == \
+        [r["truth"] for r in small["single_line"]["records"]]
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        _eval(corpus, tmp_path / "x.json", "--window-chars", "0")
+    assert b"--window-chars must be at least 1" in err.value.stderr
