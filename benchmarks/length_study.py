@@ -192,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--split", default="valid")
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--window-chars", type=int, default=700,
+                   help="characters of the file around each hole (the same holes at any "
+                   "size, as in benchmarks.eval_model)")
     p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
     p.add_argument("--records", type=Path, default=None, help="replay saved records")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
@@ -204,7 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         den = load_denoiser(args.model or default_model_dir())
         files = load_test_files(args.corpus, args.split)
-        examples = infill_examples(files, "single-line", args.n, seed=args.seed)
+        examples = infill_examples(files, "single-line", args.n, seed=args.seed,
+                                   window_chars=args.window_chars, draw_chars=700)
         lengths = [int(v) for v in args.lengths.split(",")]
         records = study(den, examples, lengths, infill.SamplerOptions())
         if args.records:
@@ -213,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     for k, v in figures.items():
         print(f"{k:36s} {v}")
     write_results("length_study", args.model, {
-        "split": args.split, "lengths": args.lengths,
+        "split": args.split, "lengths": args.lengths, "window_chars": args.window_chars,
         "seconds": round(time.perf_counter() - t0, 1), **figures}, out=args.out)
 
 
