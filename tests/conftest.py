@@ -24,6 +24,17 @@ SOURCES = [
 
 
 @pytest.fixture(scope="session")
+def modules_corpus(tmp_path_factory) -> Path:
+    """A test split of this repository's own modules (whole files, long enough for the
+    held-out line windows of the benchmark scripts)."""
+    folder = tmp_path_factory.mktemp("modules_corpus")
+    with (folder / "test.jsonl").open("w") as fh:
+        for name in ("ends.py", "diff.py", "spans.py"):
+            fh.write(json.dumps({"text": (ROOT / "infill" / "core" / name).read_text()}) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
     for split in ("train", "valid", "test"):

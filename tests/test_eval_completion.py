@@ -6,12 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from benchmarks.eval_completion import CASES, requests, score
 from benchmarks.heldout import Example
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_requests_cut_the_line_or_empty_it() -> None:
@@ -36,21 +32,11 @@ def test_scores_of_offers() -> None:
     assert got["ms_p50"] == 25.0 and 0 < got["similarity"] < 1
 
 
-@pytest.fixture(scope="module")
-def lines_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A test split of this repository's own modules (long enough for line windows)."""
-    folder = tmp_path_factory.mktemp("completion_corpus")
-    with (folder / "test.jsonl").open("w") as fh:
-        for name in ("ends.py", "diff.py", "spans.py"):
-            fh.write(json.dumps({"text": (ROOT / "infill" / "core" / name).read_text()}) + "\n")
-    return folder
-
-
 def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
-                                      lines_corpus: Path, tmp_path: Path) -> None:
+                                      modules_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "completion.json"
     done = run_benchmark("eval_completion", "--model", str(tiny_model_dir), "--corpus",
-                         str(lines_corpus), "--n", "2", "--setting", "multilineSteps=2",
+                         str(modules_corpus), "--n", "2", "--setting", "multilineSteps=2",
                          "--out", str(out))
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
@@ -64,9 +50,9 @@ def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
 
 
-def test_bad_settings_are_clear_errors(run_benchmark, lines_corpus: Path) -> None:
+def test_bad_settings_are_clear_errors(run_benchmark, modules_corpus: Path) -> None:
     def run(*args: str):
-        return run_benchmark("eval_completion", "--corpus", str(lines_corpus), *args)
+        return run_benchmark("eval_completion", "--corpus", str(modules_corpus), *args)
 
     done = run("--setting", "bogus=1")
     assert done.returncode == 2 and "infill.bogus: unknown setting" in done.stderr

@@ -6,27 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def modules_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("length_corpus")
-    with (folder / "test.jsonl").open("w") as fh:
-        for name in ("ends.py", "diff.py", "spans.py"):
-            fh.write(json.dumps({"text": (ROOT / "infill" / "core" / name).read_text()}) + "\n")
-    return folder
-
-
-def test_window_chars_keeps_the_holes(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
-                                      tmp_path: Path) -> None:
+def test_window_chars_keeps_the_holes(run_benchmark, tiny_model_dir: Path,
+                                      modules_corpus: Path, tmp_path: Path) -> None:
     got = {}
     for chars in ("700", "2400"):
         out, records = tmp_path / f"study{chars}.json", tmp_path / f"records{chars}.json"
         done = run_benchmark("length_study", "--model", str(tiny_model_dir), "--corpus",
-                             str(modules_corpus), "--split", "test", "--n", "2", "--lengths", "1,2",
+                             str(modules_corpus), "--split", "test", "--n", "2",
+                             "--lengths", "1,2",
                              "--window-chars", chars, "--records", str(records),
                              "--out", str(out))
         assert done.returncode == 0, done.stderr
