@@ -39,6 +39,7 @@ from tqdm import tqdm
 
 import infill
 from benchmarks.heldout import (
+    HELDOUT_WINDOW_CHARS,
     Example,
     bug_examples,
     heldout_arguments,
@@ -158,14 +159,14 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
             "records": records}
 
 
-def argument_examples(files: list[str], n: int, seed: int, window_chars: int = 700
+def argument_examples(files: list[str], n: int, seed: int, window_chars: int = HELDOUT_WINDOW_CHARS
                       ) -> list[Example]:
     """Holes inside a line: a single-line example's call arguments, between its first `(`
     and its last `)`, so that there is code after the hole on its line (what a fill can
     comment out) and a call around it (where it can repeat a keyword)."""
     out = []
     for ex in infill_examples(files, "single-line", 4 * n, seed=seed,
-                              window_chars=window_chars, draw_chars=700):
+                              window_chars=window_chars, draw_chars=HELDOUT_WINDOW_CHARS):
         i, j = ex.truth.find("("), ex.truth.rfind(")")
         if 0 <= i < j - 1 and ex.truth[i + 1:j].strip():
             out.append(Example(ex.text, ex.start + i + 1, ex.start + j, "arguments"))
@@ -350,7 +351,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-multi", type=int, default=100, help="multi-line examples")
     parser.add_argument("--n-bugs", type=int, default=200, help="injected-bug examples")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
-    parser.add_argument("--window-chars", type=int, default=700,
+    parser.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
                         help="characters of the test file around each infill example (the "
                         "same holes at any size; the engine cuts what exceeds the model's "
                         "context by scopes, as in the editor)")
@@ -413,12 +414,12 @@ def main(argv: list[str] | None = None) -> None:
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
     single = infill_examples(files, "single-line", args.n, seed=args.seed,
-                             window_chars=args.window_chars, draw_chars=700)
+                             window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
     multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1,
-                            window_chars=args.window_chars, draw_chars=700)
+                            window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
     args_ex = (argument_examples(files, args.n, seed=args.seed + 3,
-                                 window_chars=args.window_chars, draw_chars=700)
+                                 window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
                if "arguments" in parts else [])
     t0 = time.perf_counter()
     if args.ablate_checks:

@@ -63,6 +63,11 @@ def heldout_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return load_test_files(args.corpus, args.split)
 
 
+# Characters of a held-out window: what every session's figures were measured in. A
+# larger --window-chars keeps these windows' random draws (draw_chars), so the same holes.
+HELDOUT_WINDOW_CHARS = 700
+
+
 def load_test_files(corpus: Path, split: str = "test") -> list[str]:
     with (corpus / f"{split}.jsonl").open() as fh:
         return [json.loads(line)["text"] for line in fh]
@@ -126,7 +131,7 @@ def random_content_line(files: list[str], rng: random.Random) -> tuple[str, int,
 
 
 def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
-                    window_chars: int = 700, draw_chars: int | None = None
+                    window_chars: int = HELDOUT_WINDOW_CHARS, draw_chars: int | None = None
                     ) -> list[Example]:
     """`n` holes of `kind` in windows of about `window_chars`; with `draw_chars`, the same
     holes (and where they sit in their windows) as with window_chars=draw_chars."""
@@ -207,7 +212,7 @@ def _inject(line: str, kind: str, names: list[str], rng: random.Random
 
 
 def bug_examples(files: list[str], n: int, seed: int = 0,
-                 window_chars: int = 700) -> list[BugExample]:
+                 window_chars: int = HELDOUT_WINDOW_CHARS) -> list[BugExample]:
     rng = random.Random(seed)
     kinds = ["operator", "comparison", "variable", "off-by-one"]
     out: list[BugExample] = []

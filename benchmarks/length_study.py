@@ -33,7 +33,7 @@ import numpy as np
 from tqdm import tqdm
 
 import infill
-from benchmarks.heldout import infill_examples, load_test_files
+from benchmarks.heldout import HELDOUT_WINDOW_CHARS, infill_examples, load_test_files
 from benchmarks.results_file import write_results
 from infill.core.engine import prepare_fill
 from infill.core.scoring import log_softmax
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--split", default="valid")
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--window-chars", type=int, default=700,
+    p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
                    help="characters of the file around each hole (the same holes at any "
                    "size, as in benchmarks.eval_model)")
     p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         den = load_denoiser(args.model or default_model_dir())
         files = load_test_files(args.corpus, args.split)
         examples = infill_examples(files, "single-line", args.n, seed=args.seed,
-                                   window_chars=args.window_chars, draw_chars=700)
+                                   window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
         lengths = [int(v) for v in args.lengths.split(",")]
         records = study(den, examples, lengths, infill.SamplerOptions())
         if args.records:

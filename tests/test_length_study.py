@@ -1,5 +1,5 @@
-"""benchmarks/length_study.py end to end on a tiny model: the records it replays, and the
-same holes in a larger part of their files with --window-chars."""
+"""benchmarks/length_study.py end to end on a tiny model: the records and results it
+writes, and the same holes in a larger part of their files with --window-chars."""
 
 from __future__ import annotations
 
