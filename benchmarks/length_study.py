@@ -199,6 +199,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--records", type=Path, default=None, help="replay saved records")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
     args = p.parse_args(argv)
+    if args.window_chars < 1:
+        p.error(f"--window-chars must be at least 1, got {args.window_chars}")
+    if args.n < 1:
+        p.error(f"--n must be at least 1, got {args.n}")
+    try:
+        lengths = [int(v) for v in args.lengths.split(",")]
+    except ValueError:
+        p.error(f"--lengths must be whole numbers separated by commas, got {args.lengths!r}")
+    if min(lengths) < 1:
+        p.error(f"--lengths must be at least 1 each, got {args.lengths!r}")
     t0 = time.perf_counter()
     if args.records and args.records.exists():
         records = json.loads(args.records.read_text())
@@ -209,7 +219,6 @@ def main(argv: list[str] | None = None) -> None:
         files = load_test_files(args.corpus, args.split)
         examples = infill_examples(files, "single-line", args.n, seed=args.seed,
                                    window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
-        lengths = [int(v) for v in args.lengths.split(",")]
         records = study(den, examples, lengths, infill.SamplerOptions())
         if args.records:
             args.records.write_text(json.dumps(records))

@@ -23,3 +23,10 @@ def test_window_chars_keeps_the_holes(run_benchmark, tiny_model_dir: Path,
         got[chars] = json.loads(records.read_text())
     # the same holes: the true lengths agree record by record
     assert [r["true_len"] for r in got["2400"]] == [r["true_len"] for r in got["700"]]
+
+
+def test_refuses_bad_arguments(run_benchmark) -> None:
+    for args in (("--window-chars", "0"), ("--n", "0"), ("--lengths", "1,x"),
+                 ("--lengths", "0,2")):
+        done = run_benchmark("length_study", *args)
+        assert done.returncode == 2 and "must" in done.stderr, (args, done.stderr)

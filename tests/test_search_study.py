@@ -1,0 +1,91 @@
+"""benchmarks/search_study.py: its scores and its beam search on fakes whose answers are
+known, and the whole study end to end on a tiny model."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.search_study import beam_search, best_first_score, l2r_score
+from tests.fakes import FILL_BASE, MASK, NULL, PAD, VOCAB, TargetDenoiser
+
+
+def _canvas(den: TargetDenoiser, left: str, slots: int, right: str) -> tuple[list[int], int]:
+    ids = den.encode(left) + [MASK] * slots + den.encode(right)
+    return ids, len(den.encode(left))
+
+
+def test_l2r_and_best_first_sum_the_chain_rule() -> None:
+    den = TargetDenoiser(["xyz"], confidence=0.9)
+    ids, first = _canvas(den, "a = ", 3, "\n")
+    truth = [den.tok.fill_id(c) for c in "xyz"]
+    assert l2r_score(den, ids, first, truth) == pytest.approx(3 * math.log(0.9), abs=1e-2)
+    assert best_first_score(den, ids, first, truth) == pytest.approx(3 * math.log(0.9),
+                                                                     abs=1e-2)
+    wrong = [den.tok.fill_id(c) for c in "xqz"]  # one token the model gives 0.1/400
+    assert l2r_score(den, ids, first, wrong) < l2r_score(den, ids, first, truth) - 5
+
+
+class Trap(TargetDenoiser):
+    """Two slots. Slot 0: 'a' 0.6, 'b' 0.4. Slot 1 after 'b': 'c' 0.99; after anything
+    else: spread evenly, so the greedy path 'a?' scores far below 'bc'."""
+
+    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
+               hints: object = None) -> list[np.ndarray]:
+        self.calls.append(([list(c) for c in canvases], [list(p) for p in positions]))
+        a, b, c = (self.tok.fill_id(ch) for ch in "abc")
+        out = []
+        for canvas, pos in zip(canvases, positions, strict=True):
+            first = next(i for i, t in enumerate(canvas) if t == MASK or t >= FILL_BASE)
+            rows = np.full((len(pos), VOCAB), -30.0, dtype=np.float32)
+            for r, p in enumerate(pos):
+                if p == first:
+                    rows[r, a], rows[r, b] = math.log(0.6), math.log(0.4)
+                elif canvas[first] == b:
+                    rows[r, FILL_BASE:] = math.log(0.01 / 400)
+                    rows[r, c] = math.log(0.99)
+                else:
+                    rows[r, FILL_BASE:FILL_BASE + 10] = math.log(0.1)
+            out.append(rows)
+        return out
+
+
+def test_beam_search_finds_what_greedy_misses() -> None:
+    den = Trap([])
+    ids, first = _canvas(den, "v = ", 2, "\n")
+    banned = [MASK, NULL, PAD]
+    (greedy, g_score), = beam_search(den, ids, first, 2, 1, banned)
+    best, b_score = beam_search(den, ids, first, 2, 2, banned)[0]
+    assert den.decode(greedy)[0] == "a"
+    assert den.decode(best) == "bc"
+    assert b_score == pytest.approx(math.log(0.4) + math.log(0.99), abs=1e-2)
+    assert b_score > g_score
+    # the beam's score is the l2r score of what it returns
+    assert l2r_score(den, ids, first, best) == pytest.approx(b_score, abs=1e-5)
+
+
+def test_study_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
+                          tmp_path: Path) -> None:
+    out = tmp_path / "search.json"
+    done = run_benchmark("search_study", "--model", str(tiny_model_dir), "--corpus",
+                         str(modules_corpus), "--split", "test", "--kind", "single-line",
+                         "--n", "2", "--beam", "2", "--samples", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    summary = result["summary"]
+    assert summary["n"] == 2 and len(result["records"]) == 2
+    for key in ("greedy_exact_match", "beam_exact_match", "samples_reranked_exact_match",
+                "truth_beats_greedy_l2r", "truth_beats_greedy_best_first"):
+        assert 0.0 <= summary[key] <= 1.0, key
+    assert all(math.isfinite(r["beam_l2r"]) for r in result["records"])
+
+
+def test_refuses_bad_arguments(run_benchmark) -> None:
+    for args in (("--n", "0"), ("--beam", "-1"), ("--temperature", "0")):
+        done = run_benchmark("search_study", *args)
+        assert done.returncode == 2 and "must" in done.stderr, args
