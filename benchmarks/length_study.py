@@ -33,7 +33,12 @@ import numpy as np
 from tqdm import tqdm
 
 import infill
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, infill_examples, load_test_files
+from benchmarks.heldout import (
+    HELDOUT_WINDOW_CHARS,
+    heldout_arguments,
+    heldout_files,
+    infill_examples,
+)
 from benchmarks.results_file import write_results
 from infill.core.engine import prepare_fill
 from infill.core.scoring import log_softmax
@@ -187,9 +192,8 @@ def _own_or_better(records: list[dict]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", type=Path, default=None)
-    p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    p.add_argument("--split", default="valid")
+    heldout_arguments(p)
+    p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
@@ -215,8 +219,8 @@ def main(argv: list[str] | None = None) -> None:
         for r in records:  # JSON keys are strings
             r["cands"] = {int(k): v for k, v in r["cands"].items()}
     else:
+        files = heldout_files(p, args)
         den = load_denoiser(args.model or default_model_dir())
-        files = load_test_files(args.corpus, args.split)
         examples = infill_examples(files, "single-line", args.n, seed=args.seed,
                                    window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
         records = study(den, examples, lengths, infill.SamplerOptions())

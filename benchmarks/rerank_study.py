@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from benchmarks.heldout import bug_examples, load_test_files
+from benchmarks.heldout import bug_examples, heldout_arguments, heldout_files
 from benchmarks.results_file import write_results
 from infill.core.repair import _char_offsets, score_text
 from infill.core.scoring import log_softmax
@@ -113,17 +113,17 @@ def replay(records: list[dict], k: int) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", type=Path, default=None)
-    p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    p.add_argument("--split", default="valid")
+    heldout_arguments(p)
+    p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--k", type=int, default=8, help="worst tokens reranked per window")
     p.add_argument("--seed", type=int, default=2, help="bug_examples seed (eval_model's)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     t0 = time.perf_counter()
+    files = heldout_files(p, args)
     den = load_denoiser(args.model)
-    bugs = bug_examples(load_test_files(args.corpus, args.split), args.n, seed=args.seed)
+    bugs = bug_examples(files, args.n, seed=args.seed)
     records = [{"kind": b.kind, "cands": _candidates(den, b, args.k)}
                for b in tqdm(bugs, desc="rerank", file=sys.stderr)]
     figures = replay(records, args.k)

@@ -39,7 +39,13 @@ import numpy as np
 from tqdm import tqdm
 
 import infill
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, Example, infill_examples, load_test_files
+from benchmarks.heldout import (
+    HELDOUT_WINDOW_CHARS,
+    Example,
+    heldout_arguments,
+    heldout_files,
+    infill_examples,
+)
 from benchmarks.results_file import write_results
 from infill.core.engine import prepare_fill
 from infill.core.scoring import log_softmax
@@ -193,9 +199,8 @@ def summarise(records: list[dict]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", type=Path, default=None)
-    p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    p.add_argument("--split", default="valid")
+    heldout_arguments(p)
+    p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
     p.add_argument("--kind", choices=("single-line", "multi-line"), default="multi-line")
     p.add_argument("--n", type=int, default=50)
     p.add_argument("--seed", type=int, default=None,
@@ -212,8 +217,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.samples and args.temperature <= 0:
         p.error("--temperature must be above 0 to sample")
     seed = args.seed if args.seed is not None else (0 if args.kind == "single-line" else 1)
+    files = heldout_files(p, args)
     den = load_denoiser(args.model)
-    files = load_test_files(args.corpus, args.split)
     examples = infill_examples(files, args.kind, args.n, seed=seed,
                                window_chars=HELDOUT_WINDOW_CHARS)
     t0 = time.perf_counter()

@@ -89,3 +89,10 @@ def test_refuses_bad_arguments(run_benchmark) -> None:
     for args in (("--n", "0"), ("--beam", "-1"), ("--temperature", "0")):
         done = run_benchmark("search_study", *args)
         assert done.returncode == 2 and "must" in done.stderr, args
+
+
+def test_missing_corpus_is_a_usage_error(run_benchmark, tmp_path: Path) -> None:
+    for study in ("search_study", "length_study", "rerank_study"):
+        done = run_benchmark(study, "--corpus", str(tmp_path / "none"))
+        assert done.returncode == 2, (study, done.stderr)
+        assert "valid.jsonl not found" in done.stderr and "model.corpus" in done.stderr
