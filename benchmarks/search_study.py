@@ -158,6 +158,7 @@ def study(den: Denoiser, examples: list[Example], *, beam: int, samples: int,
             rec["beam_hit"] = hit(final[0][0])
             rec["beam_any"] = any(hit(t) for t, _ in final)
             rec["beam_l2r"] = final[0][1]
+            rec["beam_beats_greedy"] = final[0][1] > rec["greedy_l2r"]
         if samples:
             drawn = [_decode(den, ex, L, infill.SamplerOptions.build(
                 options, temperature=temperature, seed=1000 * n + k)) for k in range(samples)]
@@ -189,8 +190,7 @@ def summarise(records: list[dict]) -> dict[str, object]:
             [(r["truth_l2r"] - r["greedy_l2r"]) / r["length"] for r in records])), 3),
         "beam_exact_match": share("beam_hit"),
         "beam_truth_in_final_beam": share("beam_any"),
-        "beam_beats_greedy_l2r": round(sum(
-            r["beam_l2r"] > r["greedy_l2r"] for r in records if "beam_l2r" in r) / n, 3),
+        "beam_beats_greedy_l2r": share("beam_beats_greedy"),
         "samples_reranked_exact_match": share("samples_hit"),
         "samples_any_exact": share("samples_any"),
     }

@@ -85,6 +85,19 @@ def test_study_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: P
     assert all(math.isfinite(r["beam_l2r"]) for r in result["records"])
 
 
+def test_without_beam_or_samples_their_figures_are_absent(
+        run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "search.json"
+    done = run_benchmark("search_study", "--model", str(tiny_model_dir), "--corpus",
+                         str(modules_corpus), "--split", "test", "--kind", "single-line",
+                         "--n", "1", "--beam", "0", "--samples", "0", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["beam_exact_match"] is None and summary["beam_beats_greedy_l2r"] is None
+    assert summary["samples_reranked_exact_match"] is None
+    assert 0.0 <= summary["truth_beats_greedy_l2r"] <= 1.0
+
+
 def test_refuses_bad_arguments(run_benchmark) -> None:
     for args in (("--n", "0"), ("--beam", "-1"), ("--temperature", "0")):
         done = run_benchmark("search_study", *args)
