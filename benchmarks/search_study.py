@@ -13,7 +13,7 @@ tokens, this records:
 - `greedy`: the engine's own fill (default sampler, exact length);
 - the model's score of the truth and of the greedy fill, two ways:
   `l2r`, the left-to-right chain rule (log p of slot i with slots < i written and the rest
-  masked, one batched pass per candidate), and `best_first`, the chain rule in the order
+  masked; a canvas per slot, 16 to a batch), and `best_first`, the chain rule in the order
   a confidence decoder would write that candidate (each pass reveals the candidate's token
   the model is surest of; the score the default sampler maximises greedily);
 - `beam`: a left-to-right beam search of width `--beam` under the l2r score (the beam's
