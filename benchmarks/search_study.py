@@ -47,7 +47,9 @@ from benchmarks.heldout import (
     infill_examples,
 )
 from benchmarks.results_file import write_results
-from infill.core.engine import prepare_fill
+from infill.core.canvas import fill_ids
+from infill.core.engine import PreparedFill, prepare_fill
+from infill.core.sampler import denoise
 from infill.core.scoring import log_softmax
 from infill.core.spans import neutralise
 from model.denoiser import Denoiser
@@ -56,13 +58,18 @@ from model.loading import default_model_dir, load_denoiser
 BATCH = 16  # canvases per forward pass when scoring a candidate left to right
 
 
+def _prepared(den: Denoiser, ex: Example, length: int,
+              options: infill.SamplerOptions) -> PreparedFill:
+    """The engine's request for `ex` with its hole as exactly `length` masks."""
+    span = infill.Span(ex.start, ex.end, length=length, exact=True)
+    return prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
+                        parse_text=neutralise(ex.text, [span]))
+
+
 def masked_canvas(den: Denoiser, ex: Example, length: int,
                   options: infill.SamplerOptions) -> tuple[list[int], int]:
     """The engine's canvas for `ex` with its hole as `length` masks, and the first slot."""
-    span = infill.Span(ex.start, ex.end, length=length, exact=True)
-    fill = prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
-                        parse_text=neutralise(ex.text, [span]))
-    canvas = fill.job.canvases[0]
+    canvas = _prepared(den, ex, length, options).job.canvases[0]
     return canvas.ids(), canvas.offsets()[0]
 
 
@@ -123,15 +130,8 @@ def beam_search(den: Denoiser, ids: list[int], first: int, length: int, width: i
 def _decode(den: Denoiser, ex: Example, length: int,
             options: infill.SamplerOptions) -> list[int]:
     """The engine's fill of `ex` at exactly `length` tokens, as token ids."""
-    span = infill.Span(ex.start, ex.end, length=length, exact=True)
-    fill = prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
-                        parse_text=neutralise(ex.text, [span]))
-    job = fill.job
-    while not job.done:
-        reqs = job.requests()
-        job.advance(den.logits([r.canvas for r in reqs], [r.positions for r in reqs]))
-    return [t for t in job.canvases[0].spans[0].ids
-            if t not in (den.special.null, den.special.mask)]
+    job = denoise(_prepared(den, ex, length, options).job, den)
+    return fill_ids(job.canvases[0].spans[0].ids, den.special)
 
 
 def study(den: Denoiser, examples: list[Example], *, beam: int, samples: int,
@@ -177,15 +177,17 @@ def summarise(records: list[dict]) -> dict[str, object]:
         vals = [r[key] for r in records if key in r]
         return round(sum(vals) / len(vals), 3) if vals else None
 
+    def truth_beats(score: str) -> float:
+        """Share of all holes where the greedy fill missed and the truth scores higher."""
+        return round(sum(r[f"truth_{score}"] > r[f"greedy_{score}"]
+                         for r in records if not r["greedy_hit"]) / n, 3)
+
     out: dict[str, object] = {
         "n": n,
         "mean_length": round(float(np.mean([r["length"] for r in records])), 1),
         "greedy_exact_match": share("greedy_hit"),
-        "truth_beats_greedy_l2r": round(sum(
-            r["truth_l2r"] > r["greedy_l2r"] for r in records if not r["greedy_hit"]) / n, 3),
-        "truth_beats_greedy_best_first": round(sum(
-            r["truth_best_first"] > r["greedy_best_first"]
-            for r in records if not r["greedy_hit"]) / n, 3),
+        "truth_beats_greedy_l2r": truth_beats("l2r"),
+        "truth_beats_greedy_best_first": truth_beats("best_first"),
         "mean_l2r_per_token_truth_minus_greedy": round(float(np.mean(
             [(r["truth_l2r"] - r["greedy_l2r"]) / r["length"] for r in records])), 3),
         "beam_exact_match": share("beam_hit"),
