@@ -54,6 +54,7 @@ from infill.core.scoring import log_softmax
 from infill.core.spans import neutralise
 from model.denoiser import Denoiser
 from model.loading import default_model_dir, load_denoiser
+from model.train import init_record
 
 BATCH = 16  # canvases per forward pass when scoring a candidate left to right
 
@@ -190,6 +191,10 @@ def summarise(records: list[dict]) -> dict[str, object]:
         "truth_beats_greedy_best_first": truth_beats("best_first"),
         "mean_l2r_per_token_truth_minus_greedy": round(float(np.mean(
             [(r["truth_l2r"] - r["greedy_l2r"]) / r["length"] for r in records])), 3),
+        "mean_l2r_per_token_truth": round(float(np.mean(
+            [r["truth_l2r"] / r["length"] for r in records])), 3),
+        "mean_l2r_per_token_greedy": round(float(np.mean(
+            [r["greedy_l2r"] / r["length"] for r in records])), 3),
         "beam_exact_match": share("beam_hit"),
         "beam_truth_in_final_beam": share("beam_any"),
         "beam_beats_greedy_l2r": share("beam_beats_greedy"),
@@ -226,7 +231,10 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     records = study(den, examples, beam=args.beam, samples=args.samples,
                     temperature=args.temperature, options=infill.SamplerOptions())
-    results = {"model": str(args.model or default_model_dir()), "split": args.split,
+    model_dir = args.model or default_model_dir()
+    record = init_record(model_dir)  # its training.json: the tokens benchmarks.gap_curve plots
+    results = {"model": str(model_dir), "tokens_total": record.get("tokens_total"),
+               "split": args.split,
                "kind": args.kind, "beam": args.beam, "samples": args.samples,
                "temperature": args.temperature, "seed": seed,
                "summary": summarise(records),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -83,12 +84,20 @@ def test_study_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: P
                 "truth_beats_greedy_l2r", "truth_beats_greedy_best_first"):
         assert 0.0 <= summary[key] <= 1.0, key
     assert all(math.isfinite(r["beam_l2r"]) for r in result["records"])
+    # per token, the truth's and the fill's scores and their difference agree
+    assert summary["mean_l2r_per_token_truth"] <= 0 and summary["mean_l2r_per_token_greedy"] <= 0
+    assert summary["mean_l2r_per_token_truth_minus_greedy"] == pytest.approx(
+        summary["mean_l2r_per_token_truth"] - summary["mean_l2r_per_token_greedy"], abs=2e-3)
+    assert result["tokens_total"] is None  # a model without a training record
 
 
 def test_without_beam_or_samples_their_figures_are_absent(
         run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "search.json"
-    done = run_benchmark("search_study", "--model", str(tiny_model_dir), "--corpus",
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "training.json").write_text(json.dumps({"tokens_total": 12345}))
+    done = run_benchmark("search_study", "--model", str(model), "--corpus",
                          str(modules_corpus), "--split", "test", "--kind", "single-line",
                          "--n", "1", "--beam", "0", "--samples", "0", "--out", str(out))
     assert done.returncode == 0, done.stderr
@@ -96,6 +105,8 @@ def test_without_beam_or_samples_their_figures_are_absent(
     assert summary["beam_exact_match"] is None and summary["beam_beats_greedy_l2r"] is None
     assert summary["samples_reranked_exact_match"] is None
     assert 0.0 <= summary["truth_beats_greedy_l2r"] <= 1.0
+    # the tokens the model has seen, for benchmarks.gap_curve
+    assert json.loads(out.read_text())["tokens_total"] == 12345
 
 
 def test_refuses_bad_arguments(run_benchmark) -> None:
