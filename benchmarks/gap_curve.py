@@ -7,19 +7,20 @@ stayed at 0% at every checkpoint; this is the curve behind it).
 Reads every `search_study*.json` under `--results` (benchmarks/search_study.py, one
 checkpoint each: the held-out holes decoded at their true length, the truth and the greedy
 fill scored by the model's left-to-right chain rule), groups the files that scored the same
-holes (kind, split, seed, n) and, per checkpoint, takes the mean log-probability per token
-of the truth and of the fill, the share of holes where the truth scores higher, and greedy
-exact match. A greedy decoder writes the truth only where the model scores it above
-everything else, so the truth's score has to reach the fill's.
+holes (kind, split, seed, n) with models of the same depth (a grown model is a curve of its
+own) and, per checkpoint, takes the mean log-probability per token of the truth and of the
+fill, the share of holes where the truth scores higher, and greedy exact match. A greedy
+decoder writes the truth only where the model scores it above everything else, so the
+truth's score has to reach the fill's.
 
 Per group, a least-squares line through the gap (truth minus fill, nats per token) against
 log2(tokens seen) gives the nats the truth gains per doubling of tokens and, at that rate,
 the doublings until the gap is closed: a crude extrapolation from a few points of one model
 size, meant to tell "more tokens will do" from "a bigger model is needed", nothing finer.
 
-Beside it, greedy exact match by hole length (tokens) at each checkpoint that every group
-scored, their holes pooled: whether long holes, single-line or multi-line, start to come
-right as the model sees more tokens.
+Beside it, greedy exact match by hole length (tokens) at each checkpoint that every group of
+its depth scored, their holes pooled: whether long holes, single-line or multi-line, start to
+come right as the model sees more tokens.
 
 Prints a table per group, writes benchmarks/results/gap_curve.json (`--out`) and draws
 docs/img/gap_curve.png (`--png`): a panel per group and one for the lengths.
@@ -54,7 +55,7 @@ def point(path: Path) -> tuple[tuple, dict]:
     try:
         data = json.loads(path.read_text())
         records = data["records"]
-        key = (data["kind"], data["split"], data["seed"], len(records))
+        key = (data["kind"], data["split"], data["seed"], len(records), data.get("layers"))
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise CurveError(f"{path}: not a benchmarks.search_study results file ({e!r})") from e
     tokens = data.get("tokens_total")
@@ -62,6 +63,10 @@ def point(path: Path) -> tuple[tuple, dict]:
         raise CurveError(f"{path}: no tokens_total (the model's tokens seen): rerun "
                          "python -m benchmarks.search_study, which records it, or add it "
                          "from the model's training.json")
+    if not isinstance(key[-1], int) or key[-1] < 1:
+        raise CurveError(f"{path}: no layers (the model's depth; each size is a curve of its "
+                         "own): rerun python -m benchmarks.search_study, which records it, or "
+                         "add num_hidden_layers from the model's config.json")
     if not records:
         raise CurveError(f"{path}: no holes scored")
     truth = [r["truth_l2r"] / r["length"] for r in records]
@@ -89,24 +94,31 @@ def by_length(records: list[dict]) -> list[dict]:
 
 
 def by_length_curves(groups: list[dict]) -> list[dict]:
-    """Greedy exact match by hole length for each checkpoint that every group scored, the
-    groups' holes pooled (single-line and multi-line holes on one length axis), in token
-    order: does a longer hole start to come right as the model sees more tokens?"""
-    common = set.intersection(*({p["tokens_total"] for p in g["points"]} for g in groups))
+    """Greedy exact match by hole length for each checkpoint (model size, tokens) that every
+    group of its size scored, those groups' holes pooled (single-line and multi-line holes
+    on one length axis): does a longer hole start to come right as the model sees more
+    tokens, or grows?"""
     curves = []
-    for tokens in sorted(common):
-        pooled: dict[str, list[int]] = {}
-        for g in groups:
-            point = next(p for p in g["points"] if p["tokens_total"] == tokens)
-            for b in point["by_length"]:
-                n_hits = pooled.setdefault(b["tokens"], [0, 0])
-                n_hits[0] += b["n"]
-                n_hits[1] += b["hits"]
-        curves.append({"tokens_total": tokens, "buckets": [
-            {"tokens": t, "n": pooled[t][0], "hits": pooled[t][1],
-             "exact_match": round(pooled[t][1] / pooled[t][0], 3)}
-            for t in (_label(lo, hi) for lo, hi in LENGTHS) if t in pooled]})
+    for layers in sorted({g["layers"] for g in groups}):
+        mine = [g for g in groups if g["layers"] == layers]
+        common = set.intersection(*({p["tokens_total"] for p in g["points"]} for g in mine))
+        curves += [pooled_at(mine, layers, tokens) for tokens in sorted(common)]
     return curves
+
+
+def pooled_at(groups: list[dict], layers: int, tokens: int) -> dict:
+    """The by-length counts of `groups`' points at `tokens`, summed."""
+    pooled: dict[str, list[int]] = {}
+    for g in groups:
+        point = next(p for p in g["points"] if p["tokens_total"] == tokens)
+        for b in point["by_length"]:
+            n_hits = pooled.setdefault(b["tokens"], [0, 0])
+            n_hits[0] += b["n"]
+            n_hits[1] += b["hits"]
+    return {"layers": layers, "tokens_total": tokens, "buckets": [
+        {"tokens": t, "n": pooled[t][0], "hits": pooled[t][1],
+         "exact_match": round(pooled[t][1] / pooled[t][0], 3)}
+        for t in (_label(lo, hi) for lo, hi in LENGTHS) if t in pooled]}
 
 
 def trend(points: list[dict]) -> dict[str, float | None]:
@@ -132,9 +144,9 @@ def collect(results: Path) -> list[dict]:
         key, p = point(path)
         groups.setdefault(key, []).append(p)
     out = []
-    for (kind, split, seed, n), points in sorted(groups.items()):
+    for (kind, split, seed, n, layers), points in sorted(groups.items()):
         points.sort(key=lambda p: p["tokens_total"])
-        out.append({"kind": kind, "split": split, "seed": seed, "n": n,
+        out.append({"kind": kind, "split": split, "seed": seed, "n": n, "layers": layers,
                     "points": points, **trend(points)})
     return out
 
@@ -147,7 +159,7 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(groups) + 1, figsize=(5 * (len(groups) + 1), 4),
+    fig, axes = plt.subplots(1, len(groups) + 1, figsize=(5 * (len(groups) + 1), 4.4),
                              squeeze=False)
     scores = [p[k] for g in groups for p in g["points"]
               for k in ("truth_per_token", "fill_per_token")]
@@ -161,9 +173,10 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
             ax.annotate(f"EM {100 * p['greedy_exact_match']:.0f}%",
                         (xi, p["fill_per_token"]), textcoords="offset points",
                         xytext=(0, 6), ha="center", fontsize=7)
-        rate = (f"; gap {g['gap_per_doubling']:+.2f} nats/token per doubling"
+        rate = (f"\ngap {g['gap_per_doubling']:+.2f} nats/token per doubling of tokens"
                 if g["gap_per_doubling"] is not None else "")
-        ax.set_title(f"{g['kind']} holes ({g['split']}, n = {g['n']}){rate}", fontsize=9)
+        ax.set_title(f"{g['kind']} holes ({g['split']}, n = {g['n']}), {g['layers']} layers"
+                     f"{rate}", fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [f"{xi:,.0f}" for xi in x], fontsize=8)
         ax.minorticks_off()
@@ -178,7 +191,7 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
         at = {b["tokens"]: b for b in curve["buckets"]}
         xs = [i for i, t in enumerate(labels) if t in at]
         ax.plot(xs, [100 * at[labels[i]]["exact_match"] for i in xs], "o-",
-                label=f"{curve['tokens_total'] / 1e6:,.0f}M tokens")
+                label=f"{curve['tokens_total'] / 1e6:,.0f}M tokens, {curve['layers']} layers")
     if lengths:
         last = {b["tokens"]: b for b in lengths[-1]["buckets"]}
         for i, t in enumerate(labels):
@@ -199,7 +212,8 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
 
 
 def table(g: dict) -> str:
-    lines = [f"{g['kind']} ({g['split']}, seed {g['seed']}, n = {g['n']})",
+    lines = [f"{g['kind']} ({g['split']}, seed {g['seed']}, n = {g['n']}), "
+             f"{g['layers']} layers",
              "tokens (M) | truth/token | fill/token | gap | truth beats fill | greedy EM"]
     for p in g["points"]:
         lines.append(f"{p['tokens_total'] / 1e6:10.1f} | {p['truth_per_token']:11.3f} | "
@@ -231,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
         print(table(g), end="\n\n")
     for curve in lengths:
         print(f"greedy exact match by hole length at {curve['tokens_total'] / 1e6:,.1f}M "
-              "tokens:", ", ".join(f"{b['tokens']}: {b['hits']}/{b['n']}"
+              f"tokens, {curve['layers']} layers:", ", ".join(f"{b['tokens']}: {b['hits']}/{b['n']}"
                                   for b in curve["buckets"]))
     out = args.out or args.results / "gap_curve.json"
     out.write_text(json.dumps({"command": "python -m benchmarks.gap_curve",

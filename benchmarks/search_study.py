@@ -232,9 +232,11 @@ def main(argv: list[str] | None = None) -> None:
     records = study(den, examples, beam=args.beam, samples=args.samples,
                     temperature=args.temperature, options=infill.SamplerOptions())
     model_dir = args.model or default_model_dir()
-    record = init_record(model_dir)  # its training.json: the tokens benchmarks.gap_curve plots
+    # the model's tokens seen and depth: where benchmarks.gap_curve puts this study
+    record = init_record(model_dir)
+    config = json.loads((Path(model_dir) / "config.json").read_text())
     results = {"model": str(model_dir), "tokens_total": record.get("tokens_total"),
-               "split": args.split,
+               "layers": config.get("num_hidden_layers"), "split": args.split,
                "kind": args.kind, "beam": args.beam, "samples": args.samples,
                "temperature": args.temperature, "seed": seed,
                "summary": summarise(records),

@@ -9,10 +9,12 @@ import pytest
 
 
 def _study(path: Path, tokens: int | None, records: list[dict], kind: str = "multi-line",
-           seed: int = 1) -> None:
+           seed: int = 1, layers: int | None = 6) -> None:
     data = {"model": "m", "split": "valid", "kind": kind, "seed": seed, "records": records}
     if tokens is not None:
         data["tokens_total"] = tokens
+    if layers is not None:
+        data["layers"] = layers
     path.write_text(json.dumps(data))
 
 
@@ -63,7 +65,7 @@ def test_points_trend_and_lengths(run_benchmark, results: Path, tmp_path: Path) 
     assert single["points"][0]["greedy_exact_match"] == pytest.approx(0.333)
     # by length at the checkpoints both groups scored (2B only), their holes pooled
     curve, = data["by_length"]
-    assert curve["tokens_total"] == 2**31
+    assert curve["tokens_total"] == 2**31 and curve["layers"] == 6
     assert curve["buckets"] == [
         {"tokens": "1-2", "n": 2, "hits": 1, "exact_match": 0.5},
         {"tokens": "9-16", "n": 1, "hits": 0, "exact_match": 0.0},
@@ -86,6 +88,28 @@ def test_a_gap_that_does_not_close(run_benchmark, tmp_path: Path) -> None:
     assert "not closing" in done.stdout
 
 
+def test_a_deeper_model_is_a_curve_of_its_own(run_benchmark, results: Path,
+                                               tmp_path: Path) -> None:
+    """A grown model scored on the same holes: its own group and its own by-length curve,
+    not a point on the 6-layer line (its tokens carry over from the model it grew from)."""
+    _study(results / "search_study_multi_line_grown.json", 2**31 + 2**29,
+           [_hole(20, -1.0, -0.5, hit=True), _hole(40, -1.5, -0.5)], layers=12)
+    done = run_benchmark("gap_curve", "--results", str(results), "--out",
+                         str(tmp_path / "g.json"), "--png", str(tmp_path / "g.png"))
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "g.json").read_text())
+    six = [g for g in data["groups"] if g["kind"] == "multi-line" and g["layers"] == 6]
+    twelve = [g for g in data["groups"] if g["layers"] == 12]
+    assert len(six) == 1 and len(six[0]["points"]) == 2
+    assert six[0]["gap_per_doubling"] == pytest.approx(0.2)  # unchanged by the grown point
+    assert len(twelve) == 1 and twelve[0]["gap_per_doubling"] is None
+    assert [(c["layers"], c["tokens_total"]) for c in data["by_length"]] == [
+        (6, 2**31), (12, 2**31 + 2**29)]
+    assert data["by_length"][1]["buckets"][0] == {"tokens": "17-32", "n": 1, "hits": 1,
+                                                   "exact_match": 1.0}
+    assert "12 layers" in done.stdout
+
+
 def test_bad_results_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -98,6 +122,12 @@ def test_bad_results_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     done = run_benchmark("gap_curve", "--results", str(untagged))
     assert done.returncode == 2
     assert "search_study_old.json" in done.stderr and "tokens_total" in done.stderr
+
+    no_depth = tmp_path / "no_depth"
+    no_depth.mkdir()
+    _study(no_depth / "search_study_old.json", 2**30, [_hole(5, -1.0, -0.5)], layers=None)
+    done = run_benchmark("gap_curve", "--results", str(no_depth))
+    assert done.returncode == 2 and "layers" in done.stderr
 
     broken = tmp_path / "broken"
     broken.mkdir()

@@ -105,8 +105,11 @@ def test_without_beam_or_samples_their_figures_are_absent(
     assert summary["beam_exact_match"] is None and summary["beam_beats_greedy_l2r"] is None
     assert summary["samples_reranked_exact_match"] is None
     assert 0.0 <= summary["truth_beats_greedy_l2r"] <= 1.0
-    # the tokens the model has seen, for benchmarks.gap_curve
-    assert json.loads(out.read_text())["tokens_total"] == 12345
+    # the tokens the model has seen and its depth, for benchmarks.gap_curve
+    result = json.loads(out.read_text())
+    assert result["tokens_total"] == 12345
+    assert result["layers"] == json.loads((model / "config.json").read_text())[
+        "num_hidden_layers"]
 
 
 def test_refuses_bad_arguments(run_benchmark) -> None:
