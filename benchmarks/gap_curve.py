@@ -142,6 +142,11 @@ def collect(results: Path) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for path in files:
         key, p = point(path)
+        twin = next((q for q in groups.get(key, []) if q["tokens_total"] == p["tokens_total"]),
+                    None)
+        if twin is not None:
+            raise CurveError(f"{twin['file']} and {path.name} scored the same holes with the "
+                             "same checkpoint: keep one of them under --results")
         groups.setdefault(key, []).append(p)
     out = []
     for (kind, split, seed, n, layers), points in sorted(groups.items()):

@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> None:
     # the model's tokens seen and depth: where benchmarks.gap_curve puts this study
     record = init_record(model_dir)
     config = json.loads((Path(model_dir) / "config.json").read_text())
-    results = {"model": str(model_dir), "tokens_total": record.get("tokens_total"),
+    results = {"model": str(model_dir),
+               "tokens_total": record.get("tokens_total", record.get("tokens")),
                "layers": config.get("num_hidden_layers"), "split": args.split,
                "kind": args.kind, "beam": args.beam, "samples": args.samples,
                "temperature": args.temperature, "seed": seed,

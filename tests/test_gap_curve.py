@@ -129,6 +129,14 @@ def test_bad_results_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     done = run_benchmark("gap_curve", "--results", str(no_depth))
     assert done.returncode == 2 and "layers" in done.stderr
 
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    for name in ("search_study_a.json", "search_study_b.json"):
+        _study(twice / name, 2**30, [_hole(5, -1.0, -0.5)])
+    done = run_benchmark("gap_curve", "--results", str(twice))
+    assert done.returncode == 2
+    assert "search_study_a.json and search_study_b.json" in done.stderr
+
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "search_study_x.json").write_text("{not json")
