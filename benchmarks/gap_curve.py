@@ -157,8 +157,8 @@ def collect(results: Path) -> list[dict]:
 
 
 def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
-    """A panel per group (truth and fill per token against tokens), and greedy exact match
-    by hole length at each checkpoint every group scored."""
+    """A panel per group (truth and fill per token against tokens), and one of greedy exact
+    match by hole length (`by_length_curves`), the last curve's counts written on it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,7 +206,7 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
                             xytext=(0, 5), ha="center", fontsize=7)
         ax.legend(fontsize=8)
     ax.set_xticks(range(len(labels)), labels)
-    ax.set_title("exact match by hole length, all holes (counts: the latest)", fontsize=9)
+    ax.set_title("exact match by hole length, all holes (counts: the last curve)", fontsize=9)
     ax.set_xlabel("hole length (tokens)")
     ax.set_ylabel("exact match, true length (%)")
     ax.grid(alpha=0.3)
@@ -249,9 +249,9 @@ def main(argv: list[str] | None = None) -> None:
     for g in groups:
         print(table(g), end="\n\n")
     for curve in lengths:
+        counts = ", ".join(f"{b['tokens']}: {b['hits']}/{b['n']}" for b in curve["buckets"])
         print(f"greedy exact match by hole length at {curve['tokens_total'] / 1e6:,.1f}M "
-              f"tokens, {curve['layers']} layers:", ", ".join(f"{b['tokens']}: {b['hits']}/{b['n']}"
-                                  for b in curve["buckets"]))
+              f"tokens, {curve['layers']} layers: {counts}")
     out = args.out or args.results / "gap_curve.json"
     out.write_text(json.dumps({"command": "python -m benchmarks.gap_curve",
                                "groups": groups, "by_length": lengths}, indent=1) + "\n")
