@@ -30,6 +30,7 @@ import re
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +67,32 @@ def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
     return out
 
 
-def offer(den, text: str, at: int, settings: Settings) -> tuple[str, int]:
-    """The text the server would offer at `at` ("" for none), and the passes it took."""
+def offer(den, text: str, at: int, settings: Settings, alternatives: int = 0,
+          temperature: float = 0.7) -> tuple[str, int, list[str]]:
+    """The text the server would offer at `at` ("" for none), the passes it took, and the
+    distinct other offers of `alternatives` more decodes at `temperature` (seeds 0..k-1):
+    what a list of inline suggestions to cycle through could hold."""
     line_end = text.find("\n", at)
     ask = completion_ask(text, at, (text.rfind("\n", 0, at) + 1,
                                     len(text) if line_end < 0 else line_end), settings)
     if ask is None:
-        return "", 0
-    result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den,
-                               options=ask.options)
-    return ask.offer(result.fills[0].text if result.fills else ""), result.stats.nfe
+        return "", 0, []
+    offers, nfe = [], 0
+    for k in range(alternatives + 1):
+        options = (ask.options if k == 0 else
+                   replace(ask.options, temperature=temperature, seed=k - 1, carry_key=""))
+        try:
+            result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den,
+                                       options=options)
+        except infill.InfillError:  # e.g. tokens that decode to no text: the server
+            if k == 0:               # offers nothing (lsp/completion.py)
+                offers.append("")
+            continue
+        got = ask.offer(result.fills[0].text if result.fills else "")
+        nfe += result.stats.nfe if k == 0 else 0
+        if k == 0 or (got.strip() and got.strip() not in {o.strip() for o in offers}):
+            offers.append(got)
+    return offers[0], nfe, offers[1:]
 
 
 def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, Any]:
@@ -95,6 +112,18 @@ def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, An
     }
 
 
+def alternatives_score(offers: list[str], others: list[list[str]], truths: list[str]
+                       ) -> dict[str, float]:
+    """With alternatives: how often the truth is among all the offers (the greedy one and
+    its distinct alternatives), and how many distinct offers there are per request."""
+    n = len(truths)
+    return {
+        "any_exact": sum(any(o.strip() == t.strip() for o in [first, *more])
+                         for first, more, t in zip(offers, others, truths, strict=True)) / n,
+        "offers_per_request": statistics.fmean(1 + len(more) for more in others),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     heldout_arguments(parser)
@@ -102,10 +131,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
                         help="a server setting, e.g. multilineSteps=16 (repeatable)")
+    parser.add_argument("--alternatives", type=int, default=0, metavar="K",
+                        help="K more decodes per request at --temperature (seeds 0..K-1): "
+                             "is the truth among the distinct offers? (0: none)")
+    parser.add_argument("--temperature", type=float, default=0.7,
+                        help="sampling temperature of the alternatives")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
+    if args.alternatives < 0:
+        parser.error(f"--alternatives must be 0 or more, got {args.alternatives}")
+    if args.alternatives and args.temperature <= 0:
+        parser.error(f"--temperature must be above 0 to sample, got {args.temperature}")
     overrides = dict(parse_setting(kv) for kv in args.setting)
     settings, problems = parse(overrides)
     if problems:
@@ -120,25 +158,33 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"model": str(args.model or default_model_dir()),
                                "split": args.split, "settings": overrides, "cases": {}}
     for case in CASES:
-        offers, truths, ms, nfe = [], [], [], 0
+        offers, truths, ms, nfe, others = [], [], [], 0, []
         for text, at, truth in tqdm(requests(lines if case != CASES[2] else blocks, case),
                                     desc=case, file=sys.stderr, leave=False):
             t = time.perf_counter()
-            got, passes = offer(den, text, at, settings)
+            got, passes, more = offer(den, text, at, settings, args.alternatives,
+                                      args.temperature)
             ms.append((time.perf_counter() - t) * 1000)
             offers.append(got)
             truths.append(truth)
+            others.append(more)
             nfe += passes
-        results["cases"][case] = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms),
-                                  "records": [{"truth": t, "offer": o}
-                                              for t, o in zip(truths, offers, strict=True)]}
+        r = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms)}
+        if args.alternatives:
+            r.update(alternatives_score(offers, others, truths))
+        r["records"] = [{"truth": t, "offer": o, **({"alternatives": a} if args.alternatives
+                                                    else {})}
+                        for t, o, a in zip(truths, offers, others, strict=True)]
+        results["cases"][case] = r
     results["seconds"] = round(time.perf_counter() - t0, 1)
     print(f"{'case':22} {'n':>4} {'exact':>6} {'1st line':>8} {'similar':>7} {'lines':>5} "
           f"{'blanks':>6} {'none':>5} {'p50 ms':>7}")
     for case, r in results["cases"].items():
         print(f"{case:22} {r['n']:4d} {r['exact_match']:6.1%} {r['first_line_right']:8.1%} "
               f"{r['similarity']:7.3f} {r['lines_offered']:5.1f} {r['blank_line_runs']:6.1%} "
-              f"{r['no_offer']:5.1%} {r['ms_p50']:7.0f}")
+              f"{r['no_offer']:5.1%} {r['ms_p50']:7.0f}"
+              + (f"   any of {r['offers_per_request']:.1f} offers: {r['any_exact']:.1%}"
+                 if args.alternatives else ""))
     write_results("completion", args.model, results, args.out)
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.eval_completion import CASES, requests, score
+import pytest
+
+from benchmarks.eval_completion import CASES, alternatives_score, requests, score
 from benchmarks.heldout import Example
 
 
@@ -50,6 +52,29 @@ def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
 
 
+def test_alternatives_are_distinct_and_scored(run_benchmark, tiny_model_dir: Path,
+                                             modules_corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "completion.json"
+    done = run_benchmark("eval_completion", "--model", str(tiny_model_dir), "--corpus",
+                         str(modules_corpus), "--n", "2", "--setting", "multilineSteps=2",
+                         "--alternatives", "3", "--temperature", "1.5", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    for case in json.loads(out.read_text())["cases"].values():
+        assert case["exact_match"] <= case["any_exact"] <= 1.0
+        for r in case["records"]:
+            offers = [o.strip() for o in [r["offer"], *r["alternatives"]]]
+            assert len(r["alternatives"]) <= 3 and len(set(offers)) == len(offers)
+            assert all(a.strip() for a in r["alternatives"])  # no empty alternative
+        assert case["offers_per_request"] == pytest.approx(
+            sum(1 + len(r["alternatives"]) for r in case["records"]) / case["n"])
+
+
+def test_alternatives_score_counts_the_truth_among_all_offers() -> None:
+    got = alternatives_score(["a", "x", ""], [["b"], ["y", "z"], []], ["b", "q", ""])
+    assert got["any_exact"] == pytest.approx(2 / 3)  # "b" among the alternatives; "" == ""
+    assert got["offers_per_request"] == pytest.approx((2 + 3 + 1) / 3)
+
+
 def test_bad_settings_are_clear_errors(run_benchmark, modules_corpus: Path) -> None:
     def run(*args: str):
         return run_benchmark("eval_completion", "--corpus", str(modules_corpus), *args)
@@ -58,5 +83,9 @@ def test_bad_settings_are_clear_errors(run_benchmark, modules_corpus: Path) -> N
     assert done.returncode == 2 and "infill.bogus: unknown setting" in done.stderr
     done = run("--setting", "multilineSteps=0")
     assert done.returncode == 2 and "multilineSteps must be a whole number" in done.stderr
+    done = run("--alternatives", "-1")
+    assert done.returncode == 2 and "--alternatives must be 0 or more" in done.stderr
+    done = run("--alternatives", "2", "--temperature", "0")
+    assert done.returncode == 2 and "--temperature must be above 0" in done.stderr
     done = run("--n", "0")
     assert done.returncode == 2 and "--n must be at least 1" in done.stderr
