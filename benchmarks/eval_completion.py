@@ -1,6 +1,7 @@
 """Held-out evaluation of inline completion: what the server would offer, without the LSP.
 
     python -m benchmarks.eval_completion [--model DIR] [--n 100] [--setting KEY=JSON ...]
+                                         [--alternatives K] [--temperature 0.7]
 
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
@@ -18,6 +19,11 @@ Per case: exact match of the offer, its first line right, its similarity to the 
 with no offer, and ms per completion. The key/value carry between keystrokes
 (`completionReuse`) is hardly exercised: the requests share one carry key, as one
 document's would, but each is another document, so little of the last canvas is reused.
+
+With `--alternatives K`, each request is decoded K more times at `--temperature` (seeds
+0..K-1, no carry) and the distinct non-empty offers are kept: `any_exact` is how often the
+truth is among all of them (what a list of inline suggestions to cycle through could
+hold), `offers_per_request` how many there are; ms then counts every decode.
 
 Prints a table and writes JSON to benchmarks/results/completion_<model>.json.
 """
