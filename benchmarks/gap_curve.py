@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.results_file import RESULTS
+from benchmarks.search_records import summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG = ROOT / "docs" / "img" / "gap_curve.png"
@@ -69,16 +70,17 @@ def point(path: Path) -> tuple[tuple, dict]:
                          "add num_hidden_layers from the model's config.json")
     if not records:
         raise CurveError(f"{path}: no holes scored")
-    truth = [r["truth_l2r"] / r["length"] for r in records]
-    fill = [r["greedy_l2r"] / r["length"] for r in records]
+    try:
+        summary = summarise(records)
+    except (KeyError, TypeError) as e:
+        raise CurveError(f"{path}: a record without the study's scores ({e!r})") from e
     return key, {
         "file": path.name, "tokens_total": tokens,
-        "truth_per_token": round(float(np.mean(truth)), 3),
-        "fill_per_token": round(float(np.mean(fill)), 3),
-        "gap_per_token": round(float(np.mean(np.subtract(truth, fill))), 3),
-        "truth_beats_fill": round(sum(r["truth_l2r"] > r["greedy_l2r"] and not r["greedy_hit"]
-                                      for r in records) / len(records), 3),
-        "greedy_exact_match": round(sum(r["greedy_hit"] for r in records) / len(records), 3),
+        "truth_per_token": summary["mean_l2r_per_token_truth"],
+        "fill_per_token": summary["mean_l2r_per_token_greedy"],
+        "gap_per_token": summary["mean_l2r_per_token_truth_minus_greedy"],
+        "truth_beats_fill": summary["truth_beats_greedy_l2r"],
+        "greedy_exact_match": summary["greedy_exact_match"],
         "by_length": by_length(records),
     }
 

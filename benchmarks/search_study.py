@@ -47,6 +47,7 @@ from benchmarks.heldout import (
     infill_examples,
 )
 from benchmarks.results_file import write_results
+from benchmarks.search_records import summarise
 from infill.core.canvas import fill_ids
 from infill.core.engine import PreparedFill, prepare_fill
 from infill.core.sampler import denoise
@@ -169,39 +170,6 @@ def study(den: Denoiser, examples: list[Example], *, beam: int, samples: int,
             rec["samples_any"] = any(hit(d) for _, d in scored)
         records.append(rec)
     return records
-
-
-def summarise(records: list[dict]) -> dict[str, object]:
-    n = len(records)
-
-    def share(key: str) -> float | None:
-        vals = [r[key] for r in records if key in r]
-        return round(sum(vals) / len(vals), 3) if vals else None
-
-    def truth_beats(score: str) -> float:
-        """Share of all holes where the greedy fill missed and the truth scores higher."""
-        return round(sum(r[f"truth_{score}"] > r[f"greedy_{score}"]
-                         for r in records if not r["greedy_hit"]) / n, 3)
-
-    out: dict[str, object] = {
-        "n": n,
-        "mean_length": round(float(np.mean([r["length"] for r in records])), 1),
-        "greedy_exact_match": share("greedy_hit"),
-        "truth_beats_greedy_l2r": truth_beats("l2r"),
-        "truth_beats_greedy_best_first": truth_beats("best_first"),
-        "mean_l2r_per_token_truth_minus_greedy": round(float(np.mean(
-            [(r["truth_l2r"] - r["greedy_l2r"]) / r["length"] for r in records])), 3),
-        "mean_l2r_per_token_truth": round(float(np.mean(
-            [r["truth_l2r"] / r["length"] for r in records])), 3),
-        "mean_l2r_per_token_greedy": round(float(np.mean(
-            [r["greedy_l2r"] / r["length"] for r in records])), 3),
-        "beam_exact_match": share("beam_hit"),
-        "beam_truth_in_final_beam": share("beam_any"),
-        "beam_beats_greedy_l2r": share("beam_beats_greedy"),
-        "samples_reranked_exact_match": share("samples_hit"),
-        "samples_any_exact": share("samples_any"),
-    }
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,9 +19,10 @@ def _study(path: Path, tokens: int | None, records: list[dict], kind: str = "mul
 
 
 def _hole(length: int, truth: float, fill: float, hit: bool = False) -> dict:
-    """A record with per-token scores `truth` and `fill`."""
+    """A record with per-token scores `truth` and `fill` (best first as left to right)."""
     return {"length": length, "greedy_hit": hit, "truth_l2r": truth * length,
-            "greedy_l2r": fill * length}
+            "greedy_l2r": fill * length, "truth_best_first": truth * length,
+            "greedy_best_first": fill * length}
 
 
 @pytest.fixture
@@ -136,6 +137,12 @@ def test_bad_results_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     done = run_benchmark("gap_curve", "--results", str(twice))
     assert done.returncode == 2
     assert "search_study_a.json and search_study_b.json" in done.stderr
+
+    unscored = tmp_path / "unscored"
+    unscored.mkdir()
+    _study(unscored / "search_study_u.json", 2**30, [{"length": 5, "greedy_hit": False}])
+    done = run_benchmark("gap_curve", "--results", str(unscored))
+    assert done.returncode == 2 and "search_study_u.json" in done.stderr
 
     broken = tmp_path / "broken"
     broken.mkdir()
