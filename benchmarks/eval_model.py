@@ -93,11 +93,18 @@ def _problems(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
                                         kinds=kinds)}
 
 
+def same_code(fill: str, truth: str) -> bool:
+    """Exact match of a hole whose indentation is given: the texts stripped."""
+    return fill.strip() == truth.strip()
+
+
 def infill_scores(den, examples, *, true_length: bool, desc: str,
-                  options: infill.SamplerOptions) -> dict[str, float]:
+                  options: infill.SamplerOptions, same=same_code,
+                  truth_tokens=None) -> dict[str, float]:
     """Exact match and cost of filling each example's span, and what the checks say of
     the fills. The span is filled as a hole: the checks see the text with the span
-    neutralised, never the truth; a rejected fill is a miss."""
+    neutralised, never the truth; a rejected fill is a miss. `same(fill, truth)` decides
+    a match; `truth_tokens(ex)` is the true length given (default: the truth's tokens)."""
     hits, nfe, tokens, ms = 0, 0, 0, []
     parse_ok = clean = rejected = candidates = 0
     length_errors: list[int] = []  # |tokens of the fill - tokens of the truth|, per fill
@@ -106,7 +113,9 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
     near = {"similarity": 0.0, "lines_in_place": 0.0, "repeats": 0}  # sums; rejected: 0
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
-            span = infill.Span(ex.start, ex.end, length=len(den.encode(ex.truth)), exact=True)
+            n_true = (truth_tokens(ex) if truth_tokens is not None
+                      else len(den.encode(ex.truth)))
+            span = infill.Span(ex.start, ex.end, length=n_true, exact=True)
         else:  # what a hole marker gets: the default allocation, nulls and growth
             span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
         before = neutralise(ex.text, [span])
@@ -123,13 +132,14 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
         for kind in _problems(ex, before, ex.truth):
             truth_fails[kind] += 1
         records.append({"truth": ex.truth, "fill": f.text, "rejected": f.rejected,
+                        "exact": f.rejected is None and same(f.text, ex.truth),
                         "ms": round(ms[-1], 1), "nfe": result.stats.nfe,
                         "tokens": result.stats.tokens, "candidates": result.stats.candidates,
                         "remasks": result.stats.remasks})
         if f.rejected is not None:
             rejected += 1
             continue
-        hits += f.text.strip() == ex.truth.strip()
+        hits += same(f.text, ex.truth)
         for key, value in closeness(f.text, ex.truth).items():
             near[key] += value
         length_errors.append(abs(len(den.encode(f.text.strip())) -

@@ -27,6 +27,7 @@ from infill.core.diff import minimal_edits
 from infill.core.echo import echo_keys, end_fill, ended
 from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
 from infill.core.limits import fill_limits, ids_with
+from infill.core.lines import Frame, framed_length, line_frames
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from infill.core.sampler import DenoiseJob, denoise
@@ -59,7 +60,8 @@ class PreparedFill:
 
     def __init__(self, text: str, spans: list[Span], windows: list[Window],
                  job: DenoiseJob | CandidateJob, denoiser: Denoiser, *, rewrite: bool,
-                 started: float, keys: list[str | None]) -> None:
+                 started: float, keys: list[str | None],
+                 frames: Sequence[Frame | None] | None = None) -> None:
         self.text = text
         self.spans = spans
         self.keys = keys  # per span: the code after it on its line, None when exact
@@ -69,6 +71,9 @@ class PreparedFill:
         self.denoiser = denoiser
         self.rewrite = rewrite
         self.started = started
+        # per span: what the engine writes around its fill (a selection of whole lines:
+        # infill/core/lines.py), None when the model writes it all
+        self.frames = list(frames) if frames is not None else [None] * len(spans)
 
     def span_texts(self) -> list[tuple[int, str]]:
         """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
@@ -113,7 +118,7 @@ class PreparedFill:
                 continue
             text, n = decoded_fill(ids, self.denoiser.decode, REPLACEMENT in self.text, i,
                                    self.keys[i])
-            fills.append(SpanFill(span, text, n))
+            fills.append(SpanFill(span, framed(text, self.frames[i]), n))
         return fills
 
     def _stats(self, fills: list[SpanFill]) -> FillStats:
@@ -180,6 +185,12 @@ def decoded_fill(ids: list[int], decode: Callable[[list[int]], str], allowed: bo
     return cut, kept
 
 
+def framed(fill: str, frame: Frame | None) -> str:
+    """A span's text from the model's fill: with a whole-line span's indentation and
+    line break around it."""
+    return fill if frame is None else frame.head + fill + frame.tail
+
+
 @dataclass(frozen=True)
 class _Allocation:
     """How many slots a span starts with and may grow to."""
@@ -192,7 +203,7 @@ class _Allocation:
 
 
 def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
-              count: Callable[[str], int]) -> _Allocation:
+              count: Callable[[str], int], frame: Frame | None = None) -> _Allocation:
     """The allocation of one span (the length contract, docs/ARCHITECTURE.md)."""
     o = options
     where = line_col(text, span.start)
@@ -206,7 +217,10 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
         slots = span.length
     elif rewrite and span.end > span.start:
         # The text being rewritten is the best guess of its replacement's length.
-        slots = min(max(1, count(text[span.start : span.end])), o.max_span_tokens)
+        written = text[span.start : span.end]
+        if frame is not None:  # the model writes the code, not the indentation or break
+            written = framed_length(written)
+        slots = min(max(1, count(written)), o.max_span_tokens)
         guessed = False
     else:
         slots = o.default_span_tokens
@@ -222,30 +236,37 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
 
 def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocation], *,
             denoiser: Denoiser, budget: int, forbidden: list[tuple[int, ...]],
-            decided: Sequence[list[int] | None]) -> Canvas:
+            decided: Sequence[list[int] | None], frames: Sequence[Frame | None]) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots (or the
-    tokens `decided` for a span)."""
+    tokens `decided` for a span); a framed span's indentation and line break are context."""
 
     def encode(piece: str) -> list[int]:
         return list(denoiser.encode(piece)) if piece else []
 
+    def head(i: int) -> str:
+        return frames[i].head if frames[i] is not None else ""
+
+    def tail(i: int) -> str:
+        return frames[i].tail if frames[i] is not None else ""
+
     idx = list(window.spans)
     mask = denoiser.special.mask
     return Canvas(
-        left=encode(text[window.start : spans[idx[0]].start]),
+        left=encode(text[window.start : spans[idx[0]].start] + head(idx[0])),
         spans=[SpanSlots(i, list(decided[i]) if decided[i] is not None
                          else [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact,
                          forbidden=forbidden[i], raced=allocs[i].raced)
                for i in idx],
-        gaps=[encode(text[spans[a].end : spans[b].start]) for a, b in pairwise(idx)],
-        right=encode(text[spans[idx[-1]].end : window.end]),
+        gaps=[encode(tail(a) + text[spans[a].end : spans[b].start] + head(b))
+              for a, b in pairwise(idx)],
+        right=encode(tail(idx[-1]) + text[spans[idx[-1]].end : window.end]),
         budget=budget,
     )
 
 
 def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
          denoiser: Denoiser, options: SamplerOptions, language: str | None,
-         keys: list[str | None]
+         keys: list[str | None], frames: Sequence[Frame | None]
          ) -> DenoiseJob | CandidateJob:
     """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
     (infill/core/candidates.py)."""
@@ -259,8 +280,9 @@ def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
     allowed = REPLACEMENT in text
     return checked_job(text, before, [(s.start, s.end) for s in spans], canvases, options,
                        special=denoiser.special, vocab_size=denoiser.vocab_size,
-                       decode=lambda i, ids: decoded_fill(ids, denoiser.decode, allowed, i,
-                                                          keys[i])[0],
+                       decode=lambda i, ids: framed(decoded_fill(ids, denoiser.decode,
+                                                                 allowed, i, keys[i])[0],
+                                                    frames[i]),
                        language=language, kinds=options.check_kinds, ended=done)
 
 
@@ -300,7 +322,11 @@ def prepare_fill(
     def count(piece: str) -> int:
         return len(denoiser.encode(piece)) if piece else 0
 
-    allocs = [_allocate(text, s, options, rewrite=rewrite, count=count) for s in ordered]
+    frames = [f if chosen is None or chosen[i] is None else None
+              for i, f in enumerate(line_frames(text, ordered) if options.line_holes
+                                    else [None] * len(ordered))]
+    allocs = [_allocate(text, s, options, rewrite=rewrite, count=count, frame=f)
+              for s, f in zip(ordered, frames, strict=True)]
     layout = Layout(text, count, (parse_text if parse_text is not None else text)
                     if language == PYTHON else None)
     windows = plan_windows(
@@ -312,17 +338,21 @@ def prepare_fill(
         count=count,
         layout=layout,
     )
-    limits = fill_limits(ordered, layout.scopes)
+    limits = [chars + ("\n\r" if f is not None and f.one_line and "\n" not in chars else "")
+              for chars, f in zip(fill_limits(ordered, layout.scopes), frames, strict=True)]
     forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
     canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget,
                         forbidden=[forbidden.get(chars, ()) for chars in limits],
-                        decided=chosen)
+                        decided=chosen, frames=frames)
                 for w in windows]
-    keys = echo_keys(text, ordered, [a.exact for a in allocs])
+    # a framed span ends its line: no code after it on its line to echo
+    keys = [None if k is None else ("" if f is not None else k) for k, f in
+            zip(echo_keys(text, ordered, [a.exact for a in allocs]), frames, strict=True)]
     job = _job(text, parse_text if parse_text is not None else text, ordered, canvases,
-               denoiser=denoiser, options=options, language=language, keys=keys)
+               denoiser=denoiser, options=options, language=language, keys=keys,
+               frames=frames)
     return PreparedFill(text, ordered, windows, job, denoiser, rewrite=rewrite,
-                        started=started, keys=keys)
+                        started=started, keys=keys, frames=frames)
 
 
 def prepare_holes(

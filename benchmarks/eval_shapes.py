@@ -1,0 +1,123 @@
+"""Held-out exact match by hole shape: the table the README's quality figure comes from.
+
+    python -m benchmarks.eval_shapes [--shapes cursor,whole-line,part-of-line,block,real]
+                                     [--n 200] [--window-chars 700] [--split test]
+
+Each shape (benchmarks/shapes.py) is filled twice, with the length left to the engine and
+with the true length given, with the command's defaults (`infill fill`: checks, raced
+lengths, context reuse) unless `--engine-only`. `real` is one line per file of packages
+outside the corpus (`python -m benchmarks.real_files` builds data/real_files.jsonl),
+filled as whole-line holes; `real-cursor` the same lines as cursor holes.
+
+Exact match: a cursor or part-of-line fill against the truth, both stripped; a whole-line
+or block fill line by line with its indentation (trailing spaces aside) and the same
+number of line breaks. `--no-line-holes` leaves a whole-line span's indentation and line
+break to the model (the ablation of infill/core/lines.py).
+
+Writes benchmarks/results/shapes_<model>[_<window>]_<split>.json (or --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import infill
+from benchmarks.eval_model import infill_scores, same_code
+from benchmarks.heldout import HELDOUT_WINDOW_CHARS, heldout_arguments, heldout_files
+from benchmarks.real_files import load as load_real
+from benchmarks.results_file import write_results
+from benchmarks.shapes import SHAPES, real_file_examples, shape_examples
+from infill.core.lines import framed_length, is_whole_lines
+from infill.core.options import DEFAULT_CACHE_REFRESH, DEFAULT_CHECKS, DEFAULT_LENGTHS
+from infill.core.spans import Span
+from model.loading import default_model_dir, load_denoiser
+
+ALL = (*SHAPES, "real", "real-cursor")
+LINE_SHAPES = {"whole-line", "block", "real"}  # indentation and line break in the hole
+
+
+def same_lines(fill: str, truth: str) -> bool:
+    """Exact match of a hole that holds its indentation and line breaks."""
+    return [ln.rstrip() for ln in fill.split("\n")] == [ln.rstrip() for ln in truth.split("\n")]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    heldout_arguments(parser)
+    parser.add_argument("--shapes", default=",".join(ALL),
+                        help=f"comma-separated, of: {', '.join(ALL)}")
+    parser.add_argument("--n", type=int, default=200, help="holes per shape")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
+                        help="characters of the file around each hole (the same holes)")
+    parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
+    parser.add_argument("--engine-only", action="store_true",
+                        help="no checks, one length, exact passes (the engine's defaults)")
+    parser.add_argument("--no-line-holes", action="store_true",
+                        help="leave a whole-line span's indentation and line break to the model")
+    parser.add_argument("--lengths-only", choices=("engine", "true"), default=None,
+                        help="only the engine's length or only the true length")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    shapes = args.shapes.split(",")
+    if set(shapes) - set(ALL):
+        parser.error(f"unknown shape(s): {', '.join(sorted(set(shapes) - set(ALL)))}")
+    if args.n < 1 or args.window_chars < 1:
+        parser.error("--n and --window-chars must be >= 1")
+    if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
+        parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
+    files = heldout_files(parser, args)
+    cli = {} if args.engine_only else {"checks": DEFAULT_CHECKS, "lengths": DEFAULT_LENGTHS,
+                                       "cache_refresh": DEFAULT_CACHE_REFRESH}
+    options = infill.SamplerOptions(line_holes=not args.no_line_holes, **cli)
+    den = load_denoiser(args.model)
+
+    def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth
+        framed = options.line_holes and is_whole_lines(ex.text, Span(ex.start, ex.end))
+        return len(den.encode(framed_length(ex.truth) if framed else ex.truth))
+
+    results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
+                     "n": args.n, "window_chars": args.window_chars, "seed": args.seed,
+                     "options": cli or "engine", "line_holes": options.line_holes,
+                     "shapes": {}}
+    t0 = time.perf_counter()
+    for shape in shapes:
+        if shape.startswith("real"):
+            kind = "cursor" if shape == "real-cursor" else "whole-line"
+            examples = real_file_examples(load_real(args.real_files), kind, seed=args.seed,
+                                          window_chars=args.window_chars)
+        else:
+            examples = shape_examples(files, shape, args.n, seed=args.seed,
+                                      window_chars=args.window_chars)
+        same = same_lines if shape in LINE_SHAPES else same_code
+        row = {}
+        for true_length in (False, True):
+            key = "true_length" if true_length else "engine_length"
+            if args.lengths_only and not key.startswith(args.lengths_only):
+                continue
+            row[key] = infill_scores(den, examples, true_length=true_length,
+                                     desc=f"{shape} {key}", options=options, same=same,
+                                     truth_tokens=truth_tokens)
+        results["shapes"][shape] = row
+        _print_row(shape, row)
+    results["seconds"] = round(time.perf_counter() - t0, 1)
+    suffix = "" if args.window_chars == HELDOUT_WINDOW_CHARS else f"_window{args.window_chars}"
+    ablation = "_no_line_holes" if args.no_line_holes else ""
+    out = args.out or (Path("benchmarks/results")
+                       / f"shapes_{Path(results['model']).name}{suffix}{ablation}_{args.split}.json")
+    write_results("shapes", args.model, results, out)
+
+
+def _print_row(shape: str, row: dict) -> None:
+    cells = []
+    for key, r in row.items():
+        cells.append(f"{key}: exact {r['exact_match']:.1%} of {r['n']}, broken "
+                     f"{r['broken']:.1%}, left {r['rejected']:.1%}, p50 {r['ms_p50']:.0f} ms, "
+                     f"{r['nfe_per_token']:.2f} passes/token")
+    print(f"{shape:14s} " + " | ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()

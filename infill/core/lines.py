@@ -1,0 +1,128 @@
+"""Spans of whole lines: the engine writes their indentation and closing line break.
+
+A selection of whole lines (from column 0 through the line break of its last line, as an
+editor selects a line) holds its indentation and line break inside the span. The model was
+trained on holes that start after a line's indentation and end before its line break
+(model/noising.py), and left to write them itself it writes a bare line break, or three
+lines where one was selected, or the right statement at the wrong depth. So the engine
+frames such a span: its first line's indentation is worked out from the code around it
+and written before the fill (`head`), the line break after it (`tail`), and the model fills
+the code between, the shape it knows. A span of one line is filled with one line: its fill
+may not hold a line break.
+
+    frames = line_frames(text, spans)        # per span: Frame(head, tail, one_line) or None
+    text = frame.head + fill + frame.tail    # what replaces the span
+
+The indentation (`indentation`), from the nearest code lines before and after the span:
+- after a line that opens a block (ends with `:`, or with an opening bracket), one step
+  deeper than it;
+- after `return`, `raise`, `continue`, `break` or `pass`, the block has ended: the line
+  after the span's depth where it is less indented, else one step out;
+- after a blank line, the line after the span's depth where it is less indented (a new
+  statement after a block);
+- otherwise the line before's own (measured: docs/ARCHITECTURE.md, "Whole-line holes").
+Comment-only and blank lines are passed over. One step is the file's own (a tab where the
+line before is indented with tabs, else the smallest indentation step seen, else four
+spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from infill.core.spans import Span
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What the engine writes around a whole-line span's fill."""
+
+    head: str  # the indentation of the span's first line
+    tail: str  # the line break that closes its last line ("" at the end of the text)
+    one_line: bool  # the span is one line: its fill may not hold a line break
+
+
+_COMMENT = re.compile(r"""\s+#[^'"]*$""")  # a trailing comment with no quote in it
+_OPENERS = (":", "(", "[", "{", "\\")
+# a statement after which the block ends (the next line is dedented, or dead code)
+_ENDS_BLOCK = re.compile(r"\s*(return|raise|continue|break|pass)\b")
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _code_lines(text: str) -> list[str]:
+    return [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _step(text: str, indent: str) -> str:
+    """One indentation step of `text`'s code: a tab where `indent` holds one, else the
+    most common step from a line that ends with `:` to the line after it (four spaces
+    when there is none)."""
+    if "\t" in indent:
+        return "\t"
+    lines = _code_lines(text)
+    steps = Counter(len(_indent_of(b)) - len(_indent_of(a))
+                    for a, b in zip(lines, lines[1:], strict=False)
+                    if _COMMENT.sub("", a.rstrip()).endswith(":")
+                    and "\t" not in _indent_of(b))
+    best = [(n, w) for w, n in steps.items() if 1 <= w <= 8]
+    return " " * max(best)[1] if best else "    "
+
+
+def indentation(text: str, start: int, end: int) -> str:
+    """The indentation of a line at `start` that replaces text[start:end], read from the
+    code lines around it (the module docstring's rules)."""
+    before = _code_lines(text[:start])
+    if not before:
+        return ""
+    prev = before[-1].rstrip()
+    indent = _indent_of(prev)
+    code = _COMMENT.sub("", prev)
+    if code.endswith(_OPENERS):
+        return indent + _step(text, indent)
+    after = _code_lines(text[end:])
+    below = _indent_of(after[0]) if after else ""
+    if _ENDS_BLOCK.match(code):  # the line after return/raise/... leaves the block
+        if len(below) < len(indent):
+            return below
+        return indent[: max(0, len(indent) - len(_step(text, indent)))]
+    blank_before = not text[:start].split("\n")[-2:][0].strip()  # the line above is blank
+    if len(below) < len(indent) and blank_before:
+        return below  # after a blank line, a less indented line below: a new statement
+    return indent
+
+
+def is_whole_lines(text: str, span: Span) -> bool:
+    """The span starts at a line's start and ends after a line break (or at the end of
+    the text) and holds some code: a selection of whole lines."""
+    if span.end <= span.start or (span.start > 0 and text[span.start - 1] != "\n"):
+        return False
+    if span.end < len(text) and text[span.end - 1] != "\n":
+        return False
+    return bool(text[span.start : span.end].strip())
+
+
+def line_frames(text: str, spans: Sequence[Span]) -> list[Frame | None]:
+    """Per span, its Frame when it is a selection of whole lines, else None. The head is
+    never read from the span itself (it may be a hole whose text is gone)."""
+    out: list[Frame | None] = []
+    for span in spans:
+        if not is_whole_lines(text, span):
+            out.append(None)
+            continue
+        inner = text[span.start : span.end]
+        tail = "\n" if inner.endswith("\n") else ""
+        out.append(Frame(indentation(text, span.start, span.end), tail,
+                         one_line="\n" not in inner[: len(inner) - len(tail)]))
+    return out
+
+
+def framed_length(text: str) -> str:
+    """The part of a whole-line span's text that the model writes: without its first
+    line's indentation and its closing line break (the rewrite's length guess)."""
+    return text.lstrip(" \t").removesuffix("\n")

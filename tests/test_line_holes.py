@@ -1,0 +1,111 @@
+"""Spans of whole lines (a selected line or block): the engine writes the indentation and
+the closing line break, the model the code (infill/core/lines.py), through fill_spans."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import CTX_BASE, FILL_BASE, TargetDenoiser
+
+from infill import OptionError, Span, apply_edits, fill_spans, fill_text
+
+FUNC = "def total(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t\n"
+
+
+def _line(text: str, needle: str, count: int = 1) -> Span:
+    """The span of `count` whole lines from the line holding `needle`, line break included."""
+    start = text.rfind("\n", 0, text.index(needle)) + 1
+    end = start
+    for _ in range(count):
+        end = text.index("\n", end) + 1
+    return Span(start, end)
+
+
+def _shown_before_span(den: TargetDenoiser) -> str:
+    """The context the model saw just before the first span of its first call."""
+    canvas = den.calls[0][0][0]
+    start = den.spans_of(canvas)[0][0]
+    return den.decode([t for t in canvas[:start] if t >= CTX_BASE])
+
+
+def test_selected_line_keeps_its_indentation_and_line_break():
+    den = TargetDenoiser(["t = t + x"])
+    r = fill_spans(FUNC, [_line(FUNC, "t += x")], denoiser=den)
+    assert r.text == FUNC.replace("t += x", "t = t + x")
+    assert r.fills[0].text == "        t = t + x\n"
+    assert _shown_before_span(den).endswith("xs:\n        ")  # the indentation is context
+    assert apply_edits(r.original, r.edits) == r.text
+
+
+def test_without_line_holes_the_model_writes_indentation_and_line_break():
+    den = TargetDenoiser(["        t = t + x\n"])
+    r = fill_spans(FUNC, [_line(FUNC, "t += x")], denoiser=den, line_holes=False)
+    assert _shown_before_span(den).endswith("xs:\n")
+    assert r.text == FUNC.replace("t += x", "t = t + x")
+
+
+def test_one_selected_line_is_filled_with_one_line():
+    # the model wants two lines; a line break is forbidden in a one-line selection
+    den = TargetDenoiser(["a = 1\nb = 2"], confidence=0.6)
+    r = fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=den)
+    fill = r.fills[0].text
+    assert fill.startswith("    ") and fill.endswith("\n") and fill.count("\n") == 1
+    assert r.text.count("\n") == FUNC.count("\n")
+
+
+def test_selected_lines_may_be_filled_with_several_lines():
+    den = TargetDenoiser(["for x in xs:\n        t += 2 * x"])
+    r = fill_spans(FUNC, [_line(FUNC, "for x in xs", count=2)], denoiser=den)
+    assert r.fills[0].text == "    for x in xs:\n        t += 2 * x\n"
+    assert r.text == FUNC.replace("t += x", "t += 2 * x")
+
+
+@pytest.mark.parametrize(("text", "needle", "indent"), [
+    # after a line that opens a block: one step deeper (the file's step: 2 spaces here)
+    ("def f(x):\n  if x:\n    y = 1\n  z = 2\n", "y = 1", "    "),
+    # inside a block: the line before's depth
+    (FUNC, "t = 0", "    "),
+    # after return: the block has ended
+    ("class A:\n    def f(self):\n        return 1\n    def g(self):\n        pass\n",
+     "def g", "    "),
+    # after a blank line, a less indented line below: a new statement after the block
+    ("def f():\n    return 1\n\nx = f()\nprint(x)\n", "x = f()", ""),
+    # tabs where the line before is indented with tabs
+    ("def f(x):\n\tif x:\n\t\ty = 1\n", "y = 1", "\t\t"),
+    # at the top of the text
+    ("import os\nimport sys\n", "import os", ""),
+])
+def test_indentation_is_read_from_the_code_around_the_span(text, needle, indent):
+    den = TargetDenoiser(["pass"])
+    r = fill_spans(text, [_line(text, needle)], denoiser=den)
+    assert r.fills[0].text == indent + "pass\n"
+
+
+def test_last_line_without_line_break():
+    text = "def f(x):\n    return x"
+    den = TargetDenoiser(["return 2 * x"])
+    r = fill_spans(text, [Span(text.index("    return"), len(text))], denoiser=den)
+    assert r.text == "def f(x):\n    return 2 * x"
+
+
+def test_part_of_a_line_and_hole_markers_are_not_framed():
+    den = TargetDenoiser(["t + 1"])
+    r = fill_spans(FUNC, [Span(FUNC.index("t\n"), FUNC.index("t\n") + 1)], denoiser=den)
+    assert r.text.endswith("    return t + 1\n")
+    # a marker at column 0 is a hole of its own, not a selected line
+    den = TargetDenoiser(["    x = 1"])
+    r = fill_text("def f():\n<mask>\n    return 1\n", denoiser=den)
+    assert r.text == "def f():\n    x = 1\n    return 1\n"
+
+
+def test_fill_ids_never_hold_the_framed_text():
+    den = TargetDenoiser(["t = t + x"])
+    r = fill_spans(FUNC, [_line(FUNC, "t += x")], denoiser=den)
+    assert r.stats.tokens == len("t = t + x")  # the model wrote only the code
+    assert all(t < FILL_BASE or den.decode([t]) != "\n" for t in den.calls[-1][0][0]
+               if t >= FILL_BASE)
+
+
+def test_line_holes_option_must_be_a_bool():
+    with pytest.raises(OptionError, match="line_holes must be true or false"):
+        fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=TargetDenoiser(["x"]),
+                   line_holes="yes")
