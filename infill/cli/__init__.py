@@ -3,6 +3,7 @@
 
     infill fill a.py b.py         # unified diff on stdout, a summary line per file on stderr
     infill fill a.py --in-place   # write the files; summary lines only
+    infill fill a.py --in-place --force   # write a.py even if it is read-only (chmod a-w)
     infill fill a.py --json       # one JSON object per file (one per line) on stdout
     infill fill a.py --trace      # every denoising step on stderr
     infill fill a.py --worker unix:/run/user/1000/infill/worker.sock   # a running worker
@@ -22,7 +23,11 @@ Exit status: 0 all files filled (a hole the checks left is reported, not an erro
 file or the model could not be used, 2 usage
 (unknown flag, option out of range), 130 / 143 interrupted (SIGINT / SIGTERM), 141 stdout
 closed by its reader. `--in-place` writes are atomic (infill/cli/files.py): a file is
-either its old or its new text, whatever happens.
+either its old or its new text, whatever happens. A file `--in-place` must not write is an
+error (1) and stays as it was: read-only by its permission bits (no write bit for its
+owner counts even for root, whom the system would let write it; `--force` writes such a
+file of one's own), immutable or append-only (never written), or in a read-only directory
+(`fill` checks before the model runs, `fix` when it has a repair to write).
 """
 
 from __future__ import annotations
@@ -42,8 +47,22 @@ from typing import Any, TypeVar
 
 from infill.cli.backends import Backend, backend_for
 from infill.cli.changes import changed_lines, merged
-from infill.cli.files import Source, encode, language_for, line_range, read_source, write_atomic
-from infill.cli.parser import build_parser, check_worker_args, lines_spec, sampler_options
+from infill.cli.files import (
+    Source,
+    check_writable,
+    encode,
+    language_for,
+    line_range,
+    read_source,
+    write_atomic,
+)
+from infill.cli.parser import (
+    build_parser,
+    check_output_args,
+    check_worker_args,
+    lines_spec,
+    sampler_options,
+)
 from infill.cli.progress import ProgressLine
 from infill.cli.progress import wanted as progress_wanted
 from infill.core.engine import check_text
@@ -112,11 +131,12 @@ def _each_file(args: argparse.Namespace, backend: Backend,
     return status
 
 
-def _write(path: str, source: Source, text: str) -> bool:
+def _write(path: str, args: argparse.Namespace, source: Source, text: str) -> bool:
     """Write `text` over the file, atomically, in the file's own encoding; False (and a
-    one-line error) when it cannot be, and then the file is as it was."""
+    one-line error) when it cannot be or must not be (read-only without --force), and then
+    the file is as it was."""
     try:
-        write_atomic(Path(path), encode(text, source.encoding))
+        write_atomic(Path(path), encode(text, source.encoding), force=args.force)
     except InfillError as exc:
         _error(path, str(exc))
         return False
@@ -149,6 +169,8 @@ def _fill_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     source = read_source(Path(path))
     check_text(source.text)
     find_holes(source.text, args.marker)  # no holes, bad markers: an error before any model
+    if args.in_place:  # a file with holes is to be written: refused before the model runs
+        check_writable(Path(path), force=args.force)
     with _progress(args, path, "filling", "slots") as progress:
         return source, backend.fill(source.text, marker=args.marker,
                                     language=language_for(args, path), options=options,
@@ -158,7 +180,7 @@ def _fill_file(path: str, args: argparse.Namespace, options: SamplerOptions,
 def _report_fill(path: str, args: argparse.Namespace, source: Source,
                  result: FillResult) -> bool:
     if (args.in_place and result.text != result.original
-            and not _write(path, source, result.text)):
+            and not _write(path, args, source, result.text)):
         return False
     if args.json:
         obj: dict[str, Any] = {"path": path, **result.to_dict()}
@@ -182,6 +204,7 @@ def cmd_fill(args: argparse.Namespace) -> int:
         options = sampler_options(args)
         check_marker(args.marker)
         check_worker_args(args)
+        check_output_args(args)
     except (InfillError, ValueError) as exc:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -245,7 +268,7 @@ def _report_fix(path: str, args: argparse.Namespace, source: Source,
                 result: FillResult | None, scores: list[TokenScore]) -> bool:
     original = source.text
     changed = result is not None and result.text != original
-    if args.in_place and changed and not _write(path, source, result.text):
+    if args.in_place and changed and not _write(path, args, source, result.text):
         return False
     if args.json:
         obj: dict[str, Any] = {"path": path, "changed": changed,
@@ -265,6 +288,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
     try:
         options = sampler_options(args)
         check_worker_args(args)
+        check_output_args(args)
         if args.max_fixes < 1:
             raise ValueError(f"--max-fixes must be >= 1, got {args.max_fixes}")
         for flag, value in (("--min-suspicion", args.min_suspicion),

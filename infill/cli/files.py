@@ -9,6 +9,8 @@ import contextlib
 import io
 import os
 import stat
+import struct
+import sys
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -90,16 +92,108 @@ def encode(text: str, encoding: str) -> bytes:
             "encoding) cannot hold; the file is unchanged") from None
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+# Linux's file attributes (`chattr`; linux/fs.h): FS_IOC_GETFLAGS, _IOR('f', 1, long).
+_FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 1
+_FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x10, 0x20
+
+
+def _attribute(path: Path, st: os.stat_result) -> str | None:
+    """"immutable" or "append-only" when the file has that attribute (Linux `chattr +i`
+    / `+a`; `chflags uchg` / `uappnd` and their system twins on BSD and macOS), else None,
+    also where it cannot be told (then the write itself fails, and says so)."""
+    flags = getattr(st, "st_flags", None)
+    if flags is None:
+        if not sys.platform.startswith("linux"):
+            return None
+        import fcntl
+
+        buf = bytearray(8)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf)
+        except OSError:  # a file system without attributes
+            return None
+        finally:
+            os.close(fd)
+        flags = int.from_bytes(buf[:4], sys.byteorder)
+        immutable, append = flags & _FS_IMMUTABLE_FL, flags & _FS_APPEND_FL
+    else:
+        immutable = flags & (stat.UF_IMMUTABLE | stat.SF_IMMUTABLE)
+        append = flags & (stat.UF_APPEND | stat.SF_APPEND)
+    return "immutable" if immutable else "append-only" if append else None
+
+
+def _can_write(path: Path, mode: int) -> bool:
+    """The owner's write bit is set and this process may write `path`. The bit is asked
+    for even of root, whom the system lets write anything: a file (or directory) whose
+    owner cannot write it was made read-only on purpose."""
+    how = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+    return bool(mode & stat.S_IWUSR) and os.access(path, os.W_OK, **how)
+
+
+def check_writable(path: Path, *, force: bool = False) -> None:
+    """InputError (the file is unchanged) when an in-place write must leave the file
+    alone: it is immutable or append-only, on a read-only file system, read-only by its
+    permission bits (unless `force`, and then only for its owner or root: a new file is
+    renamed over it, which its permission bits do not forbid), or its directory is
+    read-only (the new text is written beside the file, then renamed over it). A symbolic
+    link is followed, as write_atomic does. A file that cannot be stat'ed passes: the
+    write reports it."""
+    target = Path(os.path.realpath(path))
+    try:
+        st = target.stat()
+        folder = target.parent.stat()
+        read_only_fs = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except OSError:
+        return
+    attribute = _attribute(target, st)
+    if attribute is not None:
+        raise InputError(f"{attribute}: the system refuses to replace it, even for root and "
+                         "with --force; the file is unchanged")
+    if read_only_fs:
+        raise InputError("on a read-only file system; the file is unchanged")
+    mode = stat.S_IMODE(st.st_mode)
+    if not _can_write(target, mode):
+        mine = os.geteuid() in (0, st.st_uid)
+        if not force:
+            raise InputError(f"{_not_writable(mode, st.st_uid)}; the file is unchanged"
+                             + (" (--force writes it anyway)" if mine else ""))
+        if not mine:
+            raise InputError(f"{_not_writable(mode, st.st_uid)}; the file is unchanged "
+                             "(--force writes only your own files)")
+    folder_mode = stat.S_IMODE(folder.st_mode)
+    if not _can_write(target.parent, folder_mode):
+        raise InputError(f"its directory {target.parent} is "
+                         f"{_not_writable(folder_mode, folder.st_uid)}: the new text cannot "
+                         "be written beside the file; the file is unchanged")
+
+
+def _not_writable(mode: int, owner: int) -> str:
+    """Why a file (or directory) that _can_write refused cannot be written, in words."""
+    why = "read-only" if not mode & stat.S_IWUSR else "not writable by you"
+    mine = os.geteuid() in (0, owner)
+    return f"{why} (mode {mode:04o}" + ("" if mine else f", owner uid {owner}") + ")"
+
+
+def write_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
     """Replace the file's contents with `data` so that it is either the old or the new
     bytes, never in between: a temporary file in the same directory (same file system),
     flushed and fsynced, with the original's mode, renamed over the original. On any
     failure (or an interrupt) the temporary file is removed and the original is untouched.
-    A symbolic link is followed: the file it points to is replaced, the link stays."""
+    A symbolic link is followed: the file it points to is replaced, the link stays. A file
+    check_writable refuses (a read-only one, without `force`) is not written: InputError."""
+    check_writable(path, force=force)
     target = Path(os.path.realpath(path))
     st = target.stat()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                               suffix=".infill-tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                   suffix=".infill-tmp")
+    except PermissionError as exc:
+        raise InputError(f"cannot create a file in its directory {target.parent} "
+                         f"({exc.strerror}); the file is unchanged") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -108,7 +202,12 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
             with contextlib.suppress(OSError):  # keep the owner where we may (root)
                 os.fchown(fh.fileno(), st.st_uid, st.st_gid)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except PermissionError as exc:  # immutable, append-only, a sticky directory's
+            raise InputError(f"cannot replace it ({exc.strerror}: immutable, append-only, "
+                             "or another user's file in a sticky directory); the file is "
+                             "unchanged") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -75,7 +75,14 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
     out = p.add_argument_group("output")
-    out.add_argument("--in-place", action="store_true", help=f"write the {verb} files")
+    out.add_argument("--in-place", action="store_true",
+                     help=f"write the {verb} files, atomically; a read-only file (no write "
+                     "bit for its owner, even for root), an immutable one or one in a "
+                     "read-only directory is an error and stays as it was")
+    out.add_argument("--force", action="store_true",
+                     help="with --in-place: write a file of yours that is read-only by its "
+                     "permission bits (its mode is kept); never an immutable file or one in "
+                     "a read-only directory")
     out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
     out.add_argument("--progress", action="store_true",
                      help="show progress on stderr (default: when stderr is a terminal)")
@@ -174,6 +181,12 @@ def check_worker_args(args: argparse.Namespace) -> None:
         if args.model or args.device:
             raise ValueError("--model and --device go to the worker (infill-worker --model), "
                              "or use --worker spawn")
+
+
+def check_output_args(args: argparse.Namespace) -> None:
+    """ValueError for output flags that do not go together."""
+    if args.force and not args.in_place:
+        raise ValueError("--force applies to --in-place")
 
 
 def lines_spec(spec: str) -> tuple[int, int]:
