@@ -11,6 +11,13 @@ empty (or whitespace-only) line, e.g. the next line of a block, it may span line
 request for a document cancels the one still running for it (its response is
 `RequestCancelled`), and so does an edit.
 
+A completion has a deadline (`completionDeadline`, ms; `completion_deadline`): past it the
+request answers no items and its worker job is cancelled, since a suggestion that comes
+after the user has typed on is worse than none. Unset, the worker's device decides: 600 ms
+on a CPU (1,200 ms for a multi-line completion, which takes 0.5-0.8 s there when idle),
+2,000 ms on a GPU; 0 means none. The worker drops a cancelled job before its next
+denoising step.
+
 The model is not asked where no completion belongs (`wants_completion`): in the middle of
 an identifier, or before code on the same line (a fill there would only repeat it).
 """
@@ -18,6 +25,7 @@ an identifier, or before code on the same line (a fill there would only repeat i
 from __future__ import annotations
 
 import asyncio
+import enum
 import hashlib
 import re
 from dataclasses import dataclass
@@ -39,6 +47,28 @@ _BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r(?!\n)|\n)")
 # what may follow the cursor on its line for a completion to make sense: closing
 # brackets and quotes, separators, a comment (nothing a fill would duplicate)
 _CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
+CPU_DEADLINE_MS = 600  # a one-line completion on a CPU (idle: 40-160 ms p50)
+CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 480-820 ms p50)
+GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a network hop)
+
+
+class Late(enum.Enum):
+    """A completion that ran past its deadline: no items (and ask again next keystroke)."""
+
+    LATE = "late"
+
+
+def completion_deadline(s: Settings, device: str | None, multiline: bool) -> float | None:
+    """Seconds a completion may take (None: no limit): `completionDeadline` when set, else
+    by the worker's device (None before it has said: a CPU's)."""
+    ms = s.completion_deadline
+    if ms is None:
+        on_cpu = device is None or device.split(":")[0] == "cpu"
+        if not on_cpu:
+            ms = GPU_DEADLINE_MS
+        else:
+            ms = CPU_MULTILINE_DEADLINE_MS if multiline else CPU_DEADLINE_MS
+    return ms / 1000 if ms else None
 
 
 def wants_completion(line_rest: str) -> bool:
@@ -90,6 +120,8 @@ class Completions(Feature):
                                    params.work_done_token)
         if done is None:
             return None
+        if isinstance(done, Late):
+            return types.InlineCompletionList(items=[])
         here = done.snap.lines.range(done.offset, done.offset)
         return types.InlineCompletionList(items=[
             types.InlineCompletionItem(insert_text=done.text, range=here)])
@@ -97,23 +129,27 @@ class Completions(Feature):
     async def items(self, params: types.CompletionParams) -> types.CompletionList | None:
         done = await self.complete(params.text_document.uri, params.position,
                                    params.work_done_token)
+        if isinstance(done, Late):  # incomplete: the client asks again as the user types
+            return types.CompletionList(is_incomplete=True, items=[])
         return completion_list(done) if done is not None else None
 
     async def complete(self, uri: str, position: types.Position,
-                       token: types.ProgressToken | None) -> Completion | None:
+                       token: types.ProgressToken | None) -> Completion | Late | None:
         """The completion at `position`, cancelling the one still running for `uri`."""
+        started = asyncio.get_running_loop().time()  # the deadline counts from here
         self.drop(uri)
         task = asyncio.current_task()
         assert task is not None
         self.tasks[uri] = task
         try:
-            return await self._complete(uri, position, token)
+            return await self._complete(uri, position, token, started)
         finally:
             if self.tasks.get(uri) is task:
                 del self.tasks[uri]
 
     async def _complete(self, uri: str, position: types.Position,
-                        token: types.ProgressToken | None) -> Completion | None:
+                        token: types.ProgressToken | None, started: float
+                        ) -> Completion | Late | None:
         host = self.host
         s = host.settings
         snap = host.snapshot(uri)
@@ -123,15 +159,27 @@ class Completions(Feature):
                              s, uri)
         if ask is None:
             return None
+
+        def deadline() -> float | None:  # the loop's time; the device is known once connected
+            limit = completion_deadline(s, host.worker.device, ask.multiline)
+            return None if limit is None else started + limit
+
         try:
-            # Progress only with the request's own token: a server-created progress bar
-            # per keystroke would be noise.
-            async with WorkProgress(host, "Infill: completing", token=token,
-                                    delay=None) as progress:
-                result = await host.worker.fill(
-                    ask.excerpt.text, spans=[ask.span], marker=s.hole_marker,
-                    language=snap.language, options=ask.options,
-                    on_step=live_view(host, snap, "completion", progress))
+            async with asyncio.timeout_at(deadline()) as timer:
+                await host.worker.connect()
+                timer.reschedule(deadline())
+                # Progress only with the request's own token: a server-created progress
+                # bar per keystroke would be noise.
+                async with WorkProgress(host, "Infill: completing", token=token,
+                                        delay=None) as progress:
+                    result = await host.worker.fill(
+                        ask.excerpt.text, spans=[ask.span], marker=s.hole_marker,
+                        language=snap.language, options=ask.options,
+                        on_step=live_view(host, snap, "completion", progress))
+        except TimeoutError:  # the worker's job was cancelled on the way out
+            ms = round((asyncio.get_running_loop().time() - started) * 1000)
+            host.log(f"completion: no answer by its deadline, dropped after {ms} ms")
+            return Late.LATE
         except InfillError as exc:
             host.log(f"completion failed: {exc.message}")
             return None

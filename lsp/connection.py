@@ -6,7 +6,9 @@ TCP with the token in `$INFILL_WORKER_TOKEN`). Otherwise the server spawns its o
 on a private Unix socket with `modelDir` / `device`; the client restarts it on the next
 request if it died. Every failure is the client's `WorkerError`, an InfillError whose code
 says what failed (`input`: the user's text or options); cancelling the awaiting task sends
-`cancel` to the worker (infill.serve.client does that).
+`cancel` to the worker (infill.serve.client does that). A request cancelled while the
+connection is being made (a completion past its deadline while the model loads) does not
+cut the handshake short: it goes on, for the next request.
 """
 
 from __future__ import annotations
@@ -67,6 +69,13 @@ class WorkerConnection:
         return self._client
 
     @property
+    def device(self) -> str | None:
+        """The device the worker said it runs on (`cpu`, `cuda:0`, ...); None until it
+        has greeted this connection."""
+        c = self._client
+        return c.welcome.device if c is not None and c.welcome is not None else None
+
+    @property
     def description(self) -> str:
         c = self._client
         if c is None:
@@ -77,28 +86,33 @@ class WorkerConnection:
         return where
 
     async def connect(self) -> str:
-        """Connect now (a spawned worker loads its model); returns `description`."""
-        await self.client.connect()
+        """Connect now (a spawned worker loads its model) unless connected; returns
+        `description`. Every request connects through here first."""
+        await asyncio.shield(self.client.connect())
         return self.description
 
     async def fill(self, text: str, *, spans: Sequence[Span] | None = None, marker: str,
                    language: str | None, options: SamplerOptions,
                    on_step: Callable[[Step], None] | None = None) -> Result:
+        await self.connect()
         return await self.client.fill(text, spans=spans, marker=marker, language=language,
                                       options=options, on_step=on_step)
 
     async def fix(self, text: str, *, start: int, end: int, max_fixes: int,
                   min_suspicion: float, min_likely: float, language: str | None,
                   options: SamplerOptions) -> Result:
+        await self.connect()
         return await self.client.fix(text, start=start, end=end, max_fixes=max_fixes,
                                      min_suspicion=min_suspicion, min_likely=min_likely,
                                      language=language, options=options)
 
     async def score(self, text: str, *, start: int, end: int,
                     language: str | None) -> list[TokenScore]:
+        await self.connect()
         return await self.client.score(text, start=start, end=end, language=language)
 
     async def info(self) -> WorkerInfo:
+        await self.connect()
         return await self.client.info()
 
     async def close(self) -> None:

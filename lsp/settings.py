@@ -143,6 +143,10 @@ class Settings:
     # carry the last keystroke's context keys/values over to the next completion of the
     # document where the two canvases agree (an approximation; a full pass every 8)
     completion_reuse: bool = _s("completionReuse", _bool, default=True)
+    # ms a completion may take before it answers nothing and its job is cancelled; None:
+    # the worker's device decides (lsp.completion.completion_deadline); 0: no deadline
+    completion_deadline: int | None = _s("completionDeadline", _optional(_int(0, 600_000)),
+                                         default=None)
     # -- diagnostics and fixes
     diagnostics: bool = _s("diagnostics", _bool, default=False)  # off until measured fast
     # the fixer's rule (infill/core/suspicion.py): suspicion >= *Threshold and p(likely)

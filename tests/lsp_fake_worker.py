@@ -6,10 +6,11 @@ setting (a Unix socket served by `infill.serve.worker.Worker` on a thread of the
 so nothing in the server knows about tests. The fake fills a span with the target whose
 key ends the text just before the span (`TARGETS`, then worker_fake_main.TARGETS), else
 `FALLBACK`; it scores every context character as itself except `-` (it expects `+`); and
-each forward pass over a canvas whose text holds `SLOW` takes `SLOW_PASS` seconds, so a
-request can be caught in flight.
+each forward pass over a canvas whose text holds `SLOW` takes `SLOW_PASS` seconds (or the
+fake's `slow_pass`), so a request can be caught in flight. The worker records how each
+model request ended (`RecordingWorker.ended`), so a test can wait for a job's cancellation.
 
-    python tests/lsp_fake_worker.py --socket PATH     # the same worker, as a process
+    python tests/lsp_fake_worker.py --socket PATH [--slow-pass S]   # as a process
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import asyncio
 import contextlib
 import itertools
 import os
+import queue
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,8 @@ from fakes import CTX_BASE, FILL_BASE  # noqa: E402
 from worker_fake_main import TARGETS as WORKER_TARGETS  # noqa: E402
 from worker_fake_main import WorkerFake, running  # noqa: E402
 
-from infill.serve.protocol import Limits  # noqa: E402
+from infill.serve.protocol import Limits, Message, Step  # noqa: E402
+from infill.serve.requests import ModelRequest  # noqa: E402
 from infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
 from model.denoiser import CacheHint  # noqa: E402
 
@@ -77,8 +81,16 @@ TARGETS = {
 
 
 class LspFake(WorkerFake):
-    def __init__(self, **kw: Any) -> None:
+    """`slow_pass`: seconds per pass over a SLOW canvas; `device`: the device the worker
+    reports (unset: cpu)."""
+
+    def __init__(self, *, slow_pass: float = SLOW_PASS, device: str | None = None,
+                 **kw: Any) -> None:
         super().__init__({**TARGETS, **WORKER_TARGETS}, confidence=0.5, **kw)
+        self.slow_pass = slow_pass
+        self.slow_passes = 0  # passes over a SLOW canvas begun so far
+        if device is not None:
+            self.device = device
 
     def _target(self, canvas: Sequence[int], k: int, start: int) -> tuple[int, str]:
         try:
@@ -90,22 +102,74 @@ class LspFake(WorkerFake):
                hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
         for canvas in canvases:
             if "SLOW" in self.decode([t for t in canvas if CTX_BASE <= t < FILL_BASE]):
-                time.sleep(SLOW_PASS)  # stands in for a slow network
+                self.slow_passes += 1
+                time.sleep(self.slow_pass)  # stands in for a slow network
                 break
         return super().logits(canvases, positions, hints)
 
 
+@dataclass(frozen=True)
+class Ended:
+    """How one model request ended in the worker."""
+
+    text: str  # the request's text
+    outcome: str  # "answered", "cancelled" or "failed"
+    slow_passes: int  # the fake's SLOW passes begun by then
+
+
+class RecordingWorker(Worker):
+    """The production worker, recording how each model request ended."""
+
+    def __init__(self, denoiser: LspFake, **kw: Any) -> None:
+        super().__init__(denoiser=denoiser, **kw)
+        self.fake = denoiser
+        self.ended: queue.Queue[Ended] = queue.Queue()
+
+    async def answer(self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
+                     ) -> Message:
+        outcome = "failed"
+        try:
+            reply = await super().answer(msg, on_step)
+            outcome = "answered"
+            return reply
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            self.ended.put(Ended(getattr(msg, "text", ""), outcome, self.fake.slow_passes))
+
+    async def wait_ended(self, want: Callable[[Ended], bool], timeout: float = 20) -> Ended:
+        """The next request to end that `want` accepts (the others are passed over)."""
+        until = time.monotonic() + timeout
+        while True:
+            left = until - time.monotonic()
+            try:
+                e = await asyncio.to_thread(self.ended.get, timeout=max(left, 0.001))
+            except queue.Empty:
+                raise AssertionError(f"no such request ended within {timeout:g} s") from None
+            if want(e):
+                return e
+
+
 @contextlib.contextmanager
-def fake_worker(denoiser: LspFake | None = None) -> Iterator[str]:
+def watched_worker(denoiser: LspFake | None = None) -> Iterator[tuple[str, RecordingWorker]]:
     """A fake worker on a thread (serving `denoiser`, a new LspFake by default); yields its
-    address."""
+    address and the worker."""
     d = tempfile.mkdtemp(prefix="lspw-")
     address = f"unix:{d}/w.sock"
+    worker = RecordingWorker(denoiser or LspFake(), limits=Limits(grace=1.0))
     try:
-        with running(Worker(denoiser=denoiser or LspFake(), limits=Limits(grace=1.0)), address):
-            yield address
+        with running(worker, address):
+            yield address, worker
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def fake_worker(denoiser: LspFake | None = None) -> Iterator[str]:
+    """`watched_worker`'s address alone."""
+    with watched_worker(denoiser) as (address, _):
+        yield address
 
 
 def capabilities(*, encodings: Sequence[str] | None = None, document_changes: bool = False,
@@ -221,9 +285,11 @@ def pick(found: list[types.CodeAction], kind: str) -> types.CodeAction:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--socket", required=True)
+    p.add_argument("--slow-pass", type=float, default=SLOW_PASS,
+                   help="seconds per forward pass over a canvas that holds SLOW")
     args = p.parse_args(argv)
-    return serve_until_stopped(Worker(denoiser=LspFake(), limits=Limits(grace=1.0)),
-                               f"unix:{args.socket}")
+    return serve_until_stopped(Worker(denoiser=LspFake(slow_pass=args.slow_pass),
+                                      limits=Limits(grace=1.0)), f"unix:{args.socket}")
 
 
 if __name__ == "__main__":
