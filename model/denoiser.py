@@ -55,6 +55,13 @@ class CacheHint:
     # entries from them, carrying over what the two canvases share and recomputing the
     # rest and `active`; the new entries are kept under that name too, for the next request.
     carry: Hashable | None = None
+    # For denoisers whose noise is uniform random tokens (model/diffusion_gemma.py): the
+    # seed of the noise this canvas's masked slots get (the same seed, the same noise), and
+    # the temperature the sampler divides this pass's logits by; a self-conditioning
+    # denoiser feeds logits / temperature back into the canvas's next pass. Others ignore
+    # both.
+    seed: int | None = None
+    temperature: float | None = None
 
 
 @runtime_checkable

@@ -35,7 +35,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a h
 # one before a full pass; see benchmarks/results/lsp_carry.json for what it was chosen by.
 CARRY_LIMIT = 8
 # Diffusion models in transformers that denoise a block *after* a prompt (encoder-decoder,
-# uniform noise) rather than masked positions inside a sequence.
+# uniform noise) rather than masked positions inside a sequence: they have their own
+# adapter (model/diffusion_gemma.py), which model.loading.load_denoiser picks.
 PROMPT_TO_BLOCK = frozenset({"diffusion_gemma"})
 
 
@@ -77,10 +78,8 @@ def _load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Mo
         config = AutoConfig.from_pretrained(path, **kwargs)
         if config.model_type in PROMPT_TO_BLOCK:
             raise ModelLoadError(
-                f"{path} holds a {config.model_type} model: it generates a block after a "
-                "prompt from uniform noise and cannot condition on the code after a hole, "
-                "so it cannot infill; use a masked diffusion LM (AutoModelForMaskedLM, "
-                "LLaDA, Dream)")
+                f"{path} holds a {config.model_type} model, which model.diffusion_gemma "
+                "loads (model.loading.load_denoiser picks it), not HFDenoiser")
         weights = dict(kwargs, use_safetensors=True, dtype=torch.float32)
         try:
             model = AutoModelForMaskedLM.from_pretrained(path, **weights)

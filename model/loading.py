@@ -47,12 +47,22 @@ def check_model_dir(path: Path) -> None:
         raise ModelLoadError(f"corrupt config.json in {path}: {exc}") from exc
 
 
+def _model_type(path: Path) -> str:
+    try:
+        found = json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return found if isinstance(found, str) else ""
+
+
 def load_denoiser(
     model_dir: str | Path | None = None,
     *,
     device: str | None = None,
     trust_remote_code: bool = False,
     dtype: str | None = None,
+    quantize: str | None = None,
+    prompt: str | None = None,
 ) -> Denoiser:
     """A Hugging Face model directory (default: the shipped model) behind the Denoiser
     interface, on `device` (default: CUDA when present, else the CPU).
@@ -61,9 +71,26 @@ def load_denoiser(
     unless the user turns it on. `dtype` ("fp32", "bf16"; default: $INFILL_DTYPE, else
     what is fast on this machine, see model.precision). Raises ModelLoadError for anything
     wrong with the directory or its files, or an unknown dtype.
+
+    A DiffusionGemma directory (config.json's model_type `diffusion_gemma`) loads through
+    model/diffusion_gemma.py, never with remote code: bf16 on CUDA by default, `quantize`
+    "8bit" / "4bit" (bitsandbytes; default $INFILL_QUANTIZE), `prompt` "code" / "chat"
+    (default $INFILL_PROMPT, else "code"); the memory it needs is checked against the
+    device's free memory before a weight is read. Other models take neither option.
     """
     path = Path(model_dir) if model_dir is not None else default_model_dir()
     check_model_dir(path)
+    if _model_type(path) == "diffusion_gemma":
+        try:
+            from model.diffusion_gemma import DiffusionGemmaDenoiser  # noqa: PLC0415
+        except ImportError as exc:
+            raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}"
+                                 ) from exc
+        return DiffusionGemmaDenoiser.load(path, device=device, dtype=dtype,
+                                           quantize=quantize, prompt=prompt)
+    if quantize or prompt:
+        raise ModelLoadError(f"--quantize and --prompt are for DiffusionGemma models; {path} "
+                             f"holds a {_model_type(path) or 'different'} model")
     try:
         from model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
     except ImportError as exc:

@@ -222,13 +222,17 @@ def test_loader_runs_remote_code_models_only_when_the_user_opts_in(
     assert logits.shape == (1, 400)
 
 
-def test_loader_explains_why_a_prompt_to_block_model_cannot_infill(
+def test_hf_denoiser_leaves_a_prompt_to_block_model_to_its_adapter(
     tmp_path: Path, tok_dir: Path
 ) -> None:
+    """DiffusionGemma loads through model.diffusion_gemma (tests/test_diffusion_gemma.py);
+    HFDenoiser says so instead of loading it as a masked LM."""
     from transformers import DiffusionGemmaConfig
+
+    from model.hf import HFDenoiser
 
     DiffusionGemmaConfig().save_pretrained(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"")
     (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
-    with pytest.raises(ModelLoadError, match="cannot condition on the code after a hole"):
-        load_denoiser(tmp_path)
+    with pytest.raises(ModelLoadError, match="model.diffusion_gemma loads"):
+        HFDenoiser.load(tmp_path)

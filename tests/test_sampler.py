@@ -82,7 +82,8 @@ def test_effective_threshold_defaults_per_order():
 
 
 def test_registry_names():
-    assert set(STRATEGIES) == {"confidence", "margin", "entropy", "left-to-right"}
+    assert set(STRATEGIES) == {"confidence", "margin", "entropy", "left-to-right",
+                               "entropy-bound"}
     assert STRATEGIES["left-to-right"].sequential
 
 

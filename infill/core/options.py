@@ -72,7 +72,9 @@ class SamplerOptions:
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
     lengths: int = 1  # > 1: a hole whose length the model chose and whose fill fails its
     #                   checks races this many - 1 exact halvings of its allocation, the
-    #                   model's score picks among those that pass
+    #                   model's score picks among those that pass; with order
+    #                   entropy-bound (no null token), such a hole races this many exact
+    #                   lengths around its allocation from the start, in the same passes
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -167,6 +169,23 @@ def _validate_lengths(o: SamplerOptions) -> None:
         )
 
 
+def _validate_entropy_bound(o: SamplerOptions) -> None:
+    """DiffusionGemma's sampler (infill/core/entropy_bound.py) has its own temperature
+    schedule, noises every step and decodes exact lengths."""
+    if o.temperature != 0:
+        raise OptionError("order 'entropy-bound' follows its own temperature schedule "
+                          "(0.8 to 0.4); temperature does not apply")
+    if o.tokens_per_step is not None:
+        raise OptionError("order 'entropy-bound' accepts by its entropy bound (threshold); "
+                          "tokens_per_step does not apply")
+    if o.remasking:
+        raise OptionError("order 'entropy-bound' noises every unaccepted position each "
+                          "step; remasking does not apply")
+    if o.threshold is not None and _real("threshold", o.threshold) <= 0:
+        raise OptionError(f"threshold for order 'entropy-bound' must be > 0, got "
+                          f"{o.threshold}")
+
+
 def _validate(o: SamplerOptions) -> None:
     if o.order not in STRATEGIES:
         raise OptionError(
@@ -203,6 +222,8 @@ def _validate(o: SamplerOptions) -> None:
             raise OptionError(
                 f"order {o.order!r} decodes each token once; remasking does not apply"
             )
+    if o.order == "entropy-bound":
+        _validate_entropy_bound(o)
     if o.threshold is not None:
         t = _real("threshold", o.threshold)
         lo, hi = strategy.threshold_range

@@ -30,45 +30,31 @@ One step of one canvas:
 With `cache_refresh=k`, each request carries a CacheHint (active = all span slots) so the
 denoiser may reuse the context's keys/values: a full pass first, every k passes, and after
 growth moved positions. Call `requests()` once per `advance()`.
+
+`order="entropy-bound"` is DiffusionGemma's sampler (infill/core/entropy_bound.py).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any
 
 import numpy as np
 
 from infill.core.canvas import Canvas, Slot, SpanSlots, fill_ids
 from infill.core.ends import close_ended, with_content
+from infill.core.entropy_bound import NAME as ENTROPY_BOUND
+from infill.core.entropy_bound import EntropyBoundRun
 from infill.core.errors import DenoiserError
 from infill.core.options import SamplerOptions
 from infill.core.scoring import SCORES, choose, pick_tokens, softmax
+from infill.core.steps import LogitsRequest, StepRecord
 from infill.core.strategies import STRATEGIES
 from model.denoiser import CacheHint, Denoiser, SpecialIds
 
 _job_serial = itertools.count()  # makes cache keys unique within a process
-
-
-class LogitsRequest(NamedTuple):
-    canvas: list[int]  # the canvas ids
-    positions: list[int]  # the canvas positions whose logits the step needs
-    hint: CacheHint | None = None  # context reuse (options.cache_refresh > 0), else None
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """What one step did to one canvas (trace)."""
-
-    step: int  # 1-based, counted per job
-    canvas: int  # canvas index in the job
-    scored: int  # positions whose logits were requested
-    committed: tuple[Slot, ...]  # slots committed, in slot order (null tails included)
-    remasked: tuple[Slot, ...]  # slots masked again
-    grown: tuple[tuple[int, int], ...]  # (span index, slots appended)
-    spans: tuple[tuple[int, tuple[int, ...]], ...]  # (span index, slot ids) after the step
 
 
 @dataclass
@@ -132,6 +118,8 @@ class DenoiseJob:
         self.scored = 0
         self.remasks = 0
         self.trace: list[StepRecord] = []
+        # DiffusionGemma's sampler (infill/core/entropy_bound.py) drives the canvases itself
+        self._bound = EntropyBoundRun(self) if options.order == ENTROPY_BOUND else None
 
     @property
     def done(self) -> bool:
@@ -148,6 +136,8 @@ class DenoiseJob:
         """The canvases that still need a pass, with the positions to score in each."""
         if self.done:
             raise RuntimeError("the job is done")
+        if self._bound is not None:
+            return self._bound.requests()
         mask, null = self.special.mask, self.special.null
         pending: list[_Pending] = []
         out: list[LogitsRequest] = []
@@ -183,6 +173,12 @@ class DenoiseJob:
         """The CacheHint key of canvas `ci` (unique per job and canvas in this process)."""
         return ("infill", self._serial, ci)
 
+    def cache_keys(self) -> list[Hashable]:
+        """Every CacheHint key this job's requests carry (a raced length's too)."""
+        if self._bound is not None:
+            return self._bound.keys()
+        return [self.cache_key(ci) for ci in range(len(self.canvases))]
+
     def _hint(self, ci: int, canvas: Canvas) -> CacheHint | None:
         every = self.options.cache_refresh
         if every == 0:
@@ -205,6 +201,9 @@ class DenoiseJob:
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         """Apply one pass's logits, in the order of the last `requests()`."""
+        if self._bound is not None:
+            self._bound.advance(logits)
+            return
         if self._pending is None:
             raise RuntimeError("advance() without requests()")
         pending, self._pending = self._pending, None
@@ -376,7 +375,15 @@ def denoise(job: DenoiseJob, denoiser: Denoiser,
         if progress is not None:
             progress(*job.slots())
     forget = getattr(denoiser, "forget", None)
-    if job.options.cache_refresh and callable(forget):
-        for ci in range(len(job.canvases)):
-            forget(job.cache_key(ci))
+    for key in hint_keys(job) if callable(forget) else []:
+        forget(key)
     return job
+
+
+def hint_keys(job: Any) -> list[Hashable]:
+    """The CacheHint keys of a job's requests (DenoiseJob, CandidateJob): a denoiser may
+    drop what it holds for them once the job is done. None when they carry no hints."""
+    if not (job.options.cache_refresh or job.options.order == ENTROPY_BOUND):
+        return []
+    rounds = getattr(job, "rounds", None)  # a CandidateJob: the DenoiseJobs of its rounds
+    return [key for j in (rounds if rounds is not None else [job]) for key in j.cache_keys()]

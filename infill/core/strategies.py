@@ -11,6 +11,10 @@ best one per step (threshold-parallel decoding, Fast-dLLM), or exactly the k bes
 | margin | p(top 1) - p(top 2) | margin >= threshold | 0.8 |
 | entropy | -H(p), H in nats | H <= threshold | 0.5 |
 | left-to-right | - | the leftmost masked position, one per step | no threshold |
+| entropy-bound | -H(p), at the step's temperature | sum of H - max H <= threshold | 0.1 |
+
+entropy-bound is DiffusionGemma's sampler: the lowest-entropy positions are accepted, the
+rest noised again, every step (infill/core/entropy_bound.py).
 
 The registry holds what options need to be validated (names, thresholds, which order is
 positional) and nothing numeric, so `SamplerOptions` can be built and checked anywhere,
@@ -57,5 +61,13 @@ STRATEGIES: dict[str, Strategy] = {
         ),
         Strategy("left-to-right", "commit the leftmost masked position, one per step", None,
                  sequential=True),
+        Strategy(
+            "entropy-bound",
+            "DiffusionGemma's sampler: accept the lowest-entropy positions while their summed "
+            "entropy minus the largest stays within threshold (nats), noise the rest again; "
+            "exact lengths (infill/core/entropy_bound.py)",
+            0.1,
+            threshold_range=(0.0, float("inf")),
+        ),
     ]
 }

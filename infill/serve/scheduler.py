@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infill.core.errors import DenoiserError
-from infill.core.sampler import DenoiseJob, LogitsRequest
+from infill.core.sampler import DenoiseJob, LogitsRequest, hint_keys
 from model.denoiser import Denoiser
 
 log = logging.getLogger("infill.serve.worker")
@@ -187,8 +187,8 @@ class Scheduler:
     def _forget(self, job: DenoiseJob) -> None:
         """Drop the job's cached context keys/values (on the model thread, later)."""
         forget = getattr(self.denoiser, "forget", None)
-        if not job.options.cache_refresh or not callable(forget):
+        keys = hint_keys(job) if callable(forget) else []
+        if not keys:
             return
-        keys = [job.cache_key(ci) for ci in range(len(job.canvases))]
         with suppress(RuntimeError):  # the executor is shut down: nothing to free
             self.executor.submit(lambda: [forget(k) for k in keys])

@@ -77,6 +77,8 @@ class Worker:
         denoiser: the network; None: `load_denoiser(model_dir, device=...)` at start (on
             the model thread). Tests pass a fake here.
         model_dir, device, trust_remote_code: for loading (CUDA when present, else CPU).
+        quantize, prompt: a DiffusionGemma's 8-bit / 4-bit weights and prompt layout
+            (model.loading.load_denoiser; None: $INFILL_QUANTIZE / $INFILL_PROMPT).
         token: the shared secret every connection must present in `hello`; required for
             TCP, optional for a Unix socket (whose 0600 mode already restricts it).
         limits: `Limits`.
@@ -89,9 +91,11 @@ class Worker:
     def __init__(self, denoiser: Denoiser | None = None, *, model_dir: str | Path | None = None,
                  device: str | None = None, trust_remote_code: bool = False,
                  token: str | None = None, limits: Limits | None = None,
-                 batching: bool = True) -> None:
+                 batching: bool = True, quantize: str | None = None,
+                 prompt: str | None = None) -> None:
         self.denoiser = denoiser
         self.model_dir, self.device, self.trust_remote_code = model_dir, device, trust_remote_code
+        self.quantize, self.prompt = quantize, prompt
         self.token = token
         self.limits = limits or Limits()
         self.batching = batching
@@ -149,7 +153,8 @@ class Worker:
         if self.denoiser is None:
             self.denoiser = await asyncio.get_running_loop().run_in_executor(
                 executor, partial(load_denoiser, self.model_dir, device=self.device,
-                                  trust_remote_code=self.trust_remote_code))
+                                  trust_remote_code=self.trust_remote_code,
+                                  quantize=self.quantize, prompt=self.prompt))
         return self.denoiser
 
     async def _shut_down(self, server: asyncio.AbstractServer, cleanup: Callable[[], None],
@@ -248,6 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--trust-remote-code", action="store_true",
                    help="allow a model directory's own code (LLaDA, Dream)")
+    p.add_argument("--quantize", choices=["8bit", "4bit"],
+                   help="DiffusionGemma: 8-bit or 4-bit weights on a CUDA GPU (needs "
+                   "bitsandbytes; default: $INFILL_QUANTIZE, else bf16 on CUDA)")
+    p.add_argument("--prompt", choices=["code", "chat"],
+                   help="DiffusionGemma: the code before a hole as raw code (default) or as "
+                   "a chat turn (default: $INFILL_PROMPT, else code; docs/GPU.md)")
     p.add_argument("--no-batching", action="store_true",
                    help="one request per forward pass (to measure what batching brings)")
     p.add_argument("--exit-with-stdin", action="store_true",
@@ -324,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     worker = Worker(model_dir=args.model, device=args.device,
                     trust_remote_code=args.trust_remote_code, token=token, limits=limits,
-                    batching=not args.no_batching)
+                    batching=not args.no_batching, quantize=args.quantize, prompt=args.prompt)
     status = serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
     # Exit without interpreter finalization: with torch loaded, finalizing next to its
     # thread pools and the stdin watcher (a daemon thread) could abort the process after a
