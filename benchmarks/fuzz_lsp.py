@@ -3,6 +3,7 @@ answer (issue 14).
 
     python -m benchmarks.fuzz_lsp --sessions 10000 --seed 1          # the fake worker
     python -m benchmarks.fuzz_lsp --sessions 200 --worker unix:PATH  # a running worker
+    python -m benchmarks.fuzz_lsp --slow-pass 0.25 --out benchmarks/results/fuzz_lsp_deadline.json
 
 Each *server run* starts `python -m lsp.server`, initializes it with a random position
 encoding (UTF-8, UTF-16 or UTF-32) and random client capabilities (resolve, documentChanges,
@@ -14,11 +15,15 @@ ones too), inline completion and completion at random positions, cancels request
 flight, closes documents, asks about documents never opened, and sends malformed params.
 Some requests are left in flight while the session goes on.
 
-The worker is `tests/lsp_fake_worker.py` (a fast deterministic fake model; its `SLOW`
-targets keep a request in flight for ~2 s) unless `--worker` names one.
+The worker is `tests/lsp_fake_worker.py` (a fast deterministic fake model; a forward pass
+over a canvas that holds `SLOW` takes `--slow-pass` seconds, so such requests stay in
+flight, and a completion there runs past its deadline) unless `--worker` names one. The
+server gets `completionDeadline` = `--completion-deadline`.
 
 Invariants, on every answer:
 - an answer to every request within `--deadline` seconds, never an internal error;
+- an inline completion or completion answered (items, nothing, or an error) within its
+  deadline (`--completion-deadline`) + 100 ms; the answer latencies are summarised;
 - an edit is for the version the client had when it asked (else ContentModified), its
   ranges are valid positions of that version's text in the negotiated encoding, they do not
   overlap, and they stay inside the asked region (the selection for rewrite and fix, the
@@ -33,22 +38,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import random
-import re
+import shlex
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from benchmarks.fuzz_wire import (
+    COMPLETIONS,
+    ENCODINGS,
+    Doc,
+    Figures,
+    Server,
+    capabilities,
+    check_edit,
+    comparable,
+    offset,
+    position,
+    same_offsets,
+)
+from benchmarks.results_file import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
-ENCODINGS = ("utf-8", "utf-16", "utf-32")
 # error codes an answer may carry: bad params, method not found, cancelled, content
 # modified, request failed (the worker or the engine said no)
 ALLOWED_ERRORS = {-32602, -32601, -32800, -32801, -32803}
@@ -58,149 +75,6 @@ PIECES = ["x = 1", "first = <mask>", "total = <mask>", "<mask:3>", "<mask:0>", "
           "'''", '"""', "class C:\n    pass\n", "y = x - 1", "value = ", "  ", "name = ",
           "result = old_value", "\ufffd", "x = fo"]
 NAMES = ["a.py", "café.py", "中文 dir/b.py", "emoji😀.py", "plain.txt", "with space.py"]
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
-SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def same_offsets(text: str) -> bool:
-    """Whether the server's str offsets are the client's: JSON joins a high and a low
-    surrogate sent one after the other into one character, and the server keeps a lone
-    surrogate as U+FFFD, so around surrogates the counts differ (UTF-16 units do not)."""
-    return not SURROGATE.search(text)
-
-
-def units(ch: str, enc: str) -> int:
-    if enc == "utf-8":
-        return len(ch.encode("utf-8", "surrogatepass"))
-    if enc == "utf-16":
-        return 2 if ord(ch) > 0xFFFF else 1
-    return 1
-
-
-def line_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end without the line break) of each line, split the LSP way."""
-    out, pos = [], 0
-    for m in LINE_BREAK.finditer(text):
-        out.append((pos, m.start()))
-        pos = m.end()
-    return out + [(pos, len(text))]
-
-
-def position(text: str, offset: int, enc: str) -> dict[str, int]:
-    for n, (a, b) in enumerate(line_spans(text)):
-        if a <= offset <= b:
-            return {"line": n, "character": sum(units(c, enc) for c in text[a:offset])}
-    raise ValueError(offset)
-
-
-def offset(text: str, pos: Any, enc: str) -> int | None:
-    """The str offset of an LSP position, None unless it is exact (a real line, a column
-    on a character boundary, not past the line's end)."""
-    try:
-        line, col = pos["line"], pos["character"]
-    except (TypeError, KeyError):
-        return None
-    spans = line_spans(text)
-    if not (isinstance(line, int) and isinstance(col, int) and 0 <= line < len(spans)):
-        return None
-    a, b = spans[line]
-    k = 0
-    for i in range(a, b + 1):
-        if k == col:
-            return i
-        if i == b or k > col:
-            return None
-        k += units(text[i], enc)
-    return None
-
-
-@dataclass
-class Figures:
-    runs: int = 0
-    sessions: int = 0
-    requests: int = 0
-    answered: int = 0
-    unanswered: int = 0
-    crashes: int = 0
-    internal_errors: int = 0
-    violations: int = 0
-    edits_checked: int = 0
-    errors_by_code: dict[str, int] = field(default_factory=dict)
-    examples: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def violate(self, what: str) -> None:
-        self.violations += 1
-        if len(self.examples) < 20:
-            self.examples.append(what)
-
-
-class Server:
-    """`python -m lsp.server` over pipes: raw JSON-RPC, so anything can be sent."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, figures: Figures) -> None:
-        self.proc = proc
-        self.figures = figures
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self.ids = itertools.count(1)
-        self.last_id = 0
-        self.stderr = b""
-        self.reader = asyncio.ensure_future(self._read())
-        self.err_reader = asyncio.ensure_future(self._read_stderr())
-
-    def send(self, msg: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **msg}).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    def notify(self, method: str, params: Any) -> None:
-        self.send({"method": method, "params": params})
-
-    def request(self, method: str, params: Any) -> tuple[int, asyncio.Future[dict[str, Any]]]:
-        rid = next(self.ids)
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.pending[rid] = fut
-        self.last_id = rid
-        self.figures.requests += 1
-        self.send({"id": rid, "method": method, "params": params})
-        return rid, fut
-
-    async def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = None
-            while (line := await out.readline()) not in (b"\r\n", b""):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if not line or length is None:
-                return
-            msg = json.loads(await out.readexactly(length))
-            if "method" in msg and "id" in msg:  # a request from the server: answer it
-                result = {"applied": False} if msg["method"] == "workspace/applyEdit" else None
-                if msg["method"] == "workspace/configuration":
-                    result = [None]
-                self.send({"id": msg["id"], "result": result})
-            elif "id" in msg and msg["id"] in self.pending:
-                fut = self.pending.pop(msg["id"])
-                if not fut.done():
-                    fut.set_result(msg)
-
-    async def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        self.stderr = await self.proc.stderr.read()
-
-
-@dataclass
-class Doc:
-    uri: str
-    versions: dict[int, str]
-    version: int
-    open: bool = True
-
-    @property
-    def text(self) -> str:
-        return self.versions[self.version]
 
 
 class Session:
@@ -213,10 +87,11 @@ class Session:
         self.actions: list[tuple[dict[str, Any], Doc, tuple[int, int]]] = []
 
     def comparable(self, text: str) -> bool:
-        """Whether positions in `text` mean the same to client and server: JSON joins a
-        high and a low surrogate sent one after the other into one character, which is two
-        UTF-16 units as before but not the same count of UTF-8 bytes or UTF-32 units."""
-        return self.enc == "utf-16" or same_offsets(text)
+        return comparable(text, self.enc)
+
+    def check_edit(self, action: dict[str, Any], doc: Doc, asked: int | None,
+                   selection: tuple[int, int]) -> None:
+        check_edit(self.figures, self.enc, action, doc, asked, selection)
 
     def text(self) -> str:
         return "".join(self.rng.choice(PIECES) for _ in range(self.rng.randint(0, 25)))
@@ -236,6 +111,7 @@ class Session:
     async def answer(self, method: str, params: Any) -> dict[str, Any] | None:
         version = {d.uri: d.version for d in self.docs}
         rid, fut = self.s.request(method, params)
+        asked = time.monotonic()
         try:
             msg = await asyncio.wait_for(fut, self.deadline)
         except TimeoutError:
@@ -244,6 +120,8 @@ class Session:
             self.figures.violate(f"no answer to {method} within {self.deadline} s")
             return None
         self.figures.answered += 1
+        if method in COMPLETIONS:
+            self.figures.answered_completion(method, (time.monotonic() - asked) * 1000)
         err = msg.get("error")
         if err is not None:
             code = err.get("code")
@@ -363,55 +241,6 @@ class Session:
         ])
         await self.answer(method, params)
 
-    def check_edit(self, action: dict[str, Any], doc: Doc, asked: int | None,
-                   selection: tuple[int, int]) -> None:
-        """An edit: for the version asked about, exact ranges, inside the asked region."""
-        data, edit = action.get("data") or {}, action.get("edit")
-        if not isinstance(edit, dict):
-            return
-        self.figures.edits_checked += 1
-        version = data.get("version")
-        if version != asked:
-            self.figures.violate(f"an edit for version {version} answered a request made "
-                                 f"at version {asked}")
-            return
-        edits: list[Any] = []
-        for uri, es in (edit.get("changes") or {}).items():
-            edits += es if uri == doc.uri else [None]
-        for dc in edit.get("documentChanges") or []:
-            if dc["textDocument"]["uri"] != doc.uri or dc["textDocument"]["version"] != version:
-                self.figures.violate(f"documentChanges for {dc['textDocument']}")
-            edits += dc["edits"]
-        text = doc.versions.get(version, "")
-        if not self.comparable(text):
-            return
-        spans = []
-        for e in edits:
-            s, t = (offset(text, e["range"][k], self.enc) if e else None for k in ("start", "end"))
-            if s is None or t is None or s > t:
-                self.figures.violate(f"{data.get('op')}: invalid range {e}")
-                return
-            spans.append((s, t, e["newText"]))
-        spans.sort()
-        for (_, t, _), (s, _, _) in zip(spans, spans[1:], strict=False):
-            if s < t:
-                self.figures.violate(f"{data.get('op')}: overlapping edits {spans}")
-        lo, hi = data.get("start", 0), data.get("end", len(text))
-        if data.get("op") in ("rewrite", "fix"):
-            lo, hi = selection  # the client's own offsets
-        if data.get("op") in ("rewrite", "fix") or (data.get("op") == "fill"
-                                                     and same_offsets(text)):
-            for s, t, _ in spans:
-                if not lo <= s <= t <= hi:
-                    self.figures.violate(f"{data['op']}: edit {s}-{t} outside {lo}-{hi}")
-        out, pos = [], 0
-        for s, t, new in spans:
-            out += [text[pos:s], new]
-            pos = t
-        after = "".join(out) + text[pos:]
-        if "\ufffd" in after and "\ufffd" not in text and not SURROGATE.search(text):
-            self.figures.violate(f"{data.get('op')}: U+FFFD written into the text")
-
     async def run(self, steps: int) -> None:
         self.open()
         for _ in range(steps):
@@ -453,20 +282,6 @@ class Session:
                 await job()
 
 
-def capabilities(enc: str, caps: dict[str, bool]) -> dict[str, Any]:
-    td: dict[str, Any] = {"codeAction": {"codeActionLiteralSupport": {"codeActionKind": {
-        "valueSet": ["", "quickfix", "refactor", "refactor.rewrite"]}}}}
-    if caps["resolve"]:
-        td["codeAction"]["resolveSupport"] = {"properties": ["edit"]}
-    if caps["inline"]:
-        td["inlineCompletion"] = {}
-    td["completion"] = {"completionItem": {"snippetSupport": False}}
-    return {"general": {"positionEncodings": [enc]}, "textDocument": td,
-            "window": {"workDoneProgress": caps["progress"]},
-            "workspace": {"applyEdit": caps["apply"],
-                          "workspaceEdit": {"documentChanges": caps["changes"]}}}
-
-
 async def server_run(args: argparse.Namespace, address: str, run: int, sessions: int,
                      figures: Figures) -> None:
     seed = args.seed * 100_003 + run
@@ -482,10 +297,11 @@ async def server_run(args: argparse.Namespace, address: str, run: int, sessions:
     server = Server(proc, figures)
     figures.runs += 1
     init = Session(server, rng, enc, caps, args.deadline, figures)
+    options = {"workerAddress": address, "progressDelay": 0,
+               "completionDeadline": args.completion_deadline}
     await init.answer("initialize", {"processId": None, "rootUri": None,
                                      "capabilities": capabilities(enc, caps),
-                                     "initializationOptions": {"workerAddress": address,
-                                                               "progressDelay": 0}})
+                                     "initializationOptions": options})
     server.notify("initialized", {})
     for _ in range(sessions):
         session = Session(server, rng, enc, caps, args.deadline, figures)
@@ -508,7 +324,7 @@ async def server_run(args: argparse.Namespace, address: str, run: int, sessions:
 
 
 async def fuzz(args: argparse.Namespace) -> Figures:
-    figures = Figures()
+    figures = Figures(completion_deadline_ms=args.completion_deadline)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="fuzz-")
     worker = None
@@ -518,6 +334,7 @@ async def fuzz(args: argparse.Namespace) -> Figures:
             sock = f"{tmp}/w.sock"
             worker = await asyncio.create_subprocess_exec(
                 sys.executable, str(ROOT / "tests" / "lsp_fake_worker.py"), "--socket", sock,
+                *(["--slow-pass", str(args.slow_pass)] if args.slow_pass is not None else []),
                 stdin=asyncio.subprocess.DEVNULL)
             while not os.path.exists(sock):
                 await asyncio.sleep(0.05)
@@ -532,7 +349,7 @@ async def fuzz(args: argparse.Namespace) -> Figures:
                         args.sessions - run * args.sessions_per_server)
                 await server_run(args, address, run, n, figures)
                 if args.verbose:
-                    print(json.dumps(asdict(figures)), flush=True)
+                    print(json.dumps(figures.summary()), flush=True)
 
         await asyncio.gather(*(lane() for _ in range(args.jobs)))
     finally:
@@ -555,14 +372,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deadline", type=float, default=30.0, help="seconds an answer may take")
     p.add_argument("--max-seconds", type=float, default=float("inf"),
                    help="stop starting server runs after this long")
+    p.add_argument("--completion-deadline", type=int, default=600, metavar="MS",
+                   help="the server's completionDeadline; an answer later than it + 100 ms "
+                   "is a violation (0: no deadline, no check)")
     p.add_argument("--worker", help="a running worker's address (default: the fake)")
+    p.add_argument("--slow-pass", type=float, metavar="S",
+                   help="the fake worker's seconds per forward pass over a canvas that "
+                   "holds SLOW (default: the fake's 0.05)")
+    p.add_argument("--note", help="stored with the figures (the machine, its load)")
     p.add_argument("--out", type=Path, help="write the figures here as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="figures after each run")
     args = p.parse_args(argv)
     figures = asyncio.run(fuzz(args))
-    print(json.dumps(asdict(figures), indent=1))
+    results = figures.summary()
+    print(json.dumps(results, indent=1))
     if args.out is not None:
-        args.out.write_text(json.dumps(asdict(figures), indent=1) + "\n")
+        argv = sys.argv[1:] if argv is None else argv
+        head = {"command": shlex.join(["python", "-m", "benchmarks.fuzz_lsp", *argv])}
+        write_results("fuzz_lsp", None, {**head, **({"note": args.note} if args.note else {}),
+                                         **results}, args.out)
     return 0 if figures.violations == 0 and figures.crashes == 0 else 1
 
 
