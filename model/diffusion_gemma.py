@@ -169,10 +169,10 @@ class DiffusionGemmaDenoiser:
         rows = [self._row(list(c), list(p), h)
                 for c, p, h in zip(canvases, positions, hints, strict=True)]
         out: list[np.ndarray | None] = [None] * len(rows)
-        groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
+        groups: dict[tuple[int, ...], list[int]] = {}
         for i, r in enumerate(rows):
-            groups.setdefault((r.prompt, len(r.canvas)), []).append(i)
-        for (prompt, _), members in groups.items():
+            groups.setdefault(r.prompt, []).append(i)
+        for prompt, members in groups.items():
             for i, arr in zip(members, self._decode(prompt, [rows[i] for i in members]),
                               strict=True):
                 out[i] = arr
@@ -242,31 +242,39 @@ class DiffusionGemmaDenoiser:
         return cache
 
     def _decode(self, prompt: tuple[int, ...], rows: list[_Row]) -> list[np.ndarray]:
-        """One decoder pass over canvases of one length that share `prompt`."""
-        if len(rows[0].canvas) == 0:
+        """One decoder pass over the canvases that share `prompt` (a request's steps, its
+        raced lengths): shorter canvases are padded, and their padding masked out."""
+        width = max(len(r.canvas) for r in rows)
+        if width == 0:
             return [np.zeros((0, self.vocab_size), dtype=np.float32) for _ in rows]
-        cache = _batched(self._encoded(prompt), len(rows))
-        canvas = torch.stack([r.canvas for r in rows]).to(self.device)  # (B, L)
+        start, size = len(prompt), len(rows)
+        canvas = torch.full((size, width), self.special.pad, dtype=torch.long)
+        seen = torch.ones((size, start + width), dtype=torch.bool)  # cache + canvas keys
+        for b, r in enumerate(rows):
+            canvas[b, :len(r.canvas)] = r.canvas
+            seen[b, start + len(r.canvas):] = False
         emb = self.model.model.decoder.embed_tokens.weight.dtype
-        previous = [r.state.logits if r.state is not None else None for r in rows]
         sc = mask = None
-        if any(p is not None for p in previous):
-            shape = (len(canvas[0]), self.vocab_size)
-            sc = torch.stack([p if p is not None else torch.zeros(shape, dtype=emb,
-                                                                   device=self.device)
-                              for p in previous])  # (B, L, V)
-            mask = torch.tensor([p is not None for p in previous], device=self.device)
-        start = len(prompt)
-        where = torch.arange(start, start + canvas.shape[1], device=self.device)[None]
-        out = self.model(decoder_input_ids=canvas, cache=cache, self_conditioning_logits=sc,
-                         self_conditioning_mask=mask, decoder_position_ids=where)
+        if any(r.state is not None and r.state.logits is not None for r in rows):
+            sc = torch.zeros((size, width, self.vocab_size), dtype=emb, device=self.device)
+            for b, r in enumerate(rows):
+                if r.state is not None and r.state.logits is not None:
+                    sc[b, :len(r.state.logits)] = r.state.logits
+            mask = torch.tensor([r.state is not None and r.state.logits is not None
+                                 for r in rows], device=self.device)
+        where = torch.arange(start, start + width, device=self.device)[None]
+        out = self.model(decoder_input_ids=canvas.to(self.device),
+                         cache=_batched(self._encoded(prompt), size),
+                         self_conditioning_logits=sc, self_conditioning_mask=mask,
+                         decoder_position_ids=where,
+                         decoder_attention_mask=None if seen.all() else seen.to(self.device))
         self.decoder_passes += 1
         logits = out.logits  # (B, L, V) float32
         logits[:, :, self.banned] = float("-inf")
         result = []
         for b, r in enumerate(rows):
             if r.state is not None:
-                r.state.logits = (logits[b] / r.temperature).to(emb)
+                r.state.logits = (logits[b, :len(r.canvas)] / r.temperature).to(emb)
             at = torch.tensor(r.rows, dtype=torch.long, device=self.device)
             result.append(logits[b, at].float().cpu().numpy())
         return result
