@@ -14,12 +14,14 @@ or block fill line by line with its indentation (trailing spaces aside) and the 
 number of line breaks. `--no-line-holes` leaves a whole-line span's indentation and line
 break to the model (the ablation of infill/core/lines.py).
 
-Writes benchmarks/results/shapes_<model>[_<window>]_<split>.json (or --out).
+Writes benchmarks/results/shapes_<tokens seen>[_window<N>][_no_line_holes]_<split>.json
+(or --out).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -106,8 +108,21 @@ def main(argv: list[str] | None = None) -> None:
     suffix = "" if args.window_chars == HELDOUT_WINDOW_CHARS else f"_window{args.window_chars}"
     ablation = "_no_line_holes" if args.no_line_holes else ""
     out = args.out or (Path("benchmarks/results")
-                       / f"shapes_{Path(results['model']).name}{suffix}{ablation}_{args.split}.json")
+                       / f"shapes_{checkpoint(Path(results['model']))}{suffix}{ablation}"
+                         f"_{args.split}.json")
     write_results("shapes", args.model, results, out)
+
+
+def checkpoint(model: Path) -> str:
+    """A model's name in a results file: the tokens it has seen (training.json), else its
+    folder's name."""
+    training = model / "training.json"
+    if training.is_file():
+        info = json.loads(training.read_text())
+        tokens = info.get("tokens_total", info.get("tokens"))
+        if tokens:
+            return f"{round(tokens / 1e6)}Mtok"
+    return model.name
 
 
 def _print_row(shape: str, row: dict) -> None:

@@ -1,0 +1,87 @@
+"""Held-out holes by shape (benchmarks/shapes.py) and their evaluation script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.eval_shapes import same_lines
+from benchmarks.heldout import load_test_files
+from benchmarks.shapes import SHAPES, shape_examples
+
+
+@pytest.fixture(scope="module")
+def files(modules_corpus: Path) -> list[str]:
+    return load_test_files(modules_corpus, "test")
+
+
+def test_cursor_and_whole_line_holes_are_the_same_lines(files) -> None:
+    cursor = shape_examples(files, "cursor", 8, seed=1)
+    whole = shape_examples(files, "whole-line", 8, seed=1)
+    assert len(cursor) == len(whole) == 8
+    for c, w in zip(cursor, whole, strict=True):
+        assert w.truth.endswith("\n") and w.truth.strip() == c.truth.strip()
+        assert w.start == 0 or w.text[w.start - 1] == "\n"  # from column 0
+
+
+def test_part_of_line_holes_are_strictly_inside_one_line(files) -> None:
+    for ex in shape_examples(files, "part-of-line", 10, seed=2):
+        line_start = ex.text.rfind("\n", 0, ex.start) + 1
+        line_end = ex.text.find("\n", ex.end)
+        assert "\n" not in ex.truth
+        assert len(ex.truth.strip()) < len(ex.text[line_start:line_end].strip())
+
+
+def test_blocks_are_two_to_eight_whole_lines(files) -> None:
+    blocks = shape_examples(files, "block", 10, seed=3)
+    assert blocks
+    for ex in blocks:
+        assert 2 <= ex.truth.count("\n") <= 8 and ex.truth.endswith("\n")
+        assert ex.start == 0 or ex.text[ex.start - 1] == "\n"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_wider_window_keeps_the_holes(files, shape: str) -> None:
+    short = shape_examples(files, shape, 6, seed=4)
+    wide = shape_examples(files, shape, 6, seed=4, window_chars=2400)
+    assert [e.truth for e in short] == [e.truth for e in wide]
+    assert all(len(w.text) >= len(s.text) for s, w in zip(short, wide, strict=True))
+
+
+def test_unknown_shape_is_an_error(files) -> None:
+    with pytest.raises(ValueError, match="unknown shape 'line'"):
+        shape_examples(files, "line", 3)
+
+
+def test_whole_line_match_counts_indentation_and_line_breaks() -> None:
+    assert same_lines("    x = 1  \n", "    x = 1\n")
+    assert not same_lines("x = 1\n", "    x = 1\n")
+    assert not same_lines("    x = 1", "    x = 1\n")
+
+
+def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: Path,
+                                                modules_corpus: Path, tmp_path: Path) -> None:
+    for extra, name in (([], "on.json"), (["--no-line-holes"], "off.json")):
+        done = run_benchmark("eval_shapes", "--model", str(tiny_model_dir), "--corpus",
+                             str(modules_corpus), "--shapes", "whole-line,block", "--n", "2",
+                             "--engine-only", "--out", str(tmp_path / name), *extra)
+        assert done.returncode == 0, done.stderr
+        result = json.loads((tmp_path / name).read_text())
+        assert result["line_holes"] is (not extra)
+        for shape in ("whole-line", "block"):
+            row = result["shapes"][shape]
+            assert row["engine_length"]["n"] == row["true_length"]["n"] == 2
+        assert "whole-line" in done.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--shapes", "line"], "unknown shape(s): line"),
+    (["--n", "0"], "--n and --window-chars must be >= 1"),
+    (["--shapes", "real", "--real-files", "/nonexistent.jsonl"], "python -m benchmarks.real_files"),
+    (["--corpus", "/nonexistent"], "python -m model.corpus"),
+])
+def test_refuses_bad_arguments(run_benchmark, args: list[str], message: str) -> None:
+    done = run_benchmark("eval_shapes", *args)
+    assert done.returncode == 2 and message in done.stderr
