@@ -86,13 +86,6 @@ class Session:
         self.flying: list[asyncio.Task[None]] = []
         self.actions: list[tuple[dict[str, Any], Doc, tuple[int, int]]] = []
 
-    def comparable(self, text: str) -> bool:
-        return comparable(text, self.enc)
-
-    def check_edit(self, action: dict[str, Any], doc: Doc, asked: int | None,
-                   selection: tuple[int, int]) -> None:
-        check_edit(self.figures, self.enc, action, doc, asked, selection)
-
     def text(self) -> str:
         return "".join(self.rng.choice(PIECES) for _ in range(self.rng.randint(0, 25)))
 
@@ -176,7 +169,8 @@ class Session:
                     same_offsets(asked_text) and (data.get("start"), data.get("end")) != (a, b):
                 self.figures.violate(f"action offered for {data} on a request for {a}-{b}")
             if "edit" in action:
-                self.check_edit(action, doc, msg["asked_versions"].get(doc.uri), (a, b))
+                asked = msg["asked_versions"].get(doc.uri)
+                check_edit(self.figures, self.enc, action, doc, asked, (a, b))
             elif "data" in action:
                 self.actions.append((action, doc, (a, b)))
 
@@ -184,8 +178,8 @@ class Session:
         action, doc, asked_range = self.rng.choice(self.actions)
         msg = await self.answer("codeAction/resolve", action)
         if msg is not None and isinstance(msg.get("result"), dict):
-            self.check_edit(msg["result"], doc, msg["asked_versions"].get(doc.uri),
-                            asked_range)
+            asked = msg["asked_versions"].get(doc.uri)
+            check_edit(self.figures, self.enc, msg["result"], doc, asked, asked_range)
 
     async def complete(self, doc: Doc, method: str) -> None:
         a, _, rng = self.range_in(doc.text)
@@ -202,7 +196,7 @@ class Session:
             edit = item.get("textEdit") or ({"range": item["range"],
                                              "newText": item.get("insertText")}
                                             if "range" in item else None)
-            if edit is None or doc.version != asked or not self.comparable(text):
+            if edit is None or doc.version != asked or not comparable(text, self.enc):
                 continue
             self.figures.edits_checked += 1
             s, e = (offset(text, edit["range"].get(k), self.enc) for k in ("start", "end"))
@@ -361,6 +355,13 @@ async def fuzz(args: argparse.Namespace) -> Figures:
     return figures
 
 
+def command(argv: list[str]) -> str:
+    """The command line that ran, for the results file (its --note stored apart)."""
+    at = argv.index("--note") if "--note" in argv else len(argv)
+    shown = [a for a in argv[:at] + argv[at + 2:] if not a.startswith("--note=")]
+    return shlex.join(["python", "-m", "benchmarks.fuzz_lsp", *shown])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sessions", type=int, default=200, help="sessions in all")
@@ -387,8 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     results = figures.summary()
     print(json.dumps(results, indent=1))
     if args.out is not None:
-        argv = sys.argv[1:] if argv is None else argv
-        head = {"command": shlex.join(["python", "-m", "benchmarks.fuzz_lsp", *argv])}
+        head = {"command": command(sys.argv[1:] if argv is None else argv)}
         write_results("fuzz_lsp", None, {**head, **({"note": args.note} if args.note else {}),
                                          **results}, args.out)
     return 0 if figures.violations == 0 and figures.crashes == 0 else 1

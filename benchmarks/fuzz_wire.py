@@ -92,6 +92,7 @@ class Figures:
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
     completion_deadline_ms: float = 0.0  # 0: none
+    cut_completions: int = 0  # answered at or past the deadline (the deadline ended them)
     late_completions: int = 0  # answered past the deadline + LATE_MS
     completion_ms: dict[str, float] = field(default_factory=dict)  # answer latency summary
     latencies: list[float] = field(default_factory=list)  # ms, each completion's answer
@@ -105,6 +106,7 @@ class Figures:
         """A completion's answer came `ms` after it was asked."""
         self.latencies.append(ms)
         deadline = self.completion_deadline_ms
+        self.cut_completions += bool(deadline) and ms >= deadline
         if deadline and ms > deadline + LATE_MS:
             self.late_completions += 1
             self.violate(f"{method} answered after {ms:.0f} ms (deadline {deadline:g} ms)")
