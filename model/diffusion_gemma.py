@@ -79,6 +79,8 @@ class _Row:
 class DiffusionGemmaDenoiser:
     """A DiffusionGemmaForBlockDiffusion on one device (see the module docstring)."""
 
+    preferred_order = "entropy-bound"  # its own sampler; a worker decodes with it by default
+
     def __init__(self, model: Any, tokenizer: Tokenizer, *, name: str, device: torch.device,
                  prompt: str = "code") -> None:
         if prompt not in PROMPTS:

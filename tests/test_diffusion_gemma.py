@@ -13,16 +13,15 @@ import asyncio
 import json
 import logging
 import shutil
-import string
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, trainers
 from worker_fake_main import Raw, running
 
+from benchmarks.bench_diffusion_gemma import gemma_tokenizer, tiny_config
 from infill import SamplerOptions, fill_text
 from infill.cli import main
 from infill.core.canvas import Canvas, SpanSlots
@@ -35,40 +34,19 @@ from model import footprint
 from model.denoiser import CacheHint, ModelLoadError
 from model.loading import load_denoiser
 
-ROOT = Path(__file__).resolve().parents[1]
-# Gemma's special tokens, at Gemma's ids for the first five.
-SPECIAL = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"]
 CANVAS = 16  # the tiny model's canvas_length (256 in the released model)
 EB = {"order": "entropy-bound", "max_steps": 8}  # 48 by default; fewer keep tests fast
 TEXT = "def add(a, b):\n\treturn <mask:4>  \r\n\nx = add(1, 2)\nprint(x)\n"
 
 
-def build(out: Path, *, canvas_length: int = CANVAS) -> Path:
-    """A 2-layer DiffusionGemma (4 experts, vocab 512) and a local BPE tokenizer with
+def build(out: Path) -> Path:
+    """A 2-layer DiffusionGemma (4 experts, vocabulary 512) and a local BPE tokenizer with
     Gemma's special-token names, saved as the released model is (safetensors)."""
-    from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion
+    from transformers import DiffusionGemmaForBlockDiffusion
 
-    cfg = DiffusionGemmaConfig(
-        text_config=dict(vocab_size=512, hidden_size=64, intermediate_size=128,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                         head_dim=32, global_head_dim=32, num_experts=4, top_k_experts=2,
-                         moe_intermediate_size=32, sliding_window=64,
-                         max_position_embeddings=4096,
-                         layer_types=["sliding_attention", "full_attention"]),
-        vision_config=dict(model_type="gemma4_vision", hidden_size=32, intermediate_size=64,
-                           num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                           head_dim=16),
-        canvas_length=canvas_length)
     torch.manual_seed(0)
-    DiffusionGemmaForBlockDiffusion(cfg).save_pretrained(out)
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.decoder = decoders.Fuse()
-    alphabet = list(string.printable)
-    tok.train_from_iterator(
-        [p.read_text() for p in sorted((ROOT / "infill" / "core").glob("*.py"))],
-        trainers.BpeTrainer(vocab_size=512, special_tokens=SPECIAL, initial_alphabet=alphabet,
-                            limit_alphabet=len(alphabet), show_progress=False))
-    tok.save(str(out / "tokenizer.json"))
+    DiffusionGemmaForBlockDiffusion(tiny_config(CANVAS)).save_pretrained(out)
+    gemma_tokenizer().save(str(out / "tokenizer.json"))
     return out
 
 
@@ -257,7 +235,7 @@ TEXTS = ["a = <mask:3>\n", "b = <mask:3>\nz = 0\n", "c = <mask:3> + 1\n", "d = <
 
 
 def test_the_worker_batches_concurrent_requests_and_they_fill_as_in_process(dg_dir, den, sock):
-    options = {"order": "entropy-bound", "exact_length": True, "max_steps": 8}
+    options = {"exact_length": True, "max_steps": 4}  # the worker picks entropy-bound
 
     async def go(address: str) -> list[Result]:
         clients = [WorkerClient(address) for _ in TEXTS]
@@ -274,7 +252,7 @@ def test_the_worker_batches_concurrent_requests_and_they_fill_as_in_process(dg_d
         assert w.denoiser.encoder_passes == len(TEXTS)
         assert not w.denoiser._states  # every canvas's state forgotten
     for text, r in zip(TEXTS, results, strict=True):
-        local = fill_text(text, denoiser=den, **options)
+        local = fill_text(text, denoiser=den, order="entropy-bound", **options)
         assert r.text == local.text and r.stats.steps == local.stats.steps
 
 
@@ -359,3 +337,23 @@ def test_the_worker_command_line_names_a_bad_quantisation(dg_dir) -> None:
     with pytest.raises(SystemExit) as exc:
         worker_main(["--model", str(dg_dir), "--quantize", "2bit"])
     assert exc.value.code == 2
+
+
+def test_the_speed_benchmark_runs_on_a_tiny_model(run_benchmark, tmp_path) -> None:
+    out = tmp_path / "dg.json"
+    done = run_benchmark("bench_diffusion_gemma", "--tiny", "--device", "cpu", "--steps", "2",
+                         "--spans", "line,64", "--concurrency", "1,2", "--socket",
+                         str(tmp_path / "w.sock"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    res = json.loads(out.read_text())
+    assert res["size"] == "tiny" and res["weights"] == "random" and res["steps"] == 2
+    for span, tokens in (("line", 16), ("64", 64)):
+        for n in (1, 2):
+            row = res["rows"][span][str(n)]
+            assert row["tokens"] == tokens * n and row["ms_per_step"] > 0
+            assert row["encoder_passes"] <= n  # a prompt seen before is not encoded again
+
+
+def test_the_speed_benchmark_refuses_the_full_model_without_a_gpu(run_benchmark) -> None:
+    done = run_benchmark("bench_diffusion_gemma", "--device", "cpu")
+    assert done.returncode != 0 and "needs a CUDA GPU" in done.stderr

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -43,9 +43,6 @@ from infill.core.errors import DenoiserError
 from infill.core.scoring import entropy, log_softmax, pick_tokens, softmax
 from infill.core.steps import LogitsRequest, StepRecord
 from model.denoiser import CacheHint, SpecialIds
-
-if TYPE_CHECKING:
-    from infill.core.sampler import DenoiseJob
 
 NAME = "entropy-bound"
 DEFAULT_BOUND = 0.1  # nats: cumulative entropy of the accepted slots minus the largest
@@ -207,7 +204,7 @@ class EntropyBoundRun:
     """The entropy-bound decoding of a DenoiseJob's canvases: the job delegates its
     `requests()` / `advance()` here and keeps its counters, trace and `done` flags."""
 
-    def __init__(self, job: DenoiseJob) -> None:
+    def __init__(self, job: Any) -> None:  # a DenoiseJob (its module imports this one)
         o = job.options
         self.job = job
         self.steps = min(o.max_steps or MAX_STEPS, MAX_STEPS)

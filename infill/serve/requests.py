@@ -41,8 +41,12 @@ class RequestHandler:
     """Answers requests with one denoiser, on its model thread, through one scheduler."""
 
     def __init__(self, denoiser: Denoiser, scheduler: Scheduler, executor: ThreadPoolExecutor,
-                 limits: Limits) -> None:
+                 limits: Limits, *, default_order: str | None = None) -> None:
         self.denoiser = denoiser
+        # A request with the default order ("confidence") is decoded with this one: the
+        # model's own sampler (DiffusionGemma: entropy-bound), so that clients that never
+        # name an order (the language server) get it.
+        self.default_order = default_order
         self.scheduler = scheduler
         self.executor = executor
         self.limits = limits
@@ -91,8 +95,10 @@ class RequestHandler:
 
     def _options(self, o: SamplerOptions) -> SamplerOptions:
         """The request's options within the worker's caps (`max_steps`: the cap when the
-        request names none)."""
+        request names none; the worker's default order for a request with the default)."""
         lim = self.limits
+        if self.default_order and o.order == SamplerOptions().order:
+            o = replace(o, order=self.default_order)
         if o.max_span_tokens > lim.max_span_tokens:
             raise LimitError(f"max_span_tokens {o.max_span_tokens} exceeds the worker's limit "
                              f"of {lim.max_span_tokens}")

@@ -36,6 +36,7 @@ from functools import partial
 from importlib import metadata
 from pathlib import Path
 
+from infill.core.strategies import STRATEGIES
 from infill.serve.connection import Connection
 from infill.serve.protocol import (
     PROTOCOL_VERSION,
@@ -79,6 +80,9 @@ class Worker:
         model_dir, device, trust_remote_code: for loading (CUDA when present, else CPU).
         quantize, prompt: a DiffusionGemma's 8-bit / 4-bit weights and prompt layout
             (model.loading.load_denoiser; None: $INFILL_QUANTIZE / $INFILL_PROMPT).
+        order: the order a request with the default order ("confidence") is decoded with;
+            None: the model's own (`denoiser.preferred_order`: entropy-bound for
+            DiffusionGemma), else as asked.
         token: the shared secret every connection must present in `hello`; required for
             TCP, optional for a Unix socket (whose 0600 mode already restricts it).
         limits: `Limits`.
@@ -92,10 +96,10 @@ class Worker:
                  device: str | None = None, trust_remote_code: bool = False,
                  token: str | None = None, limits: Limits | None = None,
                  batching: bool = True, quantize: str | None = None,
-                 prompt: str | None = None) -> None:
+                 prompt: str | None = None, order: str | None = None) -> None:
         self.denoiser = denoiser
         self.model_dir, self.device, self.trust_remote_code = model_dir, device, trust_remote_code
-        self.quantize, self.prompt = quantize, prompt
+        self.quantize, self.prompt, self.order = quantize, prompt, order
         self.token = token
         self.limits = limits or Limits()
         self.batching = batching
@@ -136,7 +140,9 @@ class Worker:
             denoiser = await self._load(executor)
             self.scheduler = Scheduler(denoiser, executor, batching=self.batching,
                                        max_batch=self.limits.max_batch)
-            self._handler = RequestHandler(denoiser, self.scheduler, executor, self.limits)
+            order = self.order or getattr(denoiser, "preferred_order", None)
+            self._handler = RequestHandler(denoiser, self.scheduler, executor, self.limits,
+                                           default_order=order)
             server, cleanup = await self._listen(addr)
             scheduling = asyncio.create_task(self.scheduler.serve())
             log.info("listening on %s (model %s on %s, batching %s)", self.address,
@@ -259,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", choices=["code", "chat"],
                    help="DiffusionGemma: the code before a hole as raw code (default) or as "
                    "a chat turn (default: $INFILL_PROMPT, else code; docs/GPU.md)")
+    p.add_argument("--order", choices=sorted(STRATEGIES),
+                   help="decode requests that ask for the default order (confidence) with "
+                   "this one (default: the model's own: entropy-bound for DiffusionGemma)")
     p.add_argument("--no-batching", action="store_true",
                    help="one request per forward pass (to measure what batching brings)")
     p.add_argument("--exit-with-stdin", action="store_true",
@@ -335,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     worker = Worker(model_dir=args.model, device=args.device,
                     trust_remote_code=args.trust_remote_code, token=token, limits=limits,
-                    batching=not args.no_batching, quantize=args.quantize, prompt=args.prompt)
+                    batching=not args.no_batching, quantize=args.quantize, prompt=args.prompt,
+                    order=args.order)
     status = serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
     # Exit without interpreter finalization: with torch loaded, finalizing next to its
     # thread pools and the stdin watcher (a daemon thread) could abort the process after a
