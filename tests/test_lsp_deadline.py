@@ -13,7 +13,15 @@ import asyncio
 import time
 
 import pytest
-from lsp_fake_worker import REQUEST_CANCELLED, LspFake, lsp, open_doc, run, watched_worker
+from lsp_fake_worker import (
+    REQUEST_CANCELLED,
+    LspFake,
+    capabilities,
+    lsp,
+    open_doc,
+    run,
+    watched_worker,
+)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -81,6 +89,23 @@ def test_a_completion_past_its_deadline_answers_nothing_and_its_job_stops():
             assert (await inline(client, uri, FAST_AT))[0] == ["'ada'"]
             assert worker.fake.slow_passes <= ended.slow_passes + 1
             assert any("no answer by its deadline" in m.message for m in client.log_messages)
+
+    with watched_worker(LspFake(slow_pass=SLOW_STEP)) as (address, worker):
+        run(go(address, worker))
+
+
+def test_a_completion_past_its_deadline_is_an_empty_incomplete_list():
+    # a client without inline completion: the client asks again at the next keystroke
+    async def go(address, worker):
+        async with lsp(address, caps=capabilities(inline=False)) as (client, _):
+            uri = open_doc(client, "late.py", TEXT)
+            started = time.monotonic()
+            got = await client.text_document_completion_async(types.CompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=SLOW_AT))
+            took = time.monotonic() - started
+            assert got.is_incomplete and not got.items
+            assert took < 0.6 + MARGIN, took
+            assert (await worker.wait_ended(is_slow)).outcome == "cancelled"
 
     with watched_worker(LspFake(slow_pass=SLOW_STEP)) as (address, worker):
         run(go(address, worker))
