@@ -313,7 +313,8 @@ def test_rewrite_with_identical_fill_gives_no_edit():
 def test_rewrite_edit_touches_only_changed_characters():
     text = "def f(x):\n    if x > 0:\n        return x * 2\n    return 0\n"
     start, end = text.index("    if"), text.index("    return 0")
-    new = "    if x >= 0:\n        return x * 2\n"
+    # whole lines: the engine writes the indentation and the last line break
+    new = "if x >= 0:\n        return x * 2"
     d = TargetDenoiser([new], confidence=0.99)
     r = fill_spans(text, [Span(start, end)], denoiser=d)
     assert r.text == text.replace("x > 0", "x >= 0")

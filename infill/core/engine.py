@@ -24,10 +24,18 @@ from typing import Any
 from infill.core.candidates import CandidateJob, checked_job
 from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
 from infill.core.diff import minimal_edits
-from infill.core.echo import echo_keys, end_fill, ended
-from infill.core.errors import DenoiserError, InputError, LimitError, SpanError, line_col
+from infill.core.echo import echo_keys, ended
+from infill.core.errors import InputError, LimitError, SpanError, line_col
+from infill.core.fills import REPLACEMENT, decoded_fill
 from infill.core.limits import fill_limits, ids_with
-from infill.core.lines import Frame, framed_length, line_frames
+from infill.core.lines import (
+    Frame,
+    framed,
+    framed_length,
+    line_frames,
+    line_keys,
+    one_line_limits,
+)
 from infill.core.options import SamplerOptions
 from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from infill.core.sampler import DenoiseJob, denoise
@@ -150,47 +158,6 @@ class PreparedFill:
         ]
 
 
-REPLACEMENT = "\ufffd"  # what a byte-level decode puts where the bytes are not UTF-8
-
-
-def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
-               index: int) -> tuple[str, int]:
-    """A span's tokens as text, and how many were used. Byte-level tokens can spell an
-    invalid UTF-8 sequence, which decodes to U+FFFD: text the model never meant. A fill
-    that ends inside a character loses its trailing partial tokens; one whose invalid bytes
-    sit elsewhere is declined (DenoiserError), never written into the user's text. When the
-    text already holds a U+FFFD (`allowed`), the model may have copied it: kept."""
-    text = decode(ids) if ids else ""
-    if REPLACEMENT not in text or allowed:
-        return text, len(ids)
-    while ids and REPLACEMENT in decode(ids[-1:]) and REPLACEMENT in text:
-        ids = ids[:-1]
-        text = decode(ids) if ids else ""
-    if REPLACEMENT in text:
-        raise DenoiserError(f"the model's tokens for span {index + 1} are not valid UTF-8; "
-                            "nothing was changed")
-    return text, len(ids)
-
-
-def decoded_fill(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
-                 index: int, key: str | None) -> tuple[str, int]:
-    """`valid_text`, cut where the fill writes `key` (the code after its span on the
-    span's line) or its own last line again (infill/core/echo.py `end_fill`; never for a
-    span of exact length, `key` None); the count is of the tokens kept."""
-    text, n = valid_text(ids, decode, allowed, index)
-    cut = end_fill(text, key)
-    if cut == text:
-        return text, n
-    kept = next(k for k in range(n + 1) if len(decode(ids[:k]) if k else "") >= len(cut))
-    return cut, kept
-
-
-def framed(fill: str, frame: Frame | None) -> str:
-    """A span's text from the model's fill: with a whole-line span's indentation and
-    line break around it."""
-    return fill if frame is None else frame.head + fill + frame.tail
-
-
 @dataclass(frozen=True)
 class _Allocation:
     """How many slots a span starts with and may grow to."""
@@ -244,7 +211,7 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
         return list(denoiser.encode(piece)) if piece else []
 
     def head(i: int) -> str:
-        return frames[i].head if frames[i] is not None else ""
+        return framed("", frames[i]).removesuffix(tail(i))
 
     def tail(i: int) -> str:
         return frames[i].tail if frames[i] is not None else ""
@@ -322,32 +289,21 @@ def prepare_fill(
     def count(piece: str) -> int:
         return len(denoiser.encode(piece)) if piece else 0
 
-    frames = [f if chosen is None or chosen[i] is None else None
-              for i, f in enumerate(line_frames(text, ordered) if options.line_holes
-                                    else [None] * len(ordered))]
+    frames = line_frames(text, ordered, decided=chosen, on=options.line_holes)
     allocs = [_allocate(text, s, options, rewrite=rewrite, count=count, frame=f)
               for s, f in zip(ordered, frames, strict=True)]
     layout = Layout(text, count, (parse_text if parse_text is not None else text)
                     if language == PYTHON else None)
-    windows = plan_windows(
-        text,
-        ordered,
-        allocs=[a.slots for a in allocs],
-        room=[a.room for a in allocs],
-        budget=budget,
-        count=count,
-        layout=layout,
-    )
-    limits = [chars + ("\n\r" if f is not None and f.one_line and "\n" not in chars else "")
-              for chars, f in zip(fill_limits(ordered, layout.scopes), frames, strict=True)]
+    windows = plan_windows(text, ordered, allocs=[a.slots for a in allocs],
+                           room=[a.room for a in allocs], budget=budget, count=count,
+                           layout=layout)
+    limits = one_line_limits(fill_limits(ordered, layout.scopes), frames)
     forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
     canvases = [_canvas(text, ordered, w, allocs, denoiser=denoiser, budget=budget,
                         forbidden=[forbidden.get(chars, ()) for chars in limits],
                         decided=chosen, frames=frames)
                 for w in windows]
-    # a framed span ends its line: no code after it on its line to echo
-    keys = [None if k is None else ("" if f is not None else k) for k, f in
-            zip(echo_keys(text, ordered, [a.exact for a in allocs]), frames, strict=True)]
+    keys = line_keys(echo_keys(text, ordered, [a.exact for a in allocs]), frames)
     job = _job(text, parse_text if parse_text is not None else text, ordered, canvases,
                denoiser=denoiser, options=options, language=language, keys=keys,
                frames=frames)

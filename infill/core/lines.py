@@ -107,12 +107,16 @@ def is_whole_lines(text: str, span: Span) -> bool:
     return bool(text[span.start : span.end].strip())
 
 
-def line_frames(text: str, spans: Sequence[Span]) -> list[Frame | None]:
-    """Per span, its Frame when it is a selection of whole lines, else None. The head is
-    never read from the span itself (it may be a hole whose text is gone)."""
+def line_frames(text: str, spans: Sequence[Span], *,
+                decided: Sequence[object | None] | None = None, on: bool = True
+                ) -> list[Frame | None]:
+    """Per span, its Frame when it is a selection of whole lines (and not `decided`, a
+    repair's own tokens), else None; all None unless `on`. The head is never read from
+    the span itself (it may be a hole whose text is gone)."""
     out: list[Frame | None] = []
-    for span in spans:
-        if not is_whole_lines(text, span):
+    for i, span in enumerate(spans):
+        if not on or (decided is not None and decided[i] is not None) \
+                or not is_whole_lines(text, span):
             out.append(None)
             continue
         inner = text[span.start : span.end]
@@ -120,6 +124,27 @@ def line_frames(text: str, spans: Sequence[Span]) -> list[Frame | None]:
         out.append(Frame(indentation(text, span.start, span.end), tail,
                          one_line="\n" not in inner[: len(inner) - len(tail)]))
     return out
+
+
+def one_line_limits(limits: Sequence[str], frames: Sequence[Frame | None]) -> list[str]:
+    """Each span's forbidden characters (infill/core/limits.py), with the line break for
+    a one-line selection."""
+    return [chars + ("\n\r" if f is not None and f.one_line and "\n" not in chars else "")
+            for chars, f in zip(limits, frames, strict=True)]
+
+
+def line_keys(keys: Sequence[str | None], frames: Sequence[Frame | None]
+              ) -> list[str | None]:
+    """The echo keys (infill/core/echo.py) of framed spans: '' (a framed span ends its
+    line: no code after it on its line); None (an exact span) stays."""
+    return [None if k is None else ("" if f is not None else k)
+            for k, f in zip(keys, frames, strict=True)]
+
+
+def framed(fill: str, frame: Frame | None) -> str:
+    """A span's text from the model's fill: a whole-line span's indentation and line
+    break around it."""
+    return fill if frame is None else frame.head + fill + frame.tail
 
 
 def framed_length(text: str) -> str:
