@@ -305,6 +305,20 @@ def test_only_the_failing_span_of_a_window_is_redone():
     assert r.stats.candidates == 0
 
 
+def test_a_fill_that_breaks_the_file_does_not_fail_the_holes_of_other_windows():
+    """Fills of different windows never saw each other, so each window is checked with
+    the others' holes as they were: two unclosed calls in one window (which the parser's
+    recovery lets run to the end of the file) leaves the other window's fill alone."""
+    filler = "".join(f"    x{i} = {i}\n" for i in range(40))
+    text = (f"def f(values):\n    a = <mask>\n{filler}    return a\n\n\n"
+            f"def g(values):\n{filler}    return <mask>\n")
+    d = TargetDenoiser({"a = ": "len(len(values", "return ": "values"}, confidence=0.99)
+    r = fill_text(text, denoiser=d, checks=DEFAULT_CHECKS, window_tokens=160)
+    assert r.stats.windows == 2
+    assert r.fills[0].rejected == "1 new syntax error"
+    assert r.fills[1].rejected is None and r.fills[1].text == "values"
+
+
 def test_a_rewrite_is_checked_against_the_selection_as_written():
     text = "def f(values):\n    return len(values)\n"
     start = text.index("len")

@@ -82,6 +82,10 @@ class CandidateJob:
         self._decode = decode
         self._check = check
         self._neutral = neutral  # per span: its text before (what a rejected span keeps)
+        # the spans of each window, checked together (`_why`)
+        self._windows = [{s.index for s in c.spans} for c in canvases if c.spans]
+        rest = set(range(len(neutral))).difference(*self._windows)
+        self._windows += [rest] if rest else []
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
         self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
                        if options.lengths > 1 else set())
@@ -216,11 +220,19 @@ class CandidateJob:
         if not self._scoring:
             self._decide()
 
-    def _why(self, texts: list[str], bad: dict[int, str]) -> dict[int, str]:
-        problems = self._check(texts)
+    def _why(self, texts: list[str], bad: dict[int, str],
+             windows: Sequence[set[int]] | None = None) -> dict[int, str]:
+        """Why each failing span of `windows` (default: every window) fails, by span. A
+        window's spans are checked together, the other windows' spans as they were
+        (neutral): a window's fills never saw another's, and a fill that breaks the parse
+        far around it must not fail the spans of other windows with it."""
         out = dict(bad)
-        for i in sorted({p.range for p in problems} - set(out)):
-            out[i] = summary([p for p in problems if p.range == i])
+        for group in self._windows if windows is None else windows:
+            mixed = (texts if len(self._windows) == 1 else
+                     [t if i in group else self._neutral[i] for i, t in enumerate(texts)])
+            problems = [p for p in self._check(mixed) if p.range in group]
+            for i in sorted({p.range for p in problems} - set(out)):
+                out[i] = summary([p for p in problems if p.range == i])
         return out
 
     def _alternatives(self, canvases: Sequence[Canvas], redo: set[int]) -> list[Canvas]:
@@ -264,7 +276,7 @@ class CandidateJob:
             canvas = alt_canvases[ci]
             mine = {i: v for i, v in self._ids([canvas]).items() if i in failing}
             texts, bad = self._texts(dict(self._primary_ids) | mine)
-            fails = self._why(texts, bad)
+            fails = self._why(texts, bad, [{s.index for s in canvas.spans}])
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
         several = {i for i, ks in self._passing.items() if len(ks) > 1}

@@ -246,6 +246,37 @@ def _repeated_keywords(root: Any, data: bytes, r: Range) -> list[str]:
     return out
 
 
+@dataclass
+class _Before:
+    """The text a fill is checked against, parsed: the last one is kept, since the
+    candidates of a request, window by window, are all checked against the same text."""
+
+    text: str
+    language: str | None
+    data: bytes
+    root: Any
+    _spelled: set[str] | None = None
+
+    def spelled(self) -> set[str]:
+        """The code's identifiers, walked for once when a load needs them."""
+        if self._spelled is None:
+            self._spelled = _spelled(self.root, self.data)
+        return self._spelled
+
+
+_last_before: list[_Before] = []
+
+
+def _before(parser: Any, text: str, language: str | None) -> _Before:
+    last = _last_before[0] if _last_before else None  # one read: threads may swap it
+    if last is not None and last.text is text and last.language == language:
+        return last
+    data = text.encode("utf-8")
+    parsed = _Before(text, language, data, parser.parse(data).root_node)
+    _last_before[:] = [parsed]
+    return parsed
+
+
 def check_fills(before: str, after: str, before_ranges: Sequence[Range],
                 after_ranges: Sequence[Range], *, language: str | None = PYTHON,
                 kinds: Sequence[str] = KINDS) -> list[Problem]:
@@ -257,11 +288,12 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     parser = parser_for(language) if set(kinds) - {"line"} else None
     if parser is None:
         return problems
-    old_data, new_data = before.encode("utf-8"), after.encode("utf-8")
-    old_root, new_root = parser.parse(old_data).root_node, parser.parse(new_data).root_node
+    prior = _before(parser, before, language)
+    old_data, old_root = prior.data, prior.root
+    new_data = after.encode("utf-8")
+    new_root = parser.parse(new_data).root_node
     old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
     python = language == PYTHON
-    spelled: set[str] | None = None  # the code's identifiers, walked for once if a load needs them
     star = python and _STAR_IMPORT.search(before) is not None
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         added = 0
@@ -282,9 +314,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
             continue
         loads, bound = _names(new_root, new_data, new)
         for word in dict.fromkeys(w for w, _ in loads if w not in _KNOWN and w not in bound):
-            if spelled is None:
-                spelled = _spelled(old_root, old_data)
-            if word not in spelled:
+            if word not in prior.spelled():
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
             elif not name_visible(old_root, old_data, word, old, _binds):
                 problems.append(Problem("name", i, f"{word!r} is local to another scope"))
