@@ -34,6 +34,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a h
 # Requests in a row (keystrokes) whose context entries may be carried over from the last
 # one before a full pass; see benchmarks/results/lsp_carry.json for what it was chosen by.
 CARRY_LIMIT = 8
+# Memory the context entries may hold: a 512-token canvas of the shipped model takes 6 MiB
+# in fp32 (6 layers of keys and values), so about 170 canvases.
+CACHE_BYTES = 1 << 30
 # Diffusion models in transformers that denoise a block *after* a prompt (encoder-decoder,
 # uniform noise) rather than masked positions inside a sequence: they have their own
 # adapter (model/diffusion_gemma.py), which model.loading.load_denoiser picks.
@@ -167,7 +170,11 @@ class HFDenoiser:
         # Dream-family models keep their autoregressive parent's shift: the logits at
         # position i predict token i + 1.
         self._shifted = getattr(model.config, "model_type", "").lower() == "dream"
-        self.cache_size = 64  # canvases whose context entries are kept (LRU)
+        # Canvases whose context entries are kept (LRU), within CACHE_BYTES. Every live
+        # canvas of a request needs its entry at each step: a file of 70 holes (70 windows)
+        # under a cap of 64 lost every entry before its next use, so each pass was full.
+        self.cache_size = 256
+        self.cache_bytes = CACHE_BYTES
         self.carry_limit = CARRY_LIMIT  # carried entries grow staler with each request
 
     @classmethod
@@ -245,8 +252,15 @@ class HFDenoiser:
     def _keep(self, key: Hashable, entry: ContextCache) -> None:
         self._caches[key] = entry
         self._caches.move_to_end(key)
-        while len(self._caches) > self.cache_size:
+        while len(self._caches) > 1 and (len(self._caches) > self.cache_size
+                                         or self._cache_nbytes() > self.cache_bytes):
             self._caches.popitem(last=False)
+
+    def _cache_nbytes(self) -> int:
+        """Memory held by the kept entries (an entry kept under two names counted once)."""
+        entries = {id(e): e for e in self._caches.values()}.values()
+        return sum(t.element_size() * t.nelement()
+                   for e in entries for kv in e.layers for t in (kv.keys, kv.values))
 
     def forget(self, key: Hashable) -> None:
         """Drop the cached context of a finished canvas."""

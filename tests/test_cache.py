@@ -72,6 +72,18 @@ def test_denoiser_hints_refresh_equals_an_uncached_pass() -> None:
     assert "job" not in den._caches
 
 
+def test_every_live_canvas_of_a_request_keeps_its_entries_within_the_memory_budget() -> None:
+    den = _denoiser()
+    canvas = list(range(4, 80))
+    for i in range(70):  # a file of 70 holes: 70 windows, each needed at every step
+        den.logits([canvas], [[5]], [CacheHint(("job", i), (5,), True)])
+    assert len(den._caches) == 70
+    one = den._cache_nbytes() // 70
+    den.cache_bytes = 3 * one  # the least recently used go first
+    den.logits([canvas], [[5]], [CacheHint(("job", 70), (5,), True)])
+    assert list(den._caches) == [("job", 68), ("job", 69), ("job", 70)]
+
+
 # -- carrying a cache over to the next request's canvas ----------------------------------
 
 
