@@ -1,4 +1,4 @@
-"""The README's set-up commands are the ones CI runs."""
+"""The README's set-up commands are the ones CI runs; the docs' links resolve."""
 
 from __future__ import annotations
 
@@ -28,3 +28,17 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_bundled_example_has_holes() -> None:
     assert "<mask>" in (ROOT / "examples" / "holes.py").read_text()
+
+
+def test_relative_links_in_the_docs_resolve() -> None:
+    """A figure lives in one results file and the docs link to it: every relative link
+    of the README, the changelog, docs/ and the model card names a file that exists."""
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md"),
+             ROOT / "model" / "weights" / "MODEL_CARD.md"]
+    broken = []
+    for page in pages:
+        for m in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", page.read_text()):
+            target = m.group(1)
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken
