@@ -6,10 +6,11 @@ import argparse
 from pathlib import Path
 
 from model.corpus.card import write_card
+from model.corpus.debian_packages import DEBIAN_PACKAGES
 from model.corpus.pipeline import build
 
-DESCRIPTION = ("Build the training corpus: Python sources from the standard library and "
-               "pinned PyPI packages.")
+DESCRIPTION = ("Build the training corpus: Python sources from the standard library, "
+               "pinned PyPI packages and pinned Debian python3-* packages.")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,8 +21,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="where downloaded archives are kept between builds")
     parser.add_argument("--card", type=Path, default=Path("docs/DATA_CARD.md"),
                         help="where to write the data card")
+    parser.add_argument("--no-debian", action="store_true",
+                        help="leave the Debian packages out (no apt-get download)")
     args = parser.parse_args(argv)
-    summary = build(args.out, args.cache)
+    summary = build(args.out, args.cache, debian=None if args.no_debian else DEBIAN_PACKAGES)
     write_card(args.out, args.card, summary)
     for split in ("train", "valid", "test"):
         s = summary[split]

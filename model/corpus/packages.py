@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from model.corpus.packages_v3 import V3_PACKAGES
+
 # Mostly pure-Python distributions, pinned for reproducibility. The licence is read from
 # each archive's metadata at build time; copyleft ones are listed on purpose so that the
 # data card records them as dropped.
@@ -230,3 +232,6 @@ def split_of(unit: str) -> str:
     if unit in VALID_UNITS:
         return "valid"
     return "train"
+
+# v3: more training distributions (packages_v3.py); the held-out units are unchanged.
+PACKAGES.update(V3_PACKAGES)

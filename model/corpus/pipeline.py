@@ -10,17 +10,37 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from model.corpus.debian import deb_files, dep5_allowed, fetch_debs
 from model.corpus.dedupe import deduplicate, leak_audit
+from model.corpus.exclusions import (
+    benchmark_named,
+    copies_eval_module,
+    eval_packages,
+    excluded_project,
+    import_names,
+)
 from model.corpus.filters import holds_held_out_copy, keep, normalise
 from model.corpus.licences import licence_allowed
-from model.corpus.packages import PACKAGES, SDISTS, SPLITS, canonical, split_of
+from model.corpus.packages import (
+    HELD_OUT_PACKAGES,
+    PACKAGES,
+    SDISTS,
+    SPLITS,
+    TEST_UNITS,
+    VALID_UNITS,
+    canonical,
+    split_of,
+)
 from model.corpus.records import Source, SourceFile, is_test_path
 from model.corpus.sources import archive_files, fetch, stdlib_files
 
 Summary = dict[str, dict[str, int]]  # split -> files, chars, test_chars
+# The stats.json reason under which a whole excluded unit's files are counted.
+EXCLUDED_COUNT = {"licence": "licence", "held": "held-out or evaluation package",
+                  "bundles": "bundles a public benchmark"}
 
 # Drop reasons listed in stats.json (and so in the card) even when nothing was dropped.
 ALWAYS_COUNTED = (
@@ -29,49 +49,106 @@ ALWAYS_COUNTED = (
     "near duplicate (train of valid)")
 
 
-def filtered(unit: str, path: str, text: str, packages: set[str],
-             counts: Counter) -> SourceFile | None:
+@dataclass
+class Exclusions:
+    """What a training unit may not hold: the excluded projects (held-out units, their
+    import names, the evaluation packages) and the evaluation packages' import names; the
+    training files dropped for naming a public benchmark are listed in `named`."""
+
+    projects: frozenset[str] = frozenset()
+    imports: frozenset[str] = frozenset()
+    named: list[str] = field(default_factory=list)
+
+    @classmethod
+    def current(cls) -> Exclusions:
+        evaluation = eval_packages()
+        held = {u for u in TEST_UNITS | VALID_UNITS if "/" not in u}
+        return cls(frozenset(evaluation | held | HELD_OUT_PACKAGES),
+                   import_names(evaluation))
+
+
+def filtered(unit: str, path: str, text: str, packages: set[str], counts: Counter,
+             exclusions: Exclusions | None = None) -> SourceFile | None:
     """The file, normalised, if it passes the cheap filters; else None, the reason counted.
 
-    `packages`: the unit's folders that hold an __init__.py (see holds_held_out_copy)."""
+    `packages`: the unit's folders that hold an __init__.py (see holds_held_out_copy).
+    `exclusions`: a training file that copies an evaluation package or names a public
+    benchmark is dropped (held-out units are never touched)."""
     if holds_held_out_copy(unit, path, packages):
         counts["copy of a held-out package"] += 1
+        return None
+    train = split_of(unit) == "train" and exclusions is not None
+    if train and copies_eval_module(path, packages, exclusions.imports):
+        counts["copy of an evaluation package (by module or folder name)"] += 1
         return None
     text = normalise(text)
     if not keep(text, path):
         counts["size / long line / generated"] += 1
         return None
+    benchmark = benchmark_named(text) if train else None
+    if benchmark is not None:
+        counts[f"names a public benchmark ({benchmark})"] += 1
+        exclusions.named.append(f"{unit}:{path} ({benchmark})")
+        return None
     return SourceFile(unit, path, text)
 
 
-def _archive_kept(source: Source, contents: list[tuple[str, str]],
-                  counts: Counter) -> list[SourceFile]:
-    """An archive's files that pass the licence check and the filters."""
-    if not licence_allowed(source.licence):
-        source.kept = "no (licence)"
-        counts["licence"] += len(contents)
+def unit_excluded(source: Source, names: list[str], exclusions: Exclusions) -> str | None:
+    """Why a unit is not read at all (an evaluation package under any of its names, a
+    bundled public benchmark, its licence), or None. Held-out units are always read."""
+    if split_of(source.unit) != "train":
+        return None
+    project = excluded_project(names, exclusions.projects)
+    if project is not None:
+        return f"no (held out: {project})"
+    if source.bundles:
+        return f"no (bundles {source.bundles.split(':')[0]})"
+    allowed = dep5_allowed if source.kind == "deb" else licence_allowed
+    return None if allowed(source.licence) else "no (licence)"
+
+
+def _archive_kept(source: Source, contents: list[tuple[str, str]], counts: Counter,
+                  names: list[str], exclusions: Exclusions) -> list[SourceFile]:
+    """An archive's files that pass the exclusions, the licence check and the filters."""
+    reason = unit_excluded(source, names, exclusions)
+    if reason is not None:
+        source.kept = reason
+        counts[EXCLUDED_COUNT[reason.split()[1].strip("():")]] += len(contents)
         return []
     packages = {p.rpartition("/")[0] for p, _ in contents if p.endswith("/__init__.py")}
-    kept = (filtered(source.unit, path, text, packages, counts) for path, text in contents)
+    kept = (filtered(source.unit, path, text, packages, counts, exclusions)
+            for path, text in contents)
     return [f for f in kept if f is not None]
 
 
+def read_unit(unit: str, version: str, archive: Path
+              ) -> tuple[Source, list[tuple[str, str]], list[str]]:
+    """A wheel, sdist or .deb read: its record, (path, text) files and project names."""
+    if archive.name.endswith(".deb"):
+        return deb_files(archive, unit, version)
+    source, contents = archive_files(archive, unit, version)
+    return source, contents, [unit]
+
+
 def collect(archives: Iterable[tuple[str, str, Path]], stdlib: Iterable[SourceFile],
-            counts: Counter) -> tuple[list[Source], list[SourceFile]]:
-    """Every unit's record, and its files after the cheap filters and the licence check."""
+            counts: Counter, exclusions: Exclusions | None = None
+            ) -> tuple[list[Source], list[SourceFile]]:
+    """Every unit's record, and its files after the exclusions, the licence check and the
+    cheap filters (`exclusions`: by default those of this checkout, Exclusions.current)."""
+    exclusions = Exclusions.current() if exclusions is None else exclusions
     stdlib_source = Source("stdlib", sys.version.split()[0], "PSF-2.0", "stdlib")
     sources = [stdlib_source]
     files: list[SourceFile] = []
     for f in stdlib:
         stdlib_source.files += 1
         stdlib_source.tests += is_test_path(f.path)
-        kept = filtered(f.unit, f.path, f.text, set(), counts)
+        kept = filtered(f.unit, f.path, f.text, set(), counts, exclusions)
         if kept is not None:
             files.append(kept)
     for unit, version, archive in archives:
-        source, contents = archive_files(archive, unit, version)
+        source, contents, names = read_unit(unit, version, archive)
         sources.append(source)
-        files += _archive_kept(source, contents, counts)
+        files += _archive_kept(source, contents, counts, names, exclusions)
     return sources, files
 
 
@@ -123,10 +200,11 @@ def write_licences(out: Path, sources: list[Source]) -> None:
 
 
 def write_stats(out: Path, sources: list[Source], counts: Counter, summary: Summary,
-                audit: dict[str, object], per_unit: Counter, watch: Stopwatch) -> None:
+                audit: dict[str, object], per_unit: Counter, watch: Stopwatch,
+                extra: dict[str, object] | None = None) -> None:
     """stats.json: files read, kept and dropped (by reason), the leak audit, chars per unit,
-    seconds per step and peak memory."""
-    stats = {
+    seconds per step and peak memory; `extra`: more entries (the exclusions' record)."""
+    stats = {**(extra or {}),
         "read": sum(s.files for s in sources), "dropped": dict(sorted(counts.items())),
         "kept": sum(s["files"] for s in summary.values()), "leak_audit": audit,
         "chars_per_unit": dict(per_unit.most_common()),
@@ -136,18 +214,31 @@ def write_stats(out: Path, sources: list[Source], counts: Counter, summary: Summ
     (out / "stats.json").write_text(json.dumps(stats, indent=1))
 
 
+def _units(cache: Path, packages: Mapping[str, str], sdists: frozenset[str],
+           debian: Mapping[str, str]) -> tuple[list[tuple[str, str, Path]], list[str]]:
+    """Every pinned archive fetched: (unit, version, path), PyPI then Debian; and the Debian
+    packages that could not be fetched."""
+    archives = fetch(cache, packages, sdists)
+    debs = fetch_debs(cache / "debian", debian) if debian else {}
+    units = [(canonical(n), packages[n], archives[n]) for n in sorted(archives)]
+    units += [(f"debian/{n}", debian[n], debs[n]) for n in sorted(debs)]
+    return units, sorted(set(debian) - set(debs))
+
+
 def build(out: Path, cache: Path, stdlib: Path | None = None,
-          packages: Mapping[str, str] = PACKAGES, sdists: frozenset[str] = SDISTS) -> Summary:
+          packages: Mapping[str, str] = PACKAGES, sdists: frozenset[str] = SDISTS,
+          debian: Mapping[str, str] | None = None) -> Summary:
     """Fetch, read, filter, deduplicate and write the corpus; `stdlib`: its root folder;
-    `packages` / `sdists`: the pinned distributions and those read from source."""
+    `packages` / `sdists`: the pinned distributions and those read from source; `debian`:
+    pinned Debian packages (name -> version), fetched into `cache`/debian (none by
+    default; the command line passes DEBIAN_PACKAGES)."""
     watch = Stopwatch()
     out.mkdir(parents=True, exist_ok=True)
     counts: Counter = Counter({k: 0 for k in ALWAYS_COUNTED})
-    archives = fetch(cache, packages, sdists)
+    units, missing = _units(cache, packages, sdists, debian or {})
     watch.lap("fetch")
-    sources, files = collect(
-        ((canonical(n), packages[n], archives[n]) for n in sorted(archives)),
-        stdlib_files(stdlib), counts)
+    exclusions = Exclusions.current()
+    sources, files = collect(units, stdlib_files(stdlib), counts, exclusions)
     watch.lap("read")
     files = deduplicate(files, counts)
     watch.lap("deduplicate")
@@ -156,5 +247,7 @@ def build(out: Path, cache: Path, stdlib: Path | None = None,
     summary, per_unit = write_splits(out, files)
     write_licences(out, sources)
     watch.lap("write")
-    write_stats(out, sources, counts, summary, audit, per_unit, watch)
+    extra = {"evaluation_packages": sorted(exclusions.projects),
+             "benchmark_mentions": exclusions.named, "debian_not_fetched": missing}
+    write_stats(out, sources, counts, summary, audit, per_unit, watch, extra)
     return summary

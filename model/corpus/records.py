@@ -19,8 +19,9 @@ class Source:
     unit: str
     version: str
     licence: str
-    kind: str  # "wheel", "sdist" or "stdlib"
+    kind: str  # "wheel", "sdist", "deb" or "stdlib"
     kept: str = "yes"
+    bundles: str = ""  # a public benchmark the archive ships ("HumanEval: path"), if any
     files: int = 0  # .py files read (before filters)
     tests: int = 0  # of which under a test folder or named test_*.py / *_test.py
 

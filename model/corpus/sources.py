@@ -12,6 +12,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from model.corpus.exclusions import benchmark_named
 from model.corpus.licences import licence_of
 from model.corpus.packages import (
     PACKAGES,
@@ -84,19 +85,21 @@ def fetch(cache: Path, packages: Mapping[str, str] | None = None,
 # --- reading ------------------------------------------------------------------------------
 
 def _members(archive: Path) -> Iterator[tuple[str, bytes]]:
-    """(path, bytes) of every .py file and metadata file in a wheel, zip or tarball."""
+    """(path, bytes) of every file in a wheel, zip or tarball; the bytes of .py and
+    metadata files only (b"" for the others, whose names are checked for benchmarks)."""
     if archive.name.endswith((".whl", ".zip")):
         with zipfile.ZipFile(archive) as zf:
             for name in zf.namelist():
-                if name.endswith((".py", "METADATA", "PKG-INFO")):
-                    yield name, zf.read(name)
+                wanted = name.endswith((".py", "METADATA", "PKG-INFO"))
+                yield name, zf.read(name) if wanted else b""
     else:
         with tarfile.open(archive) as tf:
             for member in tf:
-                if member.isfile() and member.name.endswith((".py", "PKG-INFO")):
-                    handle = tf.extractfile(member)
-                    if handle is not None:
-                        yield member.name, handle.read()
+                if not member.isfile():
+                    continue
+                handle = (tf.extractfile(member)
+                          if member.name.endswith((".py", "PKG-INFO")) else None)
+                yield member.name, handle.read() if handle is not None else b""
 
 
 def _is_metadata(kind: str, parts: list[str]) -> bool:
@@ -113,11 +116,14 @@ def archive_files(archive: Path, unit: str, version: str
     Sdist paths lose their top folder ("name-1.0/"). The licence comes from the wheel's
     .dist-info/METADATA or the sdist's top-level PKG-INFO."""
     kind = "wheel" if archive.name.endswith(".whl") else "sdist"
-    metadata, files = "", []
+    metadata, files, bundles = "", [], ""
     for name, data in _members(archive):
         parts = name.split("/")
         if kind == "sdist":
             parts = parts[1:]
+        benchmark = None if bundles else benchmark_named("/".join(parts))
+        if benchmark:
+            bundles = f"{benchmark}: {'/'.join(parts)}"
         if _is_metadata(kind, parts):
             metadata = data.decode("utf-8", "replace")
             continue
@@ -127,7 +133,8 @@ def archive_files(archive: Path, unit: str, version: str
             files.append(("/".join(parts), data.decode("utf-8")))
         except UnicodeDecodeError:
             continue
-    source = Source(unit, version, licence_of(metadata) if metadata else "unknown", kind)
+    source = Source(unit, version, licence_of(metadata) if metadata else "unknown", kind,
+                    bundles=bundles)
     source.files = len(files)
     source.tests = sum(is_test_path(p) for p, _ in files)
     return source, files
