@@ -58,6 +58,7 @@ TARGETS = {
     "deep_value = ": "42",
     # rewrite selection
     "result = ": "new_value",
+    "def scale(x):\n    ": "return 2 * x",  # a selected whole line: the engine indents
     # docstrings (the text before the empty docstring's body)
     'def greet(name):\n    """': "Say hello to name.",
     "def shout(text):\n    '''": "Shout the text.",

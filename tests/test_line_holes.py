@@ -109,3 +109,19 @@ def test_line_holes_option_must_be_a_bool():
     with pytest.raises(OptionError, match="line_holes must be true or false"):
         fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=TargetDenoiser(["x"]),
                    line_holes="yes")
+
+
+def test_checks_see_a_selected_line_where_its_indentation_puts_it():
+    # the text the checks compare against holds the hole at column 0, which would end
+    # the function: a name of the function's own is visible where the fill's code stands
+    text = "def scale(x):\n    return x + x\n\n\nprint(scale(2))\n"
+    den = TargetDenoiser(["return 2 * x"])
+    r = fill_spans(text, [_line(text, "return x")], denoiser=den,
+                   checks="parse,name,comment,keyword,line")
+    assert r.fills[0].rejected is None
+    assert r.text == text.replace("x + x", "2 * x")
+    # a name that is not there is still refused
+    den = TargetDenoiser(["return 2 * y"], confidence=0.99)
+    r = fill_spans(text, [_line(text, "return x")], denoiser=den, checks="name",
+                   candidates=1)
+    assert r.fills[0].rejected is not None and "'y'" in r.fills[0].rejected

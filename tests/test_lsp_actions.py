@@ -113,6 +113,24 @@ def test_rewrite_selection_returns_minimal_edits(worker):
     run(go())
 
 
+def test_rewrite_of_a_selected_line_keeps_its_indentation_and_line_break(worker):
+    # the selection runs from column 0 through the line break, as an editor selects a
+    # line: the model is asked for the code, the engine writes the indentation and break
+    text = "def scale(x):\n    return x + x\n\n\nprint(scale(2))\n"
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "line.py", text)
+            line = types.Range(start=types.Position(line=1, character=0),
+                               end=types.Position(line=2, character=0))
+            action = pick(await actions(client, uri, line),
+                          "refactor.rewrite.infill.rewriteSelection")
+            edit = (await client.code_action_resolve_async(action)).edit
+            assert applied(text, edit, uri) == text.replace("x + x", "2 * x")
+
+    run(go())
+
+
 async def with_docstring(client, uri: str, text: str, where: str) -> str:
     """`text` after its Insert docstring action at `where` is resolved and applied."""
     action = pick(await actions(client, uri, at(text, where)),

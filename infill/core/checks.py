@@ -316,9 +316,23 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
         for word in dict.fromkeys(w for w, _ in loads if w not in _KNOWN and w not in bound):
             if word not in prior.spelled():
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
-            elif not name_visible(old_root, old_data, word, old, _binds):
+            elif not _visible(word, old_root, old_data, old, new_root, new_data, new):
                 problems.append(Problem("name", i, f"{word!r} is local to another scope"))
     return problems
+
+
+def _visible(word: str, old_root: Any, old_data: bytes, old: Range, new_root: Any,
+             new_data: bytes, new: Range) -> bool:
+    """`word` is spelled where the fill can see it. A fill of whole lines (from column 0)
+    is placed by its own indentation: where its code stands in the text with the fill in
+    (the text before holds the hole, which at column 0 ends any block around it)."""
+    if new[0] == 0 or new_data[new[0] - 1 : new[0]] == b"\n":
+        chunk = new_data[new[0]:new[1]]
+        start = new[0] + len(chunk) - len(chunk.lstrip())
+        end = new[1] - (len(chunk) - len(chunk.rstrip()))
+        if start < end:
+            return name_visible(new_root, new_data, word, (start, end), _binds)
+    return name_visible(old_root, old_data, word, old, _binds)
 
 
 def _inside_line(text: str, r: Range) -> bool:
