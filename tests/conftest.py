@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The command uses a worker running on the default socket unasked; the tests' commands
+# must not meet the one a developer may have running (tests/test_client.py turns it on).
+os.environ["INFILL_WORKER"] = "off"
 
 SOURCES = [
     "def add(a, b):\n    return a + b\n",

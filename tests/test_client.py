@@ -9,8 +9,10 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 from fakes import TargetDenoiser
@@ -23,6 +25,7 @@ from infill.core.repair import fix_text
 from infill.core.results import TokenScore
 from infill.serve.client import TIMEOUT, UNAVAILABLE, WorkerClient, WorkerError
 from infill.serve.protocol import CANCELLED, INPUT, UNAUTHORIZED, Result, Step, Welcome
+from infill.serve.sockets import default_socket_path
 from infill.serve.sync_client import SyncWorkerClient
 from infill.serve.worker import Worker
 
@@ -242,6 +245,37 @@ def test_cli_fill_through_a_worker_prints_what_the_in_process_path_prints(
         return rows
 
     assert without_ms(remote_json[1]) == without_ms(local_json[1])
+
+
+def test_cli_uses_a_worker_running_on_the_default_socket(tmp_path, capsys, monkeypatch):
+    runtime = tempfile.mkdtemp(prefix="rt-")  # short: AF_UNIX paths are ~107 bytes at most
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+    monkeypatch.delenv("INFILL_WORKER")
+
+    def no_model(*a, **kw):
+        raise model.loading.ModelLoadError("not loaded: the worker has it")
+
+    monkeypatch.setattr(model.loading, "load_denoiser", no_model)
+    f = tmp_path / "a.py"
+    f.write_text("y = <mask>\n")
+    try:
+        status, _, err = _cli(["fill", str(f)], capsys)  # no worker: in process
+        assert status == 1 and "not loaded" in err
+        (Path(runtime) / "infill").mkdir(mode=0o700)
+        stale = socket.socket(socket.AF_UNIX)  # bound, never listening: a killed worker's
+        stale.bind(str(default_socket_path()))
+        stale.close()
+        assert _cli(["fill", str(f)], capsys)[0] == 1
+        with running(Worker(denoiser=TargetDenoiser(TARGETS, confidence=0.99)),
+                     str(default_socket_path())):
+            status, out, _ = _cli(["fill", str(f)], capsys)
+            assert status == 0 and "+y = 42" in out
+            for asked in (["--model", str(tmp_path)], ["--trace"], ["--device", "cpu"]):
+                assert _cli(["fill", *asked, str(f)], capsys)[0] == 1  # in process
+            monkeypatch.setenv("INFILL_WORKER", "off")
+            assert _cli(["fill", str(f)], capsys)[0] == 1
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def test_cli_worker_errors(sock, tmp_path, capsys):

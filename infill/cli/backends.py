@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import stat
 from collections.abc import Callable
 from typing import Protocol
 
@@ -20,6 +22,7 @@ from infill.core.repair import fix_text
 from infill.core.results import FillResult, TokenScore
 from infill.serve.client import WorkerError
 from infill.serve.protocol import DEADLINE, Result
+from infill.serve.sockets import default_socket_path
 from infill.serve.sync_client import SyncWorkerClient
 from model import loading
 from model.denoiser import Denoiser
@@ -123,7 +126,32 @@ class ThroughWorker:
             self._client.close()
 
 
+def running_worker() -> str | None:
+    """The address of the worker listening on the default socket (`infill-worker` started
+    without arguments), or None: no such socket, or a stale one (a connect is refused at
+    once). $INFILL_WORKER=off: never."""
+    if os.environ.get("INFILL_WORKER") == "off":
+        return None
+    path = default_socket_path()
+    try:
+        if not stat.S_ISSOCK(path.stat().st_mode):
+            return None
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(0.5)
+            probe.connect(str(path))
+    except OSError:
+        return None
+    return f"unix:{path}"
+
+
 def backend_for(args: argparse.Namespace) -> Backend:
+    """A worker when asked for (--worker), or when one is running on the default socket and
+    the command asks for nothing it would not do (another model or device, a trace): its
+    model is loaded already, so the first fill comes without the seconds of a load. Else
+    the engine in this process."""
+    if (args.worker is None and not (args.model or args.device or args.trust_remote_code
+                                     or getattr(args, "trace", False))):
+        args.worker = running_worker()
     if args.worker is not None:
         return ThroughWorker(args)
     return InProcess(args.model, args.device, args.trust_remote_code)
