@@ -15,7 +15,8 @@ Two jobs, each one `python -m infill.cli fill --json` process:
   passes, exact match.
 
 `--fill-args` is added to the command line (e.g. the previous defaults, to compare in the
-same run). The environment passes through (INFILL_THREADS, INFILL_DTYPE). Figures go to
+same run). The environment passes through (INFILL_THREADS, INFILL_DTYPE); the model is
+loaded in the process (INFILL_WORKER=off) unless `--fill-args` names a `--worker`. Figures go to
 stdout and to benchmarks/results/cli_<model>.json (`--out`).
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -85,8 +87,10 @@ def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
     t0 = time.perf_counter()
     first = None
     objs = []
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
+    # the model loaded in the process, unless --fill-args names a worker
+    env = {**os.environ, "INFILL_WORKER": "on" if "--worker" in fill_args else "off"}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             if first is None:
