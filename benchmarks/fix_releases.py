@@ -139,9 +139,16 @@ def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path
         for v in versions:
             if _wheel(cache, name, v) is None and _sdist(cache, name, v) is None:
                 _pip_download(cache, [f"{name}=={v}"], "--no-binary", name, check=False)
-    notes = [n for n, v in pins.items() if _sdist(cache, n, v[-1]) is None]
-    print(f"fetching {len(notes)} sdists for their release notes", file=sys.stderr, flush=True)
-    _download(cache, [f"{n}=={pins[n][-1]}" for n in notes], "--no-binary", ",".join(notes))
+    failed = cache / "notes-unavailable.txt"  # sdists pip could not prepare: not retried
+    skip = set(failed.read_text().split()) if failed.is_file() else set()
+    notes = [n for n, v in pins.items() if _sdist(cache, n, v[-1]) is None and n not in skip]
+    if notes:
+        print(f"fetching {len(notes)} sdists for their release notes", file=sys.stderr,
+              flush=True)
+        _download(cache, [f"{n}=={pins[n][-1]}" for n in notes], "--no-binary",
+                  ",".join(notes))
+        failed.write_text("".join(f"{n}\n" for n, v in pins.items()
+                                  if _sdist(cache, n, v[-1]) is None))
     found: dict[tuple[str, str], Path] = {}
     for name, versions in pins.items():
         for v in versions:

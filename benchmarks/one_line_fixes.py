@@ -13,8 +13,10 @@ reason, `why_dropped`) when it
 - touches a version string ("version");
 - rewords a message: every token that differs is a string literal with a space in it
   ("message");
-- renames a name across the file: the one name it replaces is used elsewhere in the old
-  file and nowhere in the new one ("rename").
+- is a line of data: literals and punctuation only, a table's row ("data");
+- adds to a signature (a def line that only gains text) or to `__all__` ("signature");
+- renames: the one name it swaps is the one the line defines, or is used elsewhere in the
+  old file and nowhere in the new one ("rename").
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from benchmarks.heldout import HELDOUT_WINDOW_CHARS, _window
 _WORD = re.compile(r"\w+|[^\w\s]+")
 _VERSION = re.compile(r"version|\b\d+\.\d+\.\d+\b", re.IGNORECASE)
 _IMPORT = re.compile(r"\s*(import\s|from\s+\S+\s+import\s)")
+_EXPORT = re.compile(r"\s*__all__\b")
+_DEF = re.compile(r"\s*(async\s+)?def\s")
 
 
 @dataclass(frozen=True)
@@ -119,8 +123,9 @@ class _Plain(ast.NodeTransformer):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        node.annotation = ast.Name("_", ast.Load())
-        return self.generic_visit(node)
+        if node.value is None:
+            return ast.Pass()
+        return self.generic_visit(ast.Assign(targets=[node.target], value=node.value))
 
 
 def _plain_tree(text: str) -> str | None:
@@ -179,10 +184,23 @@ def why_dropped(old: str, new: str, change: Change) -> str | None:
     removed, added = _differing(old, hybrid, change.line + 1)
     if removed + added and all(t == tokenize.STRING and " " in s for t, s in removed + added):
         return "message"
-    names = [s for t, s in removed if t == tokenize.NAME]
-    if len(removed) == 1 and names and len(added) == 1 and added[0][0] == tokenize.NAME:
-        word = re.compile(rf"\b{re.escape(names[0])}\b")
-        rest = "".join(lines[:change.line] + lines[change.line + 1:])
-        if word.search(rest) and not word.search(new):
-            return "rename"
-    return None
+    if all(t in (tokenize.NUMBER, tokenize.STRING, tokenize.OP)
+           for t, _ in _tokens(old, change.line + 1)):
+        return "data"
+    if _EXPORT.match(bad) or (_DEF.match(bad) and not removed):
+        return "signature"
+    return "rename" if _renames(removed, added, bad, old, new, change.line) else None
+
+
+def _renames(removed: list, added: list, bad: str, old: str, new: str, line: int) -> bool:
+    """Whether the change swaps one name for another, where the old name is defined by the
+    line (a def, a class, an assignment's target) or is gone from the whole new file while
+    the old file uses it elsewhere."""
+    if not (len(removed) == 1 == len(added) and removed[0][0] == added[0][0] == tokenize.NAME):
+        return False
+    name = re.escape(removed[0][1])
+    if re.match(rf"\s*((async\s+)?def|class)\s+{name}\b|\s*{name}\s*(:[^=]*)?=[^=]", bad):
+        return True
+    word = re.compile(rf"\b{name}\b")
+    lines = old.splitlines(keepends=True)
+    return bool(word.search("".join(lines[:line] + lines[line + 1:]))) and not word.search(new)
