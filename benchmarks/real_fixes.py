@@ -11,7 +11,8 @@ present in both is diffed. A hunk is kept when one line became one other line wi
 same indentation, the rest of the file is the same within the window around it (~700
 characters of whole lines, as the held-out windows), and the change reads as a fix
 (benchmarks/one_line_fixes.py: not whitespace, a comment, a docstring or an annotation;
-not an import, a version string, a reworded message or a rename across the file); tests,
+not an import, a version string, a reworded message, a row of data, a signature that only
+grows or a rename); tests,
 docs, setup and version files are not read. Then: a window most of whose long lines
 (over 40 characters) are in the corpus's training split is dropped, one example is kept
 per (buggy line, fixed line), and at most PER_FILE per file and release pair (more reads
