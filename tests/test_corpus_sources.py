@@ -129,12 +129,16 @@ def test_excluded_project_and_copies_under_other_names() -> None:
     assert exclusions.excluded_project(["python3-widget", "Python_Slugify"],
                                        excluded) == "python-slugify"
     assert exclusions.excluded_project(["python3-clickhouse"], excluded) is None
-    imports = exclusions.import_names({"tabulate", "python-slugify", "parse", "ply"})
+    imports = exclusions.import_names({"tabulate", "python-slugify", "parse", "ply", "rsa"})
     assert imports >= {"tabulate", "slugify", "ply"}
-    assert exclusions.copies_eval_module("pkg/tabulate.py", set(), imports)
-    assert exclusions.copies_eval_module("pycparser/ply/lex.py", {"pycparser/ply"}, imports)
-    assert not exclusions.copies_eval_module("urllib/parse.py", set(), imports)
-    assert not exclusions.copies_eval_module("tests/ply/data.py", set(), imports)
+    copies = exclusions.copies_eval_module
+    assert copies("pkg/tabulate.py", set(), imports)
+    assert copies("pycparser/ply/lex.py", {"pycparser/ply"}, imports)
+    assert copies("ray/thirdparty_files/rsa/key.py", {"ray/thirdparty_files/rsa"}, imports)
+    assert not copies("tests/ply/data.py", set(), imports)  # not a package
+    assert not copies("urllib/parse.py", set(), imports)  # generic names
+    assert not copies("nltk/parse/chart.py", {"nltk/parse"}, imports)
+    assert not copies("cryptography/asymmetric/rsa.py", set(), imports)  # its own rsa.py
 
 
 def test_benchmark_names() -> None:
@@ -147,6 +151,7 @@ def test_benchmark_names() -> None:
     assert named("cruxeval_tasks.py") == "CRUXEval"
     assert named("DS-1000 problems") == "DS-1000"
     assert named("django/apps/registry.py") is None
+    assert named("mmdet/evaluation/crowdhuman_eval.py") is None
     assert named("INSTALLED_APPS = []") is None
 
 

@@ -1,25 +1,39 @@
-"""Build the training corpus: Python sources from the standard library and pinned PyPI packages.
+"""Build the training corpus: Python sources from the standard library, pinned PyPI packages
+and pinned Debian python3-* packages.
 
-Reproducible: the package list and versions are pinned (packages.py), archives (wheels, or source
-distributions where only those ship the tests) are fetched with `pip download` (the only
-network use, at build time, never at run time), and the split is by *unit* (a PyPI
-distribution, or one top-level standard-library module), so no evaluated file shares a
-package with a trained one. Test folders are included; vendored copies of other projects
-are not, and a training file that duplicates or nearly duplicates a held-out file is dropped.
+Reproducible: the package lists and versions are pinned (packages.py, packages_v3.py,
+debian_packages.py), archives (wheels, or source distributions where only those ship the
+tests; Debian binary packages) are fetched with `pip download` and `apt-get download` (the
+only network use, at build time, never at run time), and the split is by *unit* (a PyPI
+distribution, a Debian package, or one top-level standard-library module), so no evaluated
+file shares a package with a trained one. Test folders are included; vendored copies of
+other projects are not, and a training file that duplicates or nearly duplicates a
+held-out file is dropped. The packages of the evaluation sets kept outside the corpus and
+public code benchmarks never enter training (exclusions.py).
 
     python -m model.corpus --out data/corpus_v2 --cache data/sources
 
 writes train/valid/test.jsonl ({"unit", "path", "text"} per line), split.json,
 licences.json and stats.json, and prints a summary. docs/DATA_CARD.md describes the result.
 
-Modules: packages (what is pinned, what is held out), records (the file and archive records),
-sources (fetching archives, reading them and the standard library), licences, filters,
+Modules: packages (what is pinned, what is held out; packages_v3 and debian_packages: the v3
+additions), records (the file and archive records), sources (fetching archives, reading
+them and the standard library), debian (Debian packages and their DEP-5 copyright),
+exclusions (evaluation packages, public benchmarks), licences, filters,
 dedupe (exact and MinHash near duplicates, the leak audit), pipeline (the build and its
 output files), card (the data card), cli (the command line, run by __main__).
 """
 
 from model.corpus.card import write_card
 from model.corpus.cli import main
+from model.corpus.debian import (
+    deb_files,
+    dep5_allowed,
+    dep5_licence,
+    fetch_debs,
+    parse_dep5,
+)
+from model.corpus.debian_packages import DEBIAN_PACKAGES
 from model.corpus.dedupe import (
     CROSS_SPLIT_JACCARD,
     LSH_BANDS,
@@ -31,6 +45,13 @@ from model.corpus.dedupe import (
     leak_audit,
     line_hashes,
     minhash,
+)
+from model.corpus.exclusions import (
+    EVAL_PACKAGES,
+    benchmark_named,
+    copies_eval_module,
+    eval_packages,
+    excluded_project,
 )
 from model.corpus.filters import (
     GENERATED,
@@ -55,7 +76,8 @@ from model.corpus.packages import (
     canonical,
     split_of,
 )
-from model.corpus.pipeline import build, collect
+from model.corpus.packages_v3 import V3_PACKAGES
+from model.corpus.pipeline import Exclusions, build, collect
 from model.corpus.records import Source, SourceFile, is_test_path
 from model.corpus.sources import (
     archive_files,
@@ -66,6 +88,9 @@ from model.corpus.sources import (
 )
 
 __all__ = [
+    "DEBIAN_PACKAGES", "EVAL_PACKAGES", "Exclusions", "V3_PACKAGES",
+    "benchmark_named", "copies_eval_module", "deb_files", "dep5_allowed", "dep5_licence",
+    "eval_packages", "excluded_project", "fetch_debs", "parse_dep5",
     "COPYLEFT", "CROSS_SPLIT_JACCARD", "GENERATED", "GENERATED_NAMES", "HELD_OUT_PACKAGES",
     "LSH_BANDS", "LSH_ROWS", "MAX_CHARS", "MAX_LINE", "MAX_TRAIN_CANDIDATES", "MIN_CHARS",
     "NEAR_DUP_JACCARD", "PACKAGES", "PERMISSIVE", "SDISTS", "SKIP_DIRS", "SPLITS",

@@ -27,18 +27,25 @@ NOTES = "<!-- hand-written notes below this line are kept when the card is rebui
 
 
 def introduction(licences: Json, dropped_units: list[str]) -> str:
-    pinned = len(licences) - 1  # every unit but the standard library
-    return f"""# Data card: the training corpus (v2)
+    pypi = [u for u in licences if u != "stdlib" and not u.startswith("debian/")]
+    debs = [u for u in licences if u.startswith("debian/")]
+    kept_debs = sum(licences[u]["kept"] == "yes" for u in debs)
+    return f"""# Data card: the training corpus (v3)
 
 Built by `python -m model.corpus --out data/corpus_v2 --cache data/sources`
-(reproducible: pinned archives from PyPI, fetched with `pip download` at build time only;
-the Python {licences['stdlib']['version']} standard library of the building interpreter).
-The corpus itself is not committed; this card is.
+(reproducible: pinned archives from PyPI, fetched with `pip download`, and pinned Debian 12
+python3-* packages, fetched with `apt-get download`, at build time only; the Python
+{licences['stdlib']['version']} standard library of the building interpreter).
+The corpus itself is not committed; this card is. The folder keeps its v2 name so that
+every default path to the held-out splits stays valid: v3 adds training units only, and
+valid.jsonl and test.jsonl are byte-identical to v2's.
 
-v2 against v1: test folders are included (v1 skipped every `tests/` and `test/` folder);
-{pinned} pinned distributions instead of 65 ({pinned - len(dropped_units)}
-kept), from source distributions where the wheel leaves the tests out; explicit rules
-against leakage of held-out code into training (below).
+v3 against v2: {len(pypi)} pinned PyPI distributions instead of 156
+({len(pypi) - len([u for u in dropped_units if u in pypi])} kept; the new ones are read
+from their wheels), and {len(debs)} Debian packages ({kept_debs} kept: a machine-readable
+permissive debian/copyright); the evaluation packages kept outside the corpus and public
+code benchmarks are excluded from training (below). v2 against v1: test folders are
+included; explicit rules against leakage of held-out code into training (below).
 """
 
 
@@ -74,23 +81,28 @@ def unit_row(unit: str, info: Json, chars: dict[str, int]) -> str:
 def sources_section(licences: Json, chars: dict[str, int], dropped_units: list[str]) -> str:
     rows = "\n".join(unit_row(unit, info, chars) for unit, info in sorted(licences.items()))
     held_std = ", ".join(sorted(u for u in TEST_UNITS | VALID_UNITS if u.startswith("stdlib/")))
+    by_licence = [u for u in dropped_units if licences[u]["kept"] == "no (licence)"]
     return f"""## Sources and licences
 
 Only permissive licences are kept (MIT, BSD, Apache-2.0, PSF, ISC, HPND, ZPL and the like).
 A distribution whose metadata names a copyleft licence, weak copyleft included (GPL, LGPL,
 AGPL, MPL, EPL, CDDL, ...), or none that is recognised, is dropped. An SPDX choice
 ("MPL-2.0 OR MIT") is kept for its permissive alternative; a conjunction ("MPL-2.0 AND MIT")
-is dropped. Dropped by licence: {", ".join(dropped_units) or "none"}.
+is dropped. Dropped by licence: {", ".join(by_licence) or "none"}.
 
-Kind: `wheel` (the pinned wheel for CPython 3.11 on Linux x86-64, or the pure-Python one) or
+Kind: `wheel` (the pinned wheel for CPython 3.11 on Linux x86-64, or the pure-Python one),
 `sdist` (the source distribution, taken where the wheel leaves out the tests; its top
-folder is stripped from the paths). Files: `.py` files read, before filters (of which
-tests). Chars: characters in the corpus after filters and deduplication, in M. Held-out
-units are read from their wheels, as in v1, so valid and test hold the v1 files plus the
-test folders that a held-out wheel itself ships (h11's and toolz's), in the unit's split.
+folder is stripped from the paths) or `deb` (a Debian 12 binary package: the files under
+/usr/lib/python3/dist-packages; its licence is that of debian/copyright, which must be
+machine-readable (DEP-5), every stanza covering upstream files with a licence kept by the
+rule above, Expat read as MIT; `not DEP-5` marks one that is not). Files: `.py` files
+read, before filters (of which tests). Chars: characters in the corpus after filters and
+deduplication, in M. Held-out units are read from their wheels, as in v1, so valid and
+test hold the v1 files plus the test folders that a held-out wheel itself ships (h11's
+and toolz's), in the unit's split.
 
-| unit | version | kind | licence (from the archive's metadata) | kept | files (tests) \
-| chars (M) | split |
+| unit | version | kind | licence (from the metadata or DEP-5 copyright) | kept \
+| files (tests) | chars (M) | split |
 |---|---|---|---|---|---|---|---|
 {rows}
 
@@ -134,6 +146,32 @@ Validation units: {", ".join(sorted(VALID_UNITS))}.
 """
 
 
+def exclusions_section(licences: Json, stats: Json) -> str:
+    """Evaluation packages, public benchmarks: what was excluded from training and why."""
+    held = sorted(f"{u} ({i['kept'][len('no (held out: '):-1]})"
+                  for u, i in licences.items() if i["kept"].startswith("no (held out"))
+    bundles = sorted(f"{u} ({i['bundles']})" for u, i in licences.items() if i["bundles"])
+    named = stats.get("benchmark_mentions", [])
+    return f"""## Excluded from training
+
+Evaluation sets kept outside the corpus are cut from these packages, read at build time
+from benchmarks/real_files.py, benchmarks/real_fixes.py and benchmarks/fix_releases.py
+(model/corpus/exclusions.py): {", ".join(stats.get("evaluation_packages", []))}.
+Held-out units and their import names are on the same list. A training unit is dropped
+when any of its names is on it (the distribution name; for a Debian package also its name
+without `python3-`, its Upstream-Name and the .dist-info / .egg-info and top-level names it
+installs), and a training file is dropped when it is a module named after an evaluation
+package (`tabulate.py`) or sits in a Python package folder named after one (`ply/`).
+Units dropped so: {", ".join(held) or "none"}.
+
+Public code benchmarks (HumanEval and its infilling sets, MBPP, QuixBugs, SAFIM, CRUXEval,
+APPS, DS-1000, EvalPlus, MultiPL-E, LiveCodeBench, BigCodeBench, CodeContests) never enter
+the corpus: a training unit any of whose file names names one is dropped (units: {
+", ".join(bundles) or "none"}), and a training file whose text names one is dropped
+({len(named)} files: {", ".join(named) or "none"}).
+"""
+
+
 def leak_audit_section(audit: Json) -> str:
     long_lines, sharing = audit["held_out_long_lines"], audit["train_files_sharing"]
     most = max(audit["most_shared"].values(), default=0)
@@ -161,7 +199,8 @@ def build_section(stats: Json) -> str:
     seconds = ", ".join(f"{k} {v:.0f}" for k, v in stats["seconds"].items())
     return f"""Build: {stats['build_s'] / 60:.1f} min with the archives cached (seconds per step:
 {seconds}); fetching them into an
-empty cache took about 14 min more, mostly pip preparing the metadata of each sdist.
+empty cache took about 14 min more for v2's 156 archives, mostly pip preparing the metadata
+of each sdist, and a few minutes more for v3's wheels and Debian packages.
 Peak memory {stats['peak_rss_mb'] / 1024:.1f} GiB.
 """
 
@@ -178,6 +217,7 @@ def write_card(out: Path, card: Path, summary: dict[str, dict[str, int]]) -> Non
         sources_section(licences, stats["chars_per_unit"], dropped_units),
         filters_section(),
         leakage_rules(),
+        exclusions_section(licences, stats),
         leak_audit_section(stats["leak_audit"]),
         drops_section(stats),
         build_section(stats),

@@ -36,13 +36,19 @@ EVAL_PACKAGES = frozenset({
 # Import names that differ from the distribution's (a folder or module of this name in a
 # training unit is a copy of an evaluation package).
 IMPORT_NAMES = {"python-slugify": "slugify"}
-# Evaluation import names too common to mark a module as a copy (urllib/parse.py).
-GENERIC_NAMES = frozenset({"parse", "schema", "toml", "distro", "backoff", "munch"})
+# Evaluation import names too common to mark a folder as a copy (nltk/parse/, poetry/toml/).
+GENERIC_NAMES = frozenset({"parse", "schema", "toml", "distro", "backoff", "munch",
+                           "validators"})
+# Evaluation projects that are (or were) one module, vendored as that file: a module of
+# this name is a copy. Other names say nothing as a module (cryptography's rsa.py,
+# torch_geometric's ply.py reader are their own code).
+SINGLE_MODULES = frozenset({"docopt", "xmltodict", "markdown2", "texttable", "tabulate",
+                            "configobj", "semver", "inflection"})
 
 # Public code benchmarks, by name as they appear in file names and text. APPS is matched by
 # its dataset names only (the word "apps" is everywhere).
 BENCHMARKS = {
-    "HumanEval": r"human[-_ ]?eval",
+    "HumanEval": r"(?<![a-z])human[-_ ]?eval",
     "MBPP": r"\bmbpp",
     "QuixBugs": r"quix[-_ ]?bugs",
     "SAFIM": r"\bsafim\b",
@@ -120,13 +126,13 @@ def benchmark_named(text: str) -> str | None:
 
 
 def copies_eval_module(path: str, packages: set[str], imports: frozenset[str]) -> bool:
-    """A training file that copies an evaluation package: a module named after one
-    (`somepkg/tabulate.py`) or a file inside a Python package named after one
-    (`somepkg/rsa/key.py`; `packages`: the unit's folders holding an __init__.py). Generic
-    names (parse, schema, ...) count only as folders, never as a module."""
+    """A training file that copies an evaluation package: a module named after a
+    single-module one (`somepkg/tabulate.py`, SINGLE_MODULES) or a file inside a Python
+    package named after any (`pycparser/ply/lex.py`; `packages`: the unit's folders holding
+    an __init__.py), generic names (parse, schema, ...) left out."""
     parts = path.split("/")
     stem = parts[-1].removesuffix(".py")
-    if stem in imports and stem not in GENERIC_NAMES:
+    if stem in imports and stem in SINGLE_MODULES:
         return True
-    return any(part in imports and "/".join(parts[:i + 1]) in packages
-               for i, part in enumerate(parts[:-1]))
+    return any(part in imports and part not in GENERIC_NAMES
+               and "/".join(parts[:i + 1]) in packages for i, part in enumerate(parts[:-1]))
