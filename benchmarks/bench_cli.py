@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -79,11 +80,13 @@ def many_holes_file(texts: list[str], holes: int) -> tuple[str, list[str]]:
 
 
 def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
-             ) -> tuple[list[dict[str, Any]], float, float | None]:
-    """One `infill fill --json` process over `paths`: (its JSON objects, wall seconds,
-    seconds to its first JSON line)."""
+             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One `infill fill --json` process over `paths`: its JSON objects, and its wall
+    seconds, CPU seconds (user + system: what it costs on a machine others share too) and
+    seconds to its first JSON line."""
     cmd = [sys.executable, "-m", "infill.cli", "fill", "--json",
            *fill_args, *(["--model", str(model)] if model else []), *map(str, paths)]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     first = None
     objs = []
@@ -100,7 +103,9 @@ def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"infill fill exited {proc.returncode}:\n{err}")
-    return objs, wall, first
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime
+    return objs, {"wall_s": wall, "cpu_s": cpu, "first_fill_s": first}
 
 
 def _fills(obj: dict[str, Any]) -> list[str | None]:
@@ -124,12 +129,13 @@ def _figures(objs: list[dict[str, Any]], truths: list[str]) -> dict[str, Any]:
 
 def bench_files(texts: list[str], args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     holes = one_hole_files(texts, args.files, args.seed, folder)
-    objs, wall, first = run_fill([p for p, _ in holes], args.model, args.fill_args)
-    fig = _figures(objs, [t for _, t in holes])
-    fig.update(wall_s=wall, s_per_hole=wall / len(holes), first_fill_s=first)
-    print(f"{len(holes)} files of one hole, one process: {wall:.1f} s "
-          f"({fig['s_per_hole']:.2f} s per hole), first fill after {first:.2f} s, "
-          f"exact match {fig['exact_match']:.1%}, {fig['nfe_per_token']:.2f} passes/token")
+    objs, times = run_fill([p for p, _ in holes], args.model, args.fill_args)
+    fig = _figures(objs, [t for _, t in holes]) | times
+    fig.update(s_per_hole=times["wall_s"] / len(holes), cpu_s_per_hole=times["cpu_s"] / len(holes))
+    print(f"{len(holes)} files of one hole, one process: {times['wall_s']:.1f} s "
+          f"({fig['s_per_hole']:.2f} s per hole; CPU {fig['cpu_s_per_hole']:.2f} s), "
+          f"first fill after {times['first_fill_s']:.2f} s, exact match "
+          f"{fig['exact_match']:.1%}, {fig['nfe_per_token']:.2f} passes/token")
     return fig
 
 
@@ -137,10 +143,11 @@ def bench_one_file(texts: list[str], args: argparse.Namespace, folder: Path) -> 
     text, truths = many_holes_file(texts, args.holes)
     path = folder / "many_holes.py"
     path.write_text(text)
-    objs, wall, _ = run_fill([path], args.model, args.fill_args)
-    fig = _figures(objs, truths)
-    fig.update(wall_s=wall, s_per_hole=wall / len(truths), chars=len(text))
-    print(f"one file of {len(truths)} holes ({len(text):,} characters): {wall:.1f} s, "
+    objs, times = run_fill([path], args.model, args.fill_args)
+    fig = _figures(objs, truths) | times
+    fig.update(s_per_hole=times["wall_s"] / len(truths), chars=len(text))
+    print(f"one file of {len(truths)} holes ({len(text):,} characters): "
+          f"{times['wall_s']:.1f} s (CPU {times['cpu_s']:.1f} s), "
           f"{fig['nfe']} forward passes ({fig['nfe_per_token']:.2f}/token), "
           f"exact match {fig['exact_match']:.1%}")
     return fig

@@ -32,4 +32,5 @@ def test_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
     assert result["fill_args"] == ["--lengths", "1"]
     assert result["files"]["holes"] == 2 and result["one_file"]["holes"] == 3
     assert result["files"]["first_fill_s"] <= result["files"]["wall_s"]
+    assert result["one_file"]["cpu_s"] > 0
     assert "files of one hole" in done.stdout and "one file of 3 holes" in done.stdout
