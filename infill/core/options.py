@@ -21,13 +21,13 @@ DEFAULT_CHECKS = "parse,name,comment,keyword,line"
 # Raced lengths in the CLI and the server's code actions (not inline completion, where
 # every millisecond counts): a hole whose length the model chose and whose fill fails its
 # checks races the halvings 8, 4, 2, 1 of its allocation, picked by the model's score.
-# Held-out one-line holes, session-19 model, the other defaults: 95.0% filled cleanly vs
+# Held-out one-line holes, the shipped model, the other defaults: 95.0% filled cleanly vs
 # 87.5% without, exact match 14.5% either way (docs/ARCHITECTURE.md, "Length"). The
 # engine's own default is 1.
 DEFAULT_LENGTHS = 5
 # Context key/value reuse in the CLI and the server's code actions: a full pass every 4
 # steps, the passes between recompute only the span slots. Held-out one-line holes with
-# the CLI's defaults (session-19 model, test, n=200): exact match 14.5% either way, clean
+# the CLI's defaults (the shipped model, test, n=200): exact match 14.5% either way, clean
 # fills 94.5% vs 95.0%, p50 821 -> 638 ms (benchmarks/results/eval_cli_*_s19_test.json).
 # The engine's own default is 0 (every pass exact), so that a caller of fill_text gets the
 # model's exact decode.
