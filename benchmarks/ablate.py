@@ -133,7 +133,7 @@ def table(results: dict) -> str:
     for name, r in results["rows"].items():
         s = r["scores"]
         error, ends = s.get("length_error_tokens"), s.get("ends_within_1")
-        cpt = r.get("chars_per_token")  # rows before session 6 lack it
+        cpt = r.get("chars_per_token")  # the earliest rows lack it
         per_char = "-" if cpt is None else f"{r['valid_masked_ce'] / cpt:.3f}"
         lines.append(
             f"| {name} | {ROWS[name][0]} | {r['valid_masked_ce']:.3f} | {per_char} | "

@@ -4,8 +4,8 @@
                                       [--noise k=v,...] [--device-rate 1.4e6]
 
 `model.train` makes its batches (model/noising.py: tokenizing, holes, bug-shaped swaps)
-in `--loader-workers` processes beside the one that steps the model. On a lent GPU the
-batches may be what limits the run: session 17's H200 took 1.2-1.4M tokens/s from 14 of
+in `--loader-workers` processes beside the one that steps the model. On a GPU the
+batches may be what limits the run: an H200 took 1.2-1.4M tokens/s from 14 of
 them. This times `make_batch` in this process on the training split (one thread, as each
 loader process runs), with the noise of the shipped model (model/weights/training.json)
 unless `--noise` says otherwise, after one batch that is not timed, and prints tokens/s
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batches", type=int, default=8, help="timed batches")
     parser.add_argument("--noise", default="", help="overrides of the shipped noise, k=v,...")
     parser.add_argument("--device-rate", type=float, default=1.4e6,
-                        help="tokens/s the device trains at (session 17's H200: 1.4e6)")
+                        help="tokens/s the device trains at (an H200: 1.4e6)")
     parser.add_argument("--texts", type=int, default=2000,
                         help="training files to sample from (all: 0)")
     parser.add_argument("--seed", type=int, default=0)

@@ -64,7 +64,7 @@ PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_tru
 # CPU thread) only when asked for
 SHIP_PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
               "masked", "bugs")
-# Seconds each part took on one CPU thread with the defaults (session 13, base model, fp32):
+# Seconds each part took on one CPU thread with the defaults (the base model, fp32):
 # how `--jobs` balances the parts between its processes.
 PART_SECONDS = {"single_line": 340, "single_line_true_length": 195, "multi_line": 130,
                 "multi_line_true_length": 550, "arguments": 200, "masked": 60, "bugs": 110,

@@ -1,5 +1,5 @@
 """Random LSP sessions against `infill-lsp` over stdio, with invariants checked on every
-answer (issue 14).
+answer.
 
     python -m benchmarks.fuzz_lsp --sessions 10000 --seed 1          # the fake worker
     python -m benchmarks.fuzz_lsp --sessions 200 --worker unix:PATH  # a running worker

@@ -1,5 +1,5 @@
 """How far each checkpoint is from writing the truth: the model's own score of the truth
-and of its fill, per token, against the tokens it has seen (issue 10: multi-line exact match
+and of its fill, per token, against the tokens it has seen (multi-line exact match
 stayed at 0% at every checkpoint; this is the curve behind it).
 
     python -m benchmarks.gap_curve [--results benchmarks/results] [--png docs/img/gap_curve.png]

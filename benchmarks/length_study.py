@@ -1,5 +1,4 @@
-"""How should the engine choose a hole's length? A study on held-out single-line holes
-(issue 11, item 3).
+"""How should the engine choose a hole's length? A study on held-out single-line holes.
 
     python -m benchmarks.length_study [--split valid] [--n 100] [--lengths 1,2,...,16]
 

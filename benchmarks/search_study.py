@@ -1,5 +1,5 @@
 """Search error or model error? Held-out holes decoded at their true length, the truth
-and the engine's fill scored by the model, and wider searches tried (issue 10: multi-line
+and the engine's fill scored by the model, and wider searches tried (multi-line
 exact match is 0% at every checkpoint).
 
     python -m benchmarks.search_study [--kind multi-line] [--split valid] [--n 50]

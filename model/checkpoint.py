@@ -28,7 +28,7 @@ from model.tokenizer import save_for_transformers
 def export(model: ModernBertForMaskedLM, tok: Tokenizer, out: Path, meta: dict) -> None:
     """A Hugging Face directory: safetensors (bf16), config, tokenizer, training record.
 
-    A bf16 copy is written; the model itself keeps its fp32 weights. (Until session 7 the
+    A bf16 copy is written; the model itself keeps its fp32 weights. (Until 2026-11-24 the
     export cast the training model to bf16 and back, rounding the live weights every
     evaluation: every 100 steps in the long run.)"""
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""A deeper model from a trained one, computing the same function: more capacity for a lease.
+"""A deeper model from a trained one, computing the same function: more capacity to train on a GPU.
 
     python -m model.grow model/weights runs/grown --factor 2     # 6 layers -> 12
 

@@ -4,7 +4,7 @@ torch's CPU kernels run on libgomp threads, which by default busy-wait at the en
 every parallel region for a long while before they yield the core. With two threads on a
 2-core machine whose other core is busy (a build, a training run, the editor), each region
 then waits for a thread that is not running: one forward pass of the shipped model over
-256 tokens took ~1,975 ms instead of ~50 (session 13, 2-core EPYC, bf16, one core held by
+256 tokens took ~1,975 ms instead of ~50 (2-core EPYC, bf16, one core held by
 a training run). A short spin keeps the idle speed and gives the core back under load
 (same pass, p50 of 15, two runs each):
 

@@ -7,8 +7,8 @@ weights and apply the same averaged gradients, so their weights stay identical; 
 evaluates, exports and checkpoints, and `Group.check_in_sync` verifies at every
 checkpoint that the others still agree.
 
-Threads inside one process are the other way to use the cores. On the idle 2-core AMD
-EPYC of session 7 two threads did slightly better (2,474 tokens/s against 2,352 for two
+Threads inside one process are the other way to use the cores. On an idle 2-core AMD
+EPYC two threads did slightly better (2,474 tokens/s against 2,352 for two
 single-thread workers, 1,348 for one thread: benchmarks/bench_parallel.py); workers are
 for machines whose many cores one process's small matrix products cannot keep busy.
 

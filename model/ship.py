@@ -145,7 +145,7 @@ def curve_point(training: dict, ev: dict, where: str) -> dict:
             "bug_top1": ev["bugs"]["top1_localisation"],
             "bug_repair": ev["bugs"]["exact_repair"],
             # multi-line exact match has been 0% at every checkpoint; how near the fills
-            # come is what moves (benchmarks/eval_model.py `closeness`; None before session 19)
+            # come is what moves (benchmarks/eval_model.py `closeness`; None in older records)
             "multi_line_similarity": ev.get("multi_line_true_length", {}).get("similarity")}
 
 
@@ -191,7 +191,7 @@ def copy_export(export: Path, dest: Path, pack: bool = False) -> tuple[int, str]
     beside = sum((export / f).stat().st_size for f in BESIDE)
     with tempfile.TemporaryDirectory() as tmp:
         weights = export / travel.WEIGHTS
-        if not weights.is_file():  # packed already (a lease's export of a grown model)
+        if not weights.is_file():  # packed already (a GPU run's export of a grown model)
             weights = export / travel.PACKED
         elif pack or beside + weights.stat().st_size > SIZE_LIMIT:
             weights = Path(tmp) / travel.PACKED

@@ -94,7 +94,7 @@ def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
 def stream_seed(seed: int, state: RunState) -> int:
     """The seed of a run's windows and masks. A warm restart counts its steps from 0 again,
     so a seed of `seed + step` gave every session the windows and masks of the one before
-    (sessions 3-5 trained on the same ~10M tokens over and over); the tokens seen before
+    (three runs in a row trained on the same ~10M tokens); the tokens seen before
     this run make each session's stream its own, and a resumed run's step its own again."""
     return seed + state.step + state.tokens_before
 

@@ -1,11 +1,11 @@
-"""An exported model packed small enough to travel to a lent GPU beside its corpus, or to
+"""An exported model packed small enough to travel to a GPU machine beside its corpus, or to
 ship when its bf16 weights are over the 64 MiB limit.
 
-The device tool sends at most 64 MiB with each call, the shipped weights (56 MiB of bf16)
+A GPU machine may take at most 64 MiB with each call, the shipped weights (56 MiB of bf16)
 included. Packed, every floating-point matrix is int8 with one bf16 scale per group of 64
 values along its rows (absolute maximum to 127): 29 MiB, a relative error under 1% of each
 group's largest value. A warm restart from the unpacked weights repairs that in its first
-steps (docs/TRAINING.md, "Training on a lent GPU").
+steps (docs/TRAINING.md, the GPU runs).
 
     python -m model.travel pack model/weights .gpu/init      # here
     python -m model.travel unpack .gpu/init /tmp/init         # there; then --init-from

@@ -1,4 +1,4 @@
-"""model/gpu_session.sh, the script a lent GPU runs, dry-run on the CPU with the tiny model:
+"""model/gpu_session.sh, the script a GPU machine runs, dry-run on the CPU with the tiny model:
 it grows the packed init it is sent (GROW), trains from it, and brings the export back as
 tar parts, packed when it is large, that this side can load and ship."""
 
@@ -18,19 +18,19 @@ from model.loading import load_denoiser
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_lease_grows_its_init_trains_and_returns_a_packed_export(
+def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     corpus: Path, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
-    lease = tmp_path / "lease"  # the checkout as it lands on the device machine
-    (lease / ".gpu").mkdir(parents=True)
-    (lease / "model").symlink_to(ROOT / "model")
-    (lease / ".gpu" / "train.jsonl.xz").write_bytes(
+    checkout = tmp_path / "checkout"  # the checkout as it lands on the device machine
+    (checkout / ".gpu").mkdir(parents=True)
+    (checkout / "model").symlink_to(ROOT / "model")
+    (checkout / ".gpu" / "train.jsonl.xz").write_bytes(
         lzma.compress((corpus / "train.jsonl").read_bytes()))
-    shutil.copy(corpus / "valid.jsonl", lease / ".gpu" / "valid.jsonl")
+    shutil.copy(corpus / "valid.jsonl", checkout / ".gpu" / "valid.jsonl")
     init = tmp_path / "init"
     shutil.copytree(tiny_model_dir, init)
     (init / "training.json").write_text(json.dumps({"tokens_total": 5000, "history": []}))
-    travel.pack(init, lease / ".gpu" / "init")
+    travel.pack(init, checkout / ".gpu" / "init")
     layers = json.loads((init / "config.json").read_text())["num_hidden_layers"]
 
     machine, out = tmp_path / "machine", tmp_path / "out"
@@ -40,7 +40,7 @@ def test_a_lease_grows_its_init_trains_and_returns_a_packed_export(
         ["bash", str(ROOT / "model" / "gpu_session.sh"), "run", "0.1", "120",
          "--preset", "tiny", "--init-from", str(machine / "init"), "--batch-size", "4",
          "--seq-len", "64", "--dtype", "fp32", "--eval-every", "1000"],
-        cwd=lease, env=env, capture_output=True, text=True, timeout=300)
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
     parts = sorted(out.glob("export.tar.*"))

@@ -1,4 +1,4 @@
-"""A fill never writes U+FFFD that the model did not mean (issue 14): byte-level tokens can
+"""A fill never writes U+FFFD that the model did not mean: byte-level tokens can
 spell invalid UTF-8, which a decode turns into U+FFFD. `BrokenBytes` decodes '¤' the way a
 byte-level tokenizer decodes a lone continuation byte."""
 

@@ -1,4 +1,4 @@
-"""The server answers every request and edits only what was asked (issue 14), over stdio:
+"""The server answers every request and edits only what was asked, over stdio:
 percent-escaped URIs, lone surrogates, malformed params, changes to unopened documents,
 clients without resolve, edits clamped to the selection."""
 

@@ -50,7 +50,7 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
     corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     loader_workers: int
 ) -> None:
-    """A lent GPU gets the training split in two halves, one per device call: the second
+    """A GPU run gets the training split in two halves, one per device call: the second
     half's train.jsonl appears in --more-corpus while the run goes on."""
     monkeypatch.setattr(train, "MORE_CHECK_SECONDS", 0.0)
     more = tmp_path / "more"
@@ -76,11 +76,11 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
                                              "at_step": 0}
 
 
-def test_each_session_trains_on_windows_of_its_own(
+def test_each_run_trains_on_windows_of_its_own(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
     """A warm restart counts steps from 0 again; it must not replay the last session's
-    windows and masks (sessions 3-5 of the long run did)."""
+    windows and masks (three runs of the long run did)."""
     first = tmp_path / "first"
     train.main(_argv(corpus, tok_dir, first, "--max-steps", "2"))
 
@@ -304,7 +304,7 @@ def _ship_into(root: Path, monkeypatch) -> Path:
     return root
 
 
-def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
+def test_a_run_ships_a_better_checkpoint_and_keeps_a_worse_one(
     corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch
 ) -> None:
     run = tmp_path / "run"
@@ -328,13 +328,13 @@ def test_a_session_ships_a_better_checkpoint_and_keeps_a_worse_one(
     assert json.loads(shipped.read_text())["single_line"]["exact_match"] == 0.05
 
     # the next model that ships regenerates the card and keeps its hand-written history
-    card.write_text(card.read_text() + "## Session 1: how this model was made\n")
+    card.write_text(card.read_text() + "## Notes: how this model was made\n")
     best = tmp_path / "best.json"
     best.write_text(json.dumps(_eval(0.1, 0.2, 0.0, 0.2)))
     ship.main(["--export", str(run / "export"), "--eval", str(best)])
     text = card.read_text()
     assert "| single-line, length left to the model | 10.0% |" in text
-    assert text.count(ship.NOTES) == 1 and text.endswith("## Session 1: how this model was made\n")
+    assert text.count(ship.NOTES) == 1 and text.endswith("## Notes: how this model was made\n")
     points = json.loads((root / "results/learning_curve.json").read_text())
     assert [p["where"] for p in points] == ["resume", "weights", "weights"]
     assert (root / "img/c.png").stat().st_size > 0
@@ -577,7 +577,7 @@ def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
     after = json.loads((again / "export" / "training.json").read_text())
     assert after["tokens_total"] == before["tokens_total"] + after["tokens"]
 
-    # an export that came back packed (a lease's grown model) ships packed as it is
+    # an export that came back packed (a GPU run's grown model) ships packed as it is
     travel.pack(export, tmp_path / "packed_export")
     ship.main(["--export", str(tmp_path / "packed_export"), "--eval", str(good), "--force"])
     assert (weights / travel.PACKED).read_bytes() == (

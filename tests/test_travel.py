@@ -1,4 +1,4 @@
-"""The weights packed to travel to a lent GPU: small, close to the original, and a warm
+"""The weights packed to travel to a GPU machine: small, close to the original, and a warm
 restart starts from them with the exported model's history."""
 
 from __future__ import annotations

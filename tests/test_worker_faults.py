@@ -1,4 +1,4 @@
-"""Worker faults (issue 14), through the worker's socket and the client: a spawned worker
+"""Worker faults, through the worker's socket and the client: a spawned worker
 exits 0 on SIGTERM, an oversized request is refused before it is sent and hurts no other
 request, a partial frame followed by silence is closed, and closing a client while it
 waits for its spawned worker to listen is a clean error. (kill -9 mid-request:
