@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> None:
         framed = options.line_holes and is_whole_lines(ex.text, Span(ex.start, ex.end))
         return len(den.encode(framed_length(ex.truth) if framed else ex.truth))
 
-    results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
+    command = ["python -m benchmarks.eval_shapes", *(sys.argv[1:] if argv is None else argv)]
+    results: dict = {"command": " ".join(command),
+                     "model": str(args.model or default_model_dir()), "split": args.split,
                      "n": args.n, "window_chars": args.window_chars, "seed": args.seed,
                      "options": cli or "engine", "line_holes": options.line_holes,
                      "shapes": {}}
