@@ -7,6 +7,7 @@
     infill fill a.py --json       # one JSON object per file (one per line) on stdout
     infill fill a.py --trace      # every denoising step on stderr
     infill fill a.py --worker unix:/run/user/1000/infill/worker.sock   # a running worker
+                                  # (the default socket's is used unasked; INFILL_WORKER=off)
     infill fix a.py --lines 10:20 # score lines 10-20, repair the most suspicious token
     infill fix --changed *.py     # only the lines changed since git's HEAD
 

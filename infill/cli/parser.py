@@ -29,7 +29,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         "--worker",
         metavar="ADDRESS",
         help="run through a running worker (unix:PATH, PATH or tcp:HOST:PORT; token from "
-        "$INFILL_WORKER_TOKEN), or 'spawn' to start one with --model/--device",
+        "$INFILL_WORKER_TOKEN), or 'spawn' to start one with --model/--device (default: "
+        "the worker on the default socket when one listens there and neither --model, "
+        "--device nor --trace is given; INFILL_WORKER=off: never)",
     )
 
 
