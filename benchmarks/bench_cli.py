@@ -166,8 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     texts = heldout_files(parser, args)
-    results: dict[str, Any] = {"split": args.split, "seed": args.seed,
-                               "fill_args": args.fill_args}
+    command = ["python -m benchmarks.bench_cli", *(sys.argv[1:] if argv is None else argv)]
+    results: dict[str, Any] = {"command": " ".join(command), "split": args.split,
+                               "seed": args.seed, "fill_args": args.fill_args}
     with tempfile.TemporaryDirectory() as tmp:
         if args.files:
             results["files"] = bench_files(texts, args, Path(tmp))

@@ -40,6 +40,8 @@ KINDS: list[tuple[str, str, tuple[str, ...]]] = [
      "(`python -m benchmarks.bench_lsp`).", ("lsp",)),
     ("Engine latency", "The engine in-process (`python -m benchmarks.bench_engine`).",
      ("engine", "dtype")),
+    ("The command", "`infill fill` timed from outside on held-out one-line holes, the "
+     "model loaded in the process (`python -m benchmarks.bench_cli`).", ("cli",)),
     ("Worker throughput", "Requests per second at several clients "
      "(`python -m benchmarks.bench_worker`).", ("worker",)),
     ("Inline completion and docstrings", "`python -m benchmarks.eval_completion`, "
@@ -60,7 +62,7 @@ HEADLINE = {
     "tokens_per_s", "sessions", "requests", "answered", "crashes", "internal_errors",
     "violations", "similarity", "rouge_l", "summary_rouge_l", "valid_masked_ce",
     "single_line", "multi_line", "bug_top1", "bug_repair", "tokens_total", "first_line",
-    "recall_at_k",
+    "recall_at_k", "s_per_hole", "cpu_s", "first_fill_s",
 }
 PERCENT = {"exact_match", "parse_rate", "clean", "top1_localisation", "exact_repair",
            "top1_line", "top3_line", "random_top1_line", "single_line", "multi_line",
