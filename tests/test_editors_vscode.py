@@ -32,6 +32,7 @@ def npm(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NPM is None, reason="npm is not on PATH (Node.js 20+ builds the VS Code "
                     "extension)")
 def test_extension_compiles_and_its_unit_tests_pass():

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from lsp_fake_worker import ROOT, fake_worker
 
+pytestmark = pytest.mark.slow
+
 EXT = ROOT / "editors" / "vscode"
 E2E = EXT / "e2e"
 DEPS = E2E / ".deps" / "node_modules"

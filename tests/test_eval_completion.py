@@ -34,6 +34,7 @@ def test_scores_of_offers() -> None:
     assert got["ms_p50"] == 25.0 and 0 < got["similarity"] < 1
 
 
+@pytest.mark.slow
 def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
                                       modules_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "completion.json"
@@ -52,6 +53,7 @@ def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
 
 
+@pytest.mark.slow
 def test_alternatives_are_distinct_and_scored(run_benchmark, tiny_model_dir: Path,
                                              modules_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "completion.json"
@@ -75,6 +77,7 @@ def test_alternatives_score_counts_the_truth_among_all_offers() -> None:
     assert got["offers_per_request"] == pytest.approx((2 + 3 + 1) / 3)
 
 
+@pytest.mark.slow
 def test_bad_settings_are_clear_errors(run_benchmark, modules_corpus: Path) -> None:
     def run(*args: str):
         return run_benchmark("eval_completion", "--corpus", str(modules_corpus), *args)

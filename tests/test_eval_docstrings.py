@@ -106,6 +106,7 @@ def docs_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_the_script_writes_every_figure(run_benchmark, tiny_model_dir: Path,
                                         docs_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "docs.json"

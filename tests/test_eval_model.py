@@ -86,6 +86,7 @@ def _eval(corpus: Path, out: Path, *extra: str) -> dict:
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_jobs_write_the_figures_one_process_writes(corpus: Path, tmp_path: Path) -> None:
     one = _eval(corpus, tmp_path / "one.json")
     two = _eval(corpus, tmp_path / "two.json", "--jobs", "2")
@@ -98,6 +99,7 @@ def test_jobs_write_the_figures_one_process_writes(corpus: Path, tmp_path: Path)
     assert "seconds_summed" in two and "seconds_summed" not in one
 
 
+@pytest.mark.slow
 def test_remask_threshold_reaches_the_sampler(corpus: Path, tmp_path: Path) -> None:
     off = _eval(corpus, tmp_path / "off.json")
     on = _eval(corpus, tmp_path / "on.json", "--remask-threshold", "0.85")
@@ -133,6 +135,7 @@ def test_a_larger_window_holds_the_same_holes(corpus: Path) -> None:
     assert [e.truth for e in plain] != [e.truth for e in small]
 
 
+@pytest.mark.slow
 def test_window_chars_reaches_the_results_and_is_checked(corpus: Path, tmp_path: Path
                                                          ) -> None:
     small = _eval(corpus, tmp_path / "small.json")

@@ -61,6 +61,7 @@ def test_whole_line_match_counts_indentation_and_line_breaks() -> None:
     assert not same_lines("    x = 1", "    x = 1\n")
 
 
+@pytest.mark.slow
 def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: Path,
                                                 modules_corpus: Path, tmp_path: Path) -> None:
     for extra, name in (([], "on.json"), (["--no-line-holes"], "off.json")):

@@ -12,8 +12,12 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from model import travel
 from model.loading import load_denoiser
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -56,6 +56,7 @@ def test_the_grown_model_has_more_layers_and_the_same_logits(
     assert (tmp_path / "grown" / "tokenizer.json").is_file()
 
 
+@pytest.mark.slow
 def test_training_from_a_grown_model_moves_the_new_layers_and_counts_on(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:

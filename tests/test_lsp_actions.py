@@ -74,6 +74,7 @@ def test_two_holes_filled_jointly_with_document_changes(worker):
     run(go())
 
 
+@pytest.mark.slow
 def test_a_fill_that_fails_the_checks_is_left_out_by_default_and_says_why(worker):
     text = "def f():\n    return <mask>\n"  # the fake fills `x + 1`: x is defined nowhere
 
@@ -264,6 +265,7 @@ def test_only_filters_kinds_and_bad_markers_are_explained(worker):
     run(go())
 
 
+@pytest.mark.slow
 def test_stale_result_is_dropped_and_live_view_streams(worker):
     text = "def SLOW_DOC():\n    return 1\n"
 
@@ -292,6 +294,7 @@ def test_stale_result_is_dropped_and_live_view_streams(worker):
     run(go())
 
 
+@pytest.mark.slow
 def test_slow_resolve_reports_progress(worker):
     text = "def SLOW_DOC():\n    return 1\n"
 

@@ -122,6 +122,7 @@ def test_on_a_gpu_the_default_deadline_is_longer():
         run(go(address))
 
 
+@pytest.mark.slow
 def test_a_bad_deadline_gets_a_message_and_the_default_and_zero_means_none():
     async def go(address, worker):
         async with lsp(address, {"completionDeadline": "soon"}) as (client, _):

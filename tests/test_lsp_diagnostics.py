@@ -52,6 +52,7 @@ def test_suspicious_token_is_published_with_a_quick_fix(worker):
     run(go())
 
 
+@pytest.mark.slow
 def test_diagnostics_wait_for_edits_to_settle_and_follow_configuration(worker):
     text = "y = x + 1\n"
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from lsp_fake_worker import ROOT, fake_worker
 
+pytestmark = pytest.mark.slow
+
 INIT = Path(__file__).resolve().parent / "nvim" / "test_init.lua"
 
 

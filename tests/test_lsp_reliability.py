@@ -104,6 +104,7 @@ def test_a_change_to_an_unopened_document_is_ignored_quietly(worker):
     run(go())
 
 
+@pytest.mark.slow
 def test_a_client_without_resolve_gets_a_listing_quickly(worker):
     text = "SLOW = <mask>\n"
 
@@ -175,6 +176,7 @@ def test_work_on_a_large_file_is_bounded_by_what_was_asked(worker):
     assert chars < 30_000, log  # a window around the selection, not the file
 
 
+@pytest.mark.slow
 def test_shutdown_right_after_initialized_is_clean():
     """The server spawns its own worker at `initialized`; a shutdown while it is still
     starting (waiting for its socket) leaves no traceback."""

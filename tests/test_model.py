@@ -60,6 +60,7 @@ def test_variable_length_examples_end_allocations_in_null(tok_dir: Path) -> None
             assert all(t == vocab.null for t in labels[first_null:])
 
 
+@pytest.mark.slow
 def test_train_script_runs_resumes_and_exports_a_loadable_model(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:

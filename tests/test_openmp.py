@@ -39,12 +39,14 @@ def _spin_when_torch_loads(module: str, **env: str) -> dict[str, str | None]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["infill.serve.worker", "infill.cli", "model.train",
                                     "model.loading", "benchmarks.bench_train"])
 def test_entry_points_set_the_spin_before_torch_loads(module: str) -> None:
     assert _spin_when_torch_loads(module)["GOMP_SPINCOUNT"] == SPINCOUNT
 
 
+@pytest.mark.slow
 def test_a_users_own_setting_is_left_alone() -> None:
     assert _spin_when_torch_loads("infill.serve.worker", GOMP_SPINCOUNT="50") == {
         "GOMP_SPINCOUNT": "50", "OMP_WAIT_POLICY": None}

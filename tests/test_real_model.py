@@ -15,6 +15,8 @@ import infill
 from infill.core.repair import fix_text, score_text
 from model.loading import load_denoiser
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "def area(w, h):\n\t# 😀 中文  \r\n    return <mask> * h\n\nx = <mask:3>\n"
 

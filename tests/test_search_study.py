@@ -70,6 +70,7 @@ def test_beam_search_finds_what_greedy_misses() -> None:
     assert l2r_score(den, ids, first, best) == pytest.approx(b_score, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_study_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
                           tmp_path: Path) -> None:
     out = tmp_path / "search.json"
@@ -91,6 +92,7 @@ def test_study_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: P
     assert result["tokens_total"] is None  # a model without a training record
 
 
+@pytest.mark.slow
 def test_without_beam_or_samples_their_figures_are_absent(
         run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "search.json"
@@ -112,12 +114,14 @@ def test_without_beam_or_samples_their_figures_are_absent(
         "num_hidden_layers"]
 
 
+@pytest.mark.slow
 def test_refuses_bad_arguments(run_benchmark) -> None:
     for args in (("--n", "0"), ("--beam", "-1"), ("--temperature", "0")):
         done = run_benchmark("search_study", *args)
         assert done.returncode == 2 and "must" in done.stderr, args
 
 
+@pytest.mark.slow
 def test_missing_corpus_is_a_usage_error(run_benchmark, tmp_path: Path) -> None:
     for study in ("search_study", "length_study", "rerank_study"):
         done = run_benchmark(study, "--corpus", str(tmp_path / "none"))

@@ -25,6 +25,7 @@ def _argv(corpus: Path, tok_dir: Path, out: Path, *extra: str) -> list[str]:
             "--seq-len", "64", "--eval-every", "1000", "--quiet", "--dtype", "fp32", *extra]
 
 
+@pytest.mark.slow
 def test_warm_restart_continues_the_record_of_the_exported_model(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
@@ -99,6 +100,7 @@ def test_each_run_trains_on_windows_of_its_own(
         "and the same session, run again, the same ones"
 
 
+@pytest.mark.slow
 def test_workers_train_one_model_on_batches_of_their_own(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
@@ -175,6 +177,7 @@ def _drift_on_worker_1(group: parallel.Group) -> None:
     group.check_in_sync(model)
 
 
+@pytest.mark.slow
 def test_workers_whose_weights_drift_apart_stop_the_run() -> None:
     with pytest.raises(Exception, match="worker 1's weights drifted from worker 0's"):
         parallel.launch(_drift_on_worker_1, 2)
@@ -341,6 +344,7 @@ def test_a_run_ships_a_better_checkpoint_and_keeps_a_worse_one(
     torch.manual_seed(0)  # nothing else to check: the export loads (test_model covers it)
 
 
+@pytest.mark.slow
 def test_bench_parallel_times_each_layout_and_writes_the_figures(
     corpus: Path, tiny_model_dir: Path, tmp_path: Path, capsys
 ) -> None:
