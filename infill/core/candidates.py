@@ -53,8 +53,8 @@ from infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
 from infill.core.scoring import log_softmax
 from model.denoiser import SpecialIds
 
-# (span index, fill text) of every span -> the problems of that combination
-Check = Callable[[list[str]], list[Problem]]
+# (fill text of every span, the spans to look at) -> their problems in that combination
+Check = Callable[[list[str], set[int]], list[Problem]]
 Decode = Callable[[int, list[int]], str]  # (span index, tokens) -> text; DenoiserError
 Ended = Callable[[int, list[int]], bool]  # (span index, tokens) -> ended without a null
 
@@ -230,7 +230,7 @@ class CandidateJob:
         for group in self._windows if windows is None else windows:
             mixed = (texts if len(self._windows) == 1 else
                      [t if i in group else self._neutral[i] for i, t in enumerate(texts)])
-            problems = [p for p in self._check(mixed) if p.range in group]
+            problems = [p for p in self._check(mixed, group) if p.range in group]
             for i in sorted({p.range for p in problems} - set(out)):
                 out[i] = summary([p for p in problems if p.range == i])
         return out
@@ -352,9 +352,10 @@ def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[
     """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
     with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
 
-    def check(texts: list[str]) -> list[Problem]:
+    def check(texts: list[str], only: set[int]) -> list[Problem]:
         after, filled = splice(text, ranges, texts)
-        return check_fills(before, after, ranges, filled, language=language, kinds=kinds)
+        return check_fills(before, after, ranges, filled, language=language, kinds=kinds,
+                           only=only)
 
     return CandidateJob(canvases, options, special=special, vocab_size=vocab_size,
                         decode=decode, check=check, neutral=[before[a:b] for a, b in ranges],

@@ -41,7 +41,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -279,10 +279,12 @@ def _before(parser: Any, text: str, language: str | None) -> _Before:
 
 def check_fills(before: str, after: str, before_ranges: Sequence[Range],
                 after_ranges: Sequence[Range], *, language: str | None = PYTHON,
-                kinds: Sequence[str] = KINDS) -> list[Problem]:
+                kinds: Sequence[str] = KINDS,
+                only: Collection[int] | None = None) -> list[Problem]:
     """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
     the module docstring); [] when none. Only `line` runs when no grammar for `language`
-    is installed."""
+    is installed. `only`: the indices of the fills to look at (default: all); the others
+    are text around them, as a file's many windows are to one window's fills."""
     problems = _broken_lines(before, after, before_ranges, after_ranges, language) \
         if "line" in kinds else []
     parser = parser_for(language) if set(kinds) - {"line"} else None
@@ -296,6 +298,8 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     python = language == PYTHON
     star = python and _STAR_IMPORT.search(before) is not None
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
+        if only is not None and i not in only:
+            continue
         added = 0
         if new_root.has_error and "parse" in kinds:
             added = (_errors(new_root, _widen(new_data, new))
