@@ -7,7 +7,8 @@ data; these are other packages, drawn by a user's eye (small pure-Python librari
 wide use), fetched as wheels with `pip download` into data/real_files_cache. A file is
 kept when it has at least 40 lines and at most a fifth of its distinctive lines (over 40
 characters) appear in the corpus's training split (not a vendored copy, say), checked by
-line hashes; at most PER_PACKAGE files of a package. One record per file: {"package", "path", "text"}.
+line hashes; at most PER_PACKAGE files of a package. One record per file: {"package",
+"path", "text"}.
 """
 
 from __future__ import annotations
