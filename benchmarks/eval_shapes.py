@@ -69,9 +69,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown shape(s): {', '.join(sorted(set(shapes) - set(ALL)))}")
     if args.n < 1 or args.window_chars < 1:
         parser.error("--n and --window-chars must be >= 1")
+    files = heldout_files(parser, args)
     if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
-    files = heldout_files(parser, args)
     cli = {} if args.engine_only else {"checks": DEFAULT_CHECKS, "lengths": DEFAULT_LENGTHS,
                                        "cache_refresh": DEFAULT_CACHE_REFRESH}
     options = infill.SamplerOptions(line_holes=not args.no_line_holes, **cli)

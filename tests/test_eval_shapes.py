@@ -80,9 +80,15 @@ def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: P
 @pytest.mark.parametrize(("args", "message"), [
     (["--shapes", "line"], "unknown shape(s): line"),
     (["--n", "0"], "--n and --window-chars must be >= 1"),
-    (["--shapes", "real", "--real-files", "/nonexistent.jsonl"], "python -m benchmarks.real_files"),
+    (["--shapes", "cursor", "--corpus", "/nonexistent"], "python -m model.corpus"),
     (["--corpus", "/nonexistent"], "python -m model.corpus"),
 ])
 def test_refuses_bad_arguments(run_benchmark, args: list[str], message: str) -> None:
     done = run_benchmark("eval_shapes", *args)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_refuses_a_missing_real_files_set(run_benchmark, modules_corpus: Path) -> None:
+    done = run_benchmark("eval_shapes", "--corpus", str(modules_corpus), "--shapes", "real",
+                         "--real-files", "/nonexistent.jsonl")
+    assert done.returncode == 2 and "python -m benchmarks.real_files" in done.stderr
