@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.bench_cli import MARKER, many_holes_file
 from benchmarks.heldout import load_test_files
 
@@ -21,6 +23,7 @@ def test_many_holes_are_spread_over_one_file(modules_corpus: Path) -> None:
         assert line.strip() == MARKER and truth.strip() == truth and truth in original
 
 
+@pytest.mark.slow
 def test_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
                     tmp_path: Path) -> None:
     out = tmp_path / "cli.json"

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import fuzz_lsp
 
 
+@pytest.mark.slow
 def test_a_short_seeded_fuzz_run_finds_nothing(tmp_path):
     out = tmp_path / "fuzz.json"
     status = fuzz_lsp.main(["--sessions", "48", "--sessions-per-server", "16", "--seed", "7",

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_window_chars_keeps_the_holes(run_benchmark, tiny_model_dir: Path,
                                       modules_corpus: Path, tmp_path: Path) -> None:
     got = {}

@@ -111,6 +111,7 @@ def test_a_completion_past_its_deadline_is_an_empty_incomplete_list():
         run(go(address, worker))
 
 
+@pytest.mark.slow
 def test_on_a_gpu_the_default_deadline_is_longer():
     async def go(address):
         async with lsp(address) as (client, _):

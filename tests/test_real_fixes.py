@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.fix_eval import changed_range, line_ranking
 from benchmarks.fix_releases import SKIP_PATH, notes_mention, notes_section
 from benchmarks.one_line_fixes import one_line_changes
@@ -145,6 +147,7 @@ def _tiny_set(path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
+@pytest.mark.slow
 def test_the_evaluation_runs_end_to_end(run_benchmark, tiny_model_dir: Path,
                                         tmp_path: Path) -> None:
     fixes, out = tmp_path / "fixes.jsonl", tmp_path / "out.json"
