@@ -131,15 +131,16 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
         candidates += result.stats.candidates
         for kind in _problems(ex, before, ex.truth):
             truth_fails[kind] += 1
+        exact = f.rejected is None and same(f.text, ex.truth)
         records.append({"truth": ex.truth, "fill": f.text, "rejected": f.rejected,
-                        "exact": f.rejected is None and same(f.text, ex.truth),
+                        "exact": exact,
                         "ms": round(ms[-1], 1), "nfe": result.stats.nfe,
                         "tokens": result.stats.tokens, "candidates": result.stats.candidates,
                         "remasks": result.stats.remasks})
         if f.rejected is not None:
             rejected += 1
             continue
-        hits += same(f.text, ex.truth)
+        hits += exact
         for key, value in closeness(f.text, ex.truth).items():
             near[key] += value
         length_errors.append(abs(len(den.encode(f.text.strip())) -

@@ -32,7 +32,7 @@ from benchmarks.heldout import HELDOUT_WINDOW_CHARS, heldout_arguments, heldout_
 from benchmarks.real_files import load as load_real
 from benchmarks.results_file import write_results
 from benchmarks.shapes import SHAPES, real_file_examples, shape_examples
-from infill.core.lines import framed_length, is_whole_lines
+from infill.core.lines import framed_code, is_whole_lines
 from infill.core.options import DEFAULT_CACHE_REFRESH, DEFAULT_CHECKS, DEFAULT_LENGTHS
 from infill.core.spans import Span
 from model.loading import default_model_dir, load_denoiser
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth
         framed = options.line_holes and is_whole_lines(ex.text, Span(ex.start, ex.end))
-        return len(den.encode(framed_length(ex.truth) if framed else ex.truth))
+        return len(den.encode(framed_code(ex.truth) if framed else ex.truth))
 
     command = ["python -m benchmarks.eval_shapes", *(sys.argv[1:] if argv is None else argv)]
     results: dict = {"command": " ".join(command),

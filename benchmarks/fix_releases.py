@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.one_line_fixes import one_line_changes
-from benchmarks.real_files import SEEN_SHARE, _distinctive, _train_lines
+from benchmarks.real_files import mostly_in_training, training_lines
 from model.corpus.sources import _pip_download, archive_in
 
 _P = {
@@ -273,11 +273,10 @@ def pair_records(name: str, old: str, new: str, before: dict[str, str],
 def _unseen(records: list[dict], corpus: Path, reasons: Counter) -> list[dict]:
     """Records whose window is not mostly lines of the training split, one per (buggy
     line, fixed line)."""
-    seen = _train_lines(corpus)
+    seen = training_lines(corpus)
     out, keys = [], set()
     for r in records:
-        lines = _distinctive(r["window"])
-        if sum(hash(s) in seen for s in lines) > SEEN_SHARE * len(lines):
+        if mostly_in_training(r["window"], seen):
             reasons["in the corpus"] += 1
             continue
         key = (r["buggy_line"].strip(), r["fixed_line"].strip())

@@ -37,7 +37,8 @@ def _distinctive(text: str) -> set[str]:
     return {ln.strip() for ln in text.split("\n") if len(ln.strip()) > 40}
 
 
-def _train_lines(corpus: Path) -> set[int]:
+def training_lines(corpus: Path) -> set[int]:
+    """Hashes of the distinctive lines (over 40 characters) of the training split."""
     seen: set[int] = set()
     with (corpus / "train.jsonl").open() as fh:
         for line in fh:
@@ -45,10 +46,17 @@ def _train_lines(corpus: Path) -> set[int]:
     return seen
 
 
+def mostly_in_training(text: str, seen: set[int]) -> bool:
+    """More than SEEN_SHARE of `text`'s distinctive lines are lines of the training split
+    (`seen`, from `training_lines`): a copy of training code, not held-out code."""
+    lines = _distinctive(text)
+    return sum(hash(s) in seen for s in lines) > SEEN_SHARE * len(lines)
+
+
 def build(out: Path, cache: Path, corpus: Path) -> list[dict[str, str]]:
     cache.mkdir(parents=True, exist_ok=True)
     _download_wheels(cache, [f"{n}=={v}" for n, v in PACKAGES.items()])
-    seen = _train_lines(corpus)
+    seen = training_lines(corpus)
     records = []
     for wheel in sorted(cache.glob("*.whl")):
         package = wheel.name.split("-")[0].lower()
@@ -57,9 +65,7 @@ def build(out: Path, cache: Path, corpus: Path) -> list[dict[str, str]]:
                 if not name.endswith(".py") or "/tests/" in f"/{name}":
                     continue
                 text = zf.read(name).decode("utf-8", errors="replace")
-                lines = _distinctive(text)
-                known = sum(hash(s) in seen for s in lines)
-                if (text.count("\n") < 40 or known > SEEN_SHARE * len(lines)
+                if (text.count("\n") < 40 or mostly_in_training(text, seen)
                         or sum(r["package"] == package for r in records) >= PER_PACKAGE):
                     continue
                 records.append({"package": package, "path": name, "text": text})

@@ -1,4 +1,4 @@
-"""Held-out holes in the shapes users make (docs/ARCHITECTURE.md, "Hole shapes").
+"""Held-out holes in the shapes users make (README, "Measured figures").
 
     examples = shape_examples(files, "whole-line", n=200, seed=0)
 

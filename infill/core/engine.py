@@ -31,7 +31,7 @@ from infill.core.limits import fill_limits, ids_with
 from infill.core.lines import (
     Frame,
     framed,
-    framed_length,
+    framed_code,
     line_frames,
     line_keys,
     one_line_limits,
@@ -186,7 +186,7 @@ def _allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
         # The text being rewritten is the best guess of its replacement's length.
         written = text[span.start : span.end]
         if frame is not None:  # the model writes the code, not the indentation or break
-            written = framed_length(written)
+            written = framed_code(written)
         slots = min(max(1, count(written)), o.max_span_tokens)
         guessed = False
     else:
@@ -211,7 +211,7 @@ def _canvas(text: str, spans: list[Span], window: Window, allocs: list[_Allocati
         return list(denoiser.encode(piece)) if piece else []
 
     def head(i: int) -> str:
-        return framed("", frames[i]).removesuffix(tail(i))
+        return frames[i].head if frames[i] is not None else ""
 
     def tail(i: int) -> str:
         return frames[i].tail if frames[i] is not None else ""

@@ -59,6 +59,13 @@ def _code_lines(text: str) -> list[str]:
     return [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
 
 
+def _line_above(text: str, start: int) -> str:
+    """The line before the one that starts at `start` ("" at the top of the text)."""
+    if start == 0:
+        return ""
+    return text[text.rfind("\n", 0, start - 1) + 1 : start - 1]
+
+
 def _step(text: str, indent: str) -> str:
     """One indentation step of `text`'s code: a tab where `indent` holds one, else the
     most common step from a line that ends with `:` to the line after it (four spaces
@@ -91,8 +98,7 @@ def indentation(text: str, start: int, end: int) -> str:
         if len(below) < len(indent):
             return below
         return indent[: max(0, len(indent) - len(_step(text, indent)))]
-    blank_before = not text[:start].split("\n")[-2:][0].strip()  # the line above is blank
-    if len(below) < len(indent) and blank_before:
+    if len(below) < len(indent) and not _line_above(text, start).strip():
         return below  # after a blank line, a less indented line below: a new statement
     return indent
 
@@ -147,7 +153,7 @@ def framed(fill: str, frame: Frame | None) -> str:
     return fill if frame is None else frame.head + fill + frame.tail
 
 
-def framed_length(text: str) -> str:
+def framed_code(text: str) -> str:
     """The part of a whole-line span's text that the model writes: without its first
     line's indentation and its closing line break (the rewrite's length guess)."""
     return text.lstrip(" \t").removesuffix("\n")
