@@ -22,7 +22,8 @@ the batch (random-token substitution) with the original as target, and a few cle
 positions are trained to predict themselves, so that one pass over a clean buffer scores
 every token (bug finding). With `p_plausible`, some rows also get bug-shaped swaps
 (model/swaps.py), the subtle corruptions the fixer must find, and with `p_negation` a
-` not` where it does not belong, whose target is `<null>` (delete it).
+` not` where it does not belong, whose target is `<null>` (delete it). `end_weight` gives
+the slot where a hole's fill ends (its first `<null>`) a loss weight of its own.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ class NoiseConfig:
     # for `x in y`, `x is not y` for `x is y`; model/swaps.py), target <null>: the row
     # shifts right by one from there and loses its last token
     p_negation: float = 0.0
+    # loss weight of the decision where a hole's fill ends: the first `<null>` slot after
+    # a span's content (1.0: like any other slot; the engine's length rests on this slot)
+    end_weight: float = 1.0
 
 
 @dataclass
@@ -280,6 +284,8 @@ def _variable_example(
         alloc = _allocation(len(content), cfg, rng)
         span_targets = content[:alloc] + [vocab.null] * max(0, alloc - len(content))
         span_ids, span_weights = _reveal(span_targets, vocab, cfg, rng)
+        if alloc > len(content) and span_weights[len(content)] > 0:
+            span_weights[len(content)] *= cfg.end_weight
         ids += span_ids
         targets += span_targets
         weights += span_weights

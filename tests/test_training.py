@@ -284,6 +284,22 @@ def test_part_decoded_holes_show_some_slots_and_learn_the_rest(tok_dir: Path) ->
     assert learnt > 0 and shown_null > 0
 
 
+def test_end_weight_weighs_the_slot_where_a_fill_ends_and_nothing_else(tok_dir: Path) -> None:
+    plain, vocab = _holes(tok_dir, p_short=0.0, p_engine_alloc=1.0, p_reveal=0.5)
+    ends, _ = _holes(tok_dir, p_short=0.0, p_engine_alloc=1.0, p_reveal=0.5, end_weight=4.0)
+    changed = 0
+    for (ids, tgt, w), (ids4, tgt4, w4) in zip(plain, ends, strict=True):
+        assert ids == ids4 and tgt == tgt4, "the weight draws nothing: same rows"
+        for i, (a, b) in enumerate(zip(w, w4, strict=True)):
+            if a == b:
+                continue
+            # only a learnt slot whose target is the first null after content
+            assert (a, b) == (1.0, 4.0)
+            assert tgt[i] == vocab.null and tgt[i - 1] != vocab.null and ids[i] == vocab.mask
+            changed += 1
+    assert changed > 0
+
+
 def _eval(single: float, true: float, multi: float, bug: float) -> dict:
     def em(x: float) -> dict:
         return {"exact_match": x, "n": 10, "nfe_per_token": 1.0, "ms_p50": 1.0}
