@@ -1,5 +1,5 @@
 """Recipe ablation at a fixed token budget: train each row from scratch, score it on the
-validation split with the engine, and keep a table that grows across sessions.
+validation split with the engine, and keep a table that grows across runs.
 
     python -m benchmarks.ablate [--tokens 3e6] [--rows baseline,t-bell,...]
     python -m benchmarks.ablate --init-from model/weights --lr 4e-4 --tokens 1e6 \
@@ -17,7 +17,7 @@ scored on the validation split (packages never trained on, never in the test spl
 with the engine's length (does the fill end in the right place?), multi-line exact match,
 top-1 bug localisation, masked-token accuracy, plus the validation loss of the training
 script. Rows already in the results file are skipped, so an interrupted table resumes in
-the next session. Writes benchmarks/results/ablation.json and prints the table in the
+the next run. Writes benchmarks/results/ablation.json and prints the table in the
 markdown of docs/TRAINING.md; the command that reproduces each row is stored beside it.
 """
 
@@ -50,7 +50,7 @@ ROWS: dict[str, tuple[str, list[str]]] = {
     "no-engine-alloc": ("null tails only from short random extras, not engine-sized",
                         ["--noise", "p_engine_alloc=0.0"]),
     "neither": ("neither part-decoded holes nor engine-sized allocations (the first "
-                "session's holes)", ["--noise", "p_reveal=0.0,p_engine_alloc=0.0"]),
+                "run's holes)", ["--noise", "p_reveal=0.0,p_engine_alloc=0.0"]),
     # in a table whose --noise turns them off (the long run's): both back on, as by default
     "engine-holes": ("part-decoded holes and engine-sized allocations (the default noise)",
                      ["--noise", "p_reveal=0.5,p_engine_alloc=0.5"]),

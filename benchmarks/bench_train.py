@@ -77,7 +77,7 @@ def configs() -> dict[str, Config]:
         replace(base, name="compile", compile=True),
         replace(base, name="compile-bf16", dtype=torch.bfloat16, compile=True),
         replace(base, name="threads1", threads=1),
-        # one thread is how the long run trains beside the session's other work
+        # one thread is how the long run trains beside other work on the machine
         replace(base, name="compile-threads1", compile=True, threads=1),
         replace(base, name="full-head", full_head=True),
         replace(base, name="b16x512", batch=16, seq_len=512),

@@ -14,7 +14,7 @@ On the test split (packages never trained on, see docs/DATA_CARD.md):
 `--checks` / `--candidates` set the engine's checks (docs/ARCHITECTURE.md, "Checks");
 `--parts` runs only some of the measures. `--jobs N` runs the parts in N processes side by
 side (one CPU thread each unless INFILL_THREADS says otherwise) and writes one merged
-result: the held-out evaluation a session ends with takes ~16 minutes on two cores
+result: the held-out evaluation a training run ends with takes ~16 minutes on two cores
 instead of ~28 on one.
 
 Prints a table and writes JSON to benchmarks/results/eval_<model>.json.
@@ -325,8 +325,8 @@ def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
 def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preference"
                ) -> dict[str, object]:
     """Top-1 localisation and (with `repair`) exact repair of injected bugs; the worst
-    token by `order`: the fixer's `preference`, or `suspicion` (its order before session
-    11; the repair always follows the fixer)."""
+    token by `order`: the fixer's `preference`, or `suspicion` (its order before the
+    793.1M-token swap fine-tune; the repair always follows the fixer)."""
     key = preference if order == "preference" else (lambda s: s.suspicion)
     by_kind: dict[str, list[tuple[bool, bool]]] = {}
     records = []

@@ -1,12 +1,12 @@
 """Is the model short of capacity or of data? Masked CE on training windows beside
 held-out ones, the same batches for every model.
 
-    python -m benchmarks.fit_gap --models shipped=model/weights,runs/gpu21/export [--batches 8]
+    python -m benchmarks.fit_gap --models shipped=model/weights,runs/grown12/export [--batches 8]
 
 For each model: masked cross-entropy and accuracy (the validation noise of model.train, one
 forward pass) on `--batches` fixed batches of 16 x 512 windows from the training split and
 from the validation split (library code only, as model.train's validation), drawn with one
-seed so that every model, every session and every machine reads the same batches (the
+seed so that every model, every run and every machine reads the same batches (the
 trainer's own validation batches depend on its `--seed`). A model whose training CE still
 falls as fast as its validation CE is short of capacity or compute; one whose gap widens
 is learning its (repeated) training windows rather than code. Weights load as the engine

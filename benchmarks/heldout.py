@@ -63,7 +63,7 @@ def heldout_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return load_test_files(args.corpus, args.split)
 
 
-# Characters of a held-out window: what every session's figures were measured in. A
+# Characters of a held-out window: what every checkpoint's figures were measured in. A
 # larger --window-chars keeps these windows' random draws (draw_chars), so the same holes.
 HELDOUT_WINDOW_CHARS = 700
 

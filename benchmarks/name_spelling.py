@@ -3,9 +3,9 @@
     python -m benchmarks.name_spelling [--eval benchmarks/results/eval_shipped.json]
 
 The `name` check (infill/core/checks.py) blames a fill that loads a name the text before
-never spells. Today a spelling is an identifier of the code (`_spelled`); before session
-14 it was any word, comments and strings included (`lines` of a docstring let `lines`
-through). This replays both rules without a model:
+never spells. Today a spelling is an identifier of the code (`_spelled`); until the
+807M-token checkpoint it was any word, comments and strings included (`lines` of a
+docstring let `lines` through). This replays both rules without a model:
 
 - the true line as the fill, in 1,500 random lines of whole validation files (what the
   command and the server check) and in the held-out 700-character windows (400 one-line,

@@ -4,7 +4,7 @@ loss plot.
 - `ckpt.pt` (runs only, never committed): weights, optimiser, RNG, step, tokens, elapsed
   time and history, written atomically so that a run killed mid-write resumes cleanly;
 - `export/`: safetensors (bf16), config, tokenizer and `training.json` (the run's record
-  with the validation history over all sessions), loadable by
+  with the validation history over all runs), loadable by
   `AutoModelForMaskedLM.from_pretrained`;
 - `loss.png`: training and validation loss against tokens seen.
 """
@@ -52,7 +52,7 @@ def plot(history: list[dict], path: Path) -> None:
             label="validation (weighted)")
     ax.plot([h["tokens"] / 1e6 for h in valid], [h["valid_masked_ce"] for h in valid], "s-",
             label="validation masked CE")
-    ax.set_xlabel("tokens seen (M, all sessions)")
+    ax.set_xlabel("tokens seen (M, all runs)")
     ax.set_ylabel("loss")
     ax.legend()
     ax.grid(alpha=0.3)

@@ -22,7 +22,7 @@ PRESETS: dict[str, Preset] = {
     # For tests: trains in seconds, ~0.6M parameters with a 16k vocabulary.
     "tiny": Preset(hidden=32, layers=2, heads=2, intermediate=64, seq_len=128,
                    local_window=64, global_every=2),
-    # For a CPU session: ~7.5M parameters (4.2M of them the tied embedding).
+    # For a CPU run of a few hours: ~7.5M parameters (4.2M of them the tied embedding).
     "small": Preset(hidden=256, layers=4, heads=4, intermediate=768, seq_len=256,
                     local_window=128, global_every=2),
     # Shape ablation beside `small`: narrower and twice as deep, about the same FLOPs/token.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One GPU lease of training, run through the `device` tool from the repository root
-# (docs/TRAINING.md, "Training on a lent GPU"). The corpus travels compressed in .gpu/
+# One run of training on a GPU machine, called from the repository root
+# (docs/TRAINING.md, "Training on a GPU"). The corpus travels compressed in .gpu/
 # (ignored by git, named in the call's `carry`):
 #   .gpu/train.jsonl.xz  .gpu/valid.jsonl[.xz]  and, each optional: .gpu/test.jsonl[.xz]
 #   .gpu/tokenizer.json  .gpu/whl/ (tree-sitter wheels for `eval`)  .gpu/init/ (the weights
@@ -25,7 +25,7 @@
 # tar split into 15 MiB parts (the tool's per-file limit): join with `cat export.tar.* | tar x`.
 set -u
 # LEASE_TMP, LEASE_COMPILE=0 and PACK_OVER (bytes) are for a dry run on a CPU
-# (tests/test_gpu_session.py); a lease leaves them unset.
+# (tests/test_gpu_session.py); a GPU run leaves them unset.
 TMP=${LEASE_TMP:-/tmp}
 RUN=$TMP/run
 CORPUS=$TMP/corpus

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 # Worker r > 0 offsets its seeds by r times this: far beyond any step or token count, so
-# no worker's stream ever coincides with another's, in this session or a later one.
+# no worker's stream ever coincides with another's, in this run or a later one.
 RANK_SEED_STRIDE = 10**12
 
 

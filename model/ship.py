@@ -1,4 +1,4 @@
-"""End a training session: ship the export as the default model, or keep it to resume from.
+"""End a training run: ship the export as the default model, or keep it to resume from.
 
     python -m benchmarks.eval_model --model runs/long/export
     python -m model.ship --export runs/long/export --eval benchmarks/results/eval_long.json
@@ -6,15 +6,15 @@
 An export that beats the shipped model on the held-out evaluation (the sum of single-line
 exact match with the engine's length and with the true length, multi-line exact match and
 top-1 bug localisation) is copied to model/weights with a new model card; one that does not
-is copied to model/resume, the one tracked folder each session overwrites, so that the
-next session continues from it (`python -m model.train --init-from model/resume`). Weights
+is copied to model/resume, the one tracked folder each kept run overwrites, so that the
+next run continues from it (`python -m model.train --init-from model/resume`). Weights
 whose bf16 would not fit in 64 MiB are packed to int8 (model/travel.py; `--pack` packs any).
-Either way the point is added to the learning curve across sessions
+Either way the point is added to the learning curve across runs
 (benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB even
 packed is refused; --force ships regardless of the score.
 
 The card is generated from the export's training.json and the evaluation; what is written
-by hand below its `NOTES` line (each session's recipe, figures measured another way, the
+by hand below its `NOTES` line (each run's recipe, figures measured another way, the
 models it replaced) is kept when a new model ships.
 """
 
@@ -85,8 +85,8 @@ tails) and random-token substitution (model/noising.py). Loads with
 | canvas length | {canvas or t['seq_len']} tokens (the engine's window limit) |
 | files on disk | {size / 2**20:.1f} MiB (safetensors weights in {form}, tokenizer) |
 | training data | Python sources: standard library + pinned permissive PyPI wheels; see docs/DATA_CARD.md |
-| tokens seen | {t.get('tokens_total', t['tokens']) / 1e6:.1f}M over all sessions ({t['tokens'] / 1e6:.1f}M in the last: {t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
-| compute (last session) | {t['minutes']:.0f} minutes on {t['device']} ({threads} thread{'' if threads == 1 else 's'}), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
+| tokens seen | {t.get('tokens_total', t['tokens']) / 1e6:.1f}M over all runs ({t['tokens'] / 1e6:.1f}M in the last: {t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
+| compute (last run) | {t['minutes']:.0f} minutes on {t['device']} ({threads} thread{'' if threads == 1 else 's'}), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
 | peak learning rate | {t['lr']} (AdamW, warm-up then cosine to 10%) |
 | validation loss | weighted {t['valid']['loss']:.3f}, masked CE {t['valid']['masked_ce']:.3f}, masked accuracy {_pct(t['valid']['masked_acc'])} |
 
@@ -109,16 +109,16 @@ repair {_pct(b['exact_repair'])} (n={b['n']}).
 |---|---|---|---|
 {_bug_rows(b)}
 
-## Learning curve across sessions
+## Learning curve across runs
 
-Held-out figures and validation loss of every session's checkpoint against the tokens
+Held-out figures and validation loss of every shipped or kept checkpoint against the tokens
 it has seen (`benchmarks/results/learning_curve.json`, drawn by `model/ship.py`):
 
 ![learning curve](../../docs/img/learning_curve.png)
 
 ## Limits
 
-Quality is bound by training compute (a few GPU minutes and CPU sessions; see
+Quality is bound by training compute (a few GPU minutes and some CPU hours; see
 docs/TRAINING.md and ../shared/notes/cpu-training-probe.md). Expect the right shape and
 indentation more often than the right tokens. Python only.
 
@@ -150,7 +150,7 @@ def curve_point(training: dict, ev: dict, where: str) -> dict:
 
 
 def plot_curve(points: list[dict], path: Path) -> None:
-    """Held-out exact match and validation loss against tokens seen, across sessions."""
+    """Held-out exact match and validation loss against tokens seen, across runs."""
     import matplotlib
 
     matplotlib.use("Agg")
