@@ -8,7 +8,7 @@ validation split with the engine, and keep a table that grows across runs.
         --noise p_reveal=0.0,p_engine_alloc=0.0 --out benchmarks/results/ablation_recipe.json \
         --runs runs/recipe --rows baseline,t-bell,t-stratified,engine-holes,spans-80,spans-30
 
-Every row trains `model.train` for the same number of tokens (same seed, data, batch,
+Every row trains `model.training.train` for the same number of tokens (same seed, data, batch,
 schedule), from scratch or, with `--init-from`, continuing the same exported model (a
 "warm" row: what a recipe change does to the model we have, which is what the long run
 decides), and differs from `baseline` in one thing (ROWS below). It is then
@@ -34,7 +34,7 @@ from benchmarks.results_file import RESULTS
 
 # the 8k vocabulary's steps are this much faster (benchmarks/results/train_shapes.json)
 VOCAB_8K_SPEED = 1.26
-# name: (what changes, extra arguments of model.train)
+# name: (what changes, extra arguments of model.training.train)
 ROWS: dict[str, tuple[str, list[str]]] = {
     "baseline": ("the table's recipe: its --noise (t uniform unless it says), 30% token / "
                  "15% block / 55% editor spans, 16k vocab, small", []),
@@ -148,7 +148,7 @@ def chars_per_token(export: Path, corpus: Path) -> float:
     """The row's tokenizer's characters per token on the validation split."""
     from tokenizers import Tokenizer
 
-    from model.tokenizer import chars_per_token as measure
+    from diffusion_infill.model.training.tokenizer import chars_per_token as measure
 
     tok = Tokenizer.from_file(str(export / "tokenizer.json"))
     tok.encode_special_tokens = True
@@ -156,14 +156,14 @@ def chars_per_token(export: Path, corpus: Path) -> float:
 
 
 def run_row(name: str, args: argparse.Namespace) -> dict:
-    from model import train
+    from diffusion_infill.model.training import train
 
     argv = train_args(name, args)
     t0 = time.perf_counter()
     train.main(argv)
     seconds = time.perf_counter() - t0
     record = json.loads((args.runs / name / "export" / "training.json").read_text())
-    return {"command": "python -m model.train " + " ".join(argv),
+    return {"command": "python -m diffusion_infill.model.training.train " + " ".join(argv),
             "tokens": record["tokens"], "train_minutes": record["minutes"],
             "tokens_per_s": record["tokens"] / max(1e-9, record["minutes"] * 60),
             "wall_seconds": round(seconds), "valid_loss": record["valid"]["loss"],

@@ -4,7 +4,7 @@ loaded in it, held-out one-line holes.
     python -m benchmarks.bench_cli                      # 100 files of one hole, a file of 70
     python -m benchmarks.bench_cli --files 20 --holes 30 --fill-args "--lengths 1"
 
-Two jobs, each one `python -m infill.cli fill --json` process:
+Two jobs, each one `python -m diffusion_infill.infill.cli fill --json` process:
 
 - files: `--files` held-out windows (about 700 characters each), each with one one-line
   hole (a line's content after its indentation), given to one process. Reported: wall
@@ -84,7 +84,7 @@ def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
     """One `infill fill --json` process over `paths`: its JSON objects, and its wall
     seconds, CPU seconds (user + system: what it costs on a machine others share too) and
     seconds to its first JSON line."""
-    cmd = [sys.executable, "-m", "infill.cli", "fill", "--json",
+    cmd = [sys.executable, "-m", "diffusion_infill.infill.cli", "fill", "--json",
            *fill_args, *(["--model", str(model)] if model else []), *map(str, paths)]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()

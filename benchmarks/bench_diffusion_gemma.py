@@ -107,7 +107,7 @@ def texts(n: int, tokens: int) -> list[str]:
 
 
 async def measure(address: str, span: int, clients: int, steps: int) -> dict[str, float]:
-    from infill.serve.client import WorkerClient
+    from diffusion_infill.infill.serve.client import WorkerClient
 
     options = {"order": "entropy-bound", "exact_length": True, "max_steps": steps,
                "checks": ""}
@@ -126,8 +126,8 @@ async def measure(address: str, span: int, clients: int, steps: int) -> dict[str
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from infill.serve.worker import Worker
-    from model.diffusion_gemma import DiffusionGemmaDenoiser
+    from diffusion_infill.infill.serve.worker import Worker
+    from diffusion_infill.model.diffusion_gemma import DiffusionGemmaDenoiser
 
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if not args.tiny and device.type != "cuda":

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-import infill
 from benchmarks.heldout import Example, infill_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill import SamplerOptions
-from model.loading import load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.infill import SamplerOptions
+from diffusion_infill.model.loading import load_denoiser
 
 SAMPLERS = {
     "default": {},

@@ -3,8 +3,8 @@
     python -m benchmarks.bench_loader [--batch-size 64] [--seq-len 512] [--batches 8]
                                       [--noise k=v,...] [--device-rate 1.4e6]
 
-`model.train` makes its batches (model/noising.py: tokenizing, holes, bug-shaped swaps)
-in `--loader-workers` processes beside the one that steps the model. On a GPU the
+`model.training.train` makes its batches (model/training/noising.py: tokenizing, holes,
+bug-shaped swaps) in `--loader-workers` processes beside the one that steps the model. On a GPU the
 batches may be what limits the run: an H200 took 1.2-1.4M tokens/s from 14 of
 them. This times `make_batch` in this process on the training split (one thread, as each
 loader process runs), with the noise of the shipped model (model/weights/training.json)
@@ -30,9 +30,9 @@ from tqdm import tqdm
 
 from benchmarks.bench_train import cpu_model, cpu_tag
 from benchmarks.results_file import RESULTS, write_results
-from model import noising
-from model.noising import NoiseConfig, TextSampler, Vocab, make_batch
-from model.train import load_texts, noise_config
+from diffusion_infill.model.training import noising
+from diffusion_infill.model.training.noising import NoiseConfig, TextSampler, Vocab, make_batch
+from diffusion_infill.model.training.train import load_texts, noise_config
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
 
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if not (args.corpus / "train.jsonl").exists():
-        raise SystemExit(f"no {args.corpus}/train.jsonl: build it with python -m model.corpus")
+        raise SystemExit(f"no {args.corpus}/train.jsonl: build it with "
+                         "python -m diffusion_infill.model.training.corpus")
 
     torch.set_num_threads(1)  # as in each loader process
     try:

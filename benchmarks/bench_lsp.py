@@ -2,9 +2,9 @@
 
     python -m benchmarks.bench_lsp [--model DIR | --worker ADDRESS] [--requests 20]
 
-Starts `python -m lsp.server` over stdio (the server spawns its own worker with `--model`,
-default the shipped checkpoint, or uses a running worker), opens held-out test files (from
-data/corpus, packages never trained on; the standard library's textwrap when there is no
+Starts `python -m diffusion_infill.lsp.server` over stdio (the server spawns its own worker with
+`--model`, default the shipped checkpoint, or uses a running worker), opens held-out test files
+(from data/corpus, packages never trained on; the standard library's textwrap when there is no
 corpus) and times, from request sent to response received:
 
 - inline completion: a line cut at a word boundary near its middle and the rest of it
@@ -55,8 +55,8 @@ from benchmarks.heldout import (
     mid_line_cut,
 )
 from benchmarks.results_file import write_results
-from lsp.docstring import missing_docstrings
-from lsp.positions import Lines
+from diffusion_infill.lsp.docstring import missing_docstrings
+from diffusion_infill.lsp.positions import Lines
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus_v2"
@@ -224,7 +224,7 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     client = LanguageClient("bench-lsp", "1")
-    await client.start_io(sys.executable, "-m", "lsp.server", cwd=str(ROOT))
+    await client.start_io(sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(ROOT))
     settings: dict[str, Any] = {"progressDelay": 60_000, **args.setting}
     if args.worker:
         settings["workerAddress"] = args.worker

@@ -2,12 +2,12 @@
 
     python -m benchmarks.bench_parallel [--steps 16] [--layouts 1x1,1x2,2x1]
 
-Each layout (`WORKERSxTHREADS`) runs `python -m model.train` for a few real steps, warm
-from model/weights on the training corpus, in a fresh process as the long run does, and
-reads tokens and training seconds (start-up and evaluation excluded) from the export's
-training.json. A worker layout counts all workers' tokens. Run it on an idle machine:
-the figures are only comparable with nothing else on the cores. Prints a table and
-writes benchmarks/results/train_parallel.json.
+Each layout (`WORKERSxTHREADS`) runs `python -m diffusion_infill.model.training.train` for a few
+real steps, warm from model/weights on the training corpus, in a fresh process as the long run
+does, and reads tokens and training seconds (start-up and evaluation excluded) from the export's
+training.json. A worker layout counts all workers' tokens. Run it on an idle machine: the
+figures are only comparable with nothing else on the cores. Prints a table and writes
+benchmarks/results/train_parallel.json.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def parse_layout(text: str) -> tuple[int, int]:
 
 def run_layout(workers: int, threads: int, steps: int, init_from: Path, corpus: Path,
                out: Path) -> dict:
-    cmd = [sys.executable, "-m", "model.train", "--init-from", str(init_from),
+    cmd = [sys.executable, "-m", "diffusion_infill.model.training.train",
+           "--init-from", str(init_from),
            "--corpus", str(corpus), "--out", str(out), "--max-steps", str(steps),
            "--eval-every", "100000", "--save-every", "100000", "--workers", str(workers),
            "--threads", str(threads), "--lr", "1.5e-4", "--quiet"]

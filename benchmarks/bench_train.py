@@ -2,15 +2,15 @@
 
     python -m benchmarks.bench_train [--preset small] [--seconds 40] [--configs a,b,...]
 
-Each configuration runs real optimiser steps of model.train (forward, backward, AdamW) on
-batches from model.noising (the training corpus when data/corpus_v2 exists, else synthetic
+Each configuration runs real optimiser steps of model.training.train (forward, backward, AdamW) on
+batches from model.training.noising (the training corpus when data/corpus_v2 exists, else synthetic
 token windows with the same noise), after warm-up steps that are not timed (torch.compile
 compiles there). Configurations are run in turn, twice, in ABBA order, so that a drift in
 the machine's load falls on all of them alike (one that takes minutes per step runs once);
 the figure is the median step.
 
 Configurations (name: what changes against `fp32`):
-  today      the default of model/train.py before this benchmark existed: bf16 autocast
+  today      the default of model/training/train.py before this benchmark existed: bf16 autocast
              (= bf16; on a CPU without bf16 instructions a step takes minutes)
   fp32       fp32, torch's default threads, batch 32 x 256, output head on loss positions
   compile    fp32, the encoder under torch.compile
@@ -40,18 +40,24 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from model import openmp as _before_torch  # noqa: F401  (sets its OpenMP spin: model/openmp.py)
+from diffusion_infill.model import openmp as _before_torch  # noqa: F401  (sets its OpenMP spin: model/openmp.py)
 import torch
 from tokenizers import Tokenizer
 from tqdm import tqdm
 from transformers import ModernBertForMaskedLM
 
 from benchmarks.results_file import RESULTS, write_results
-from model.config import PRESETS, Preset, modernbert_config
-from model.noising import Batch, NoiseConfig, TextSampler, Vocab, make_batch
-from model.precision import cpu_flags, pick_precision
-from model.tokenizer import chars_per_token
-from model.train import make_optimizer, parse_args, train_step
+from diffusion_infill.model.precision import cpu_flags, pick_precision
+from diffusion_infill.model.training.config import PRESETS, Preset, modernbert_config
+from diffusion_infill.model.training.noising import (
+    Batch,
+    NoiseConfig,
+    TextSampler,
+    Vocab,
+    make_batch,
+)
+from diffusion_infill.model.training.tokenizer import chars_per_token
+from diffusion_infill.model.training.train import make_optimizer, parse_args, train_step
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
 

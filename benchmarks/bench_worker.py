@@ -29,9 +29,9 @@ from tqdm import tqdm
 
 from benchmarks.heldout import infill_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.core.errors import InfillError
-from infill.core.spans import find_holes
-from infill.serve.client import WorkerClient, WorkerError
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.core.spans import find_holes
+from diffusion_infill.infill.serve.client import WorkerClient, WorkerError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "holes.py"

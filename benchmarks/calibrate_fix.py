@@ -37,12 +37,16 @@ from tqdm import tqdm
 
 from benchmarks.heldout import BugExample, bug_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.core.options import SamplerOptions
-from infill.core.repair import prepare_repair, score_text, suspicious_spans
-from infill.core.results import TokenScore
-from infill.core.sampler import denoise
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION, worst_first
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.repair import prepare_repair, score_text, suspicious_spans
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.sampler import denoise
+from diffusion_infill.infill.core.suspicion import (
+    DEFAULT_MIN_LIKELY,
+    DEFAULT_MIN_SUSPICION,
+    worst_first,
+)
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = ROOT / "docs" / "img" / "fix_calibration.png"

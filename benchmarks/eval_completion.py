@@ -42,7 +42,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-import infill
 from benchmarks.bench_lsp import WINDOW_CHARS, parse_setting
 from benchmarks.heldout import (
     Example,
@@ -53,9 +52,10 @@ from benchmarks.heldout import (
     mid_line_cut,
 )
 from benchmarks.results_file import write_results
-from lsp.completion import completion_ask
-from lsp.settings import Settings, parse
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.settings import Settings, parse
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 CASES = ("mid-line", "empty line, one line", "empty line, block")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n[ \t]*\n")

@@ -36,7 +36,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-import infill
 from benchmarks.heldout import (
     DocstringExample,
     docstring_examples,
@@ -44,10 +43,11 @@ from benchmarks.heldout import (
     heldout_files,
 )
 from benchmarks.results_file import write_results
-from lsp.actions import action_options, docstring_request
-from lsp.docstring import docstring_slot
-from lsp.settings import Settings
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.lsp.actions import action_options, docstring_request
+from diffusion_infill.lsp.docstring import docstring_slot
+from diffusion_infill.lsp.settings import Settings
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")

@@ -37,7 +37,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-import infill
 from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
     Example,
@@ -48,19 +47,20 @@ from benchmarks.heldout import (
     random_content_line,
 )
 from benchmarks.results_file import write_results
-from infill.core.checks import KINDS, check_fills, splice
-from infill.core.engine import prepare_fill
-from infill.core.repair import fix_text, score_text
-from infill.core.sampler import denoise
-from infill.core.spans import neutralise
-from infill.core.suspicion import preference, worst_first
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.infill.core.checks import KINDS, check_fills, splice
+from diffusion_infill.infill.core.engine import prepare_fill
+from diffusion_infill.infill.core.repair import fix_text, score_text
+from diffusion_infill.infill.core.sampler import denoise
+from diffusion_infill.infill.core.spans import neutralise
+from diffusion_infill.infill.core.suspicion import preference, worst_first
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 # "bugs_top1": localisation only, without the repairs (an untrained model never ends one)
 # "arguments": holes inside a line (a call's arguments), with code after them on the line
 PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
          "arguments", "masked", "bugs", "bugs_top1")
-# what model/ship.py needs, the default: "arguments" (200 more holes, ~45 minutes on one
+# what model/training/release.py needs, the default: "arguments" (200 more holes, ~45 minutes on one
 # CPU thread) only when asked for
 SHIP_PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
               "masked", "bugs")

@@ -26,16 +26,20 @@ import sys
 import time
 from pathlib import Path
 
-import infill
 from benchmarks.eval_model import infill_scores, same_code
 from benchmarks.heldout import HELDOUT_WINDOW_CHARS, heldout_arguments, heldout_files
 from benchmarks.real_files import load as load_real
 from benchmarks.results_file import write_results
 from benchmarks.shapes import SHAPES, real_file_examples, shape_examples
-from infill.core.lines import framed_code, is_whole_lines
-from infill.core.options import DEFAULT_CACHE_REFRESH, DEFAULT_CHECKS, DEFAULT_LENGTHS
-from infill.core.spans import Span
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.infill.core.lines import framed_code, is_whole_lines
+from diffusion_infill.infill.core.options import (
+    DEFAULT_CACHE_REFRESH,
+    DEFAULT_CHECKS,
+    DEFAULT_LENGTHS,
+)
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 ALL = (*SHAPES, "real", "real-cursor")
 LINE_SHAPES = {"whole-line", "block", "real"}  # indentation and line break in the hole

@@ -3,9 +3,9 @@ held-out ones, the same batches for every model.
 
     python -m benchmarks.fit_gap --models shipped=model/weights,runs/grown12/export [--batches 8]
 
-For each model: masked cross-entropy and accuracy (the validation noise of model.train, one
+For each model: masked cross-entropy and accuracy (the validation noise of model.training.train, one
 forward pass) on `--batches` fixed batches of 16 x 512 windows from the training split and
-from the validation split (library code only, as model.train's validation), drawn with one
+from the validation split (library code only, as model.training.train's validation), drawn with one
 seed so that every model, every run and every machine reads the same batches (the
 trainer's own validation batches depend on its `--seed`). A model whose training CE still
 falls as fast as its validation CE is short of capacity or compute; one whose gap widens
@@ -27,10 +27,15 @@ from tokenizers import Tokenizer
 from tqdm import tqdm
 
 from benchmarks.results_file import RESULTS, write_results
-from model import modernbert
-from model.noising import TextSampler, Vocab, make_batch
-from model.precision import pick_precision
-from model.train import VALID_NOISE, estimate_loss, init_record, load_texts
+from diffusion_infill.model import modernbert
+from diffusion_infill.model.precision import pick_precision
+from diffusion_infill.model.training.noising import TextSampler, Vocab, make_batch
+from diffusion_infill.model.training.train import (
+    VALID_NOISE,
+    estimate_loss,
+    init_record,
+    load_texts,
+)
 
 SEED = 1234
 

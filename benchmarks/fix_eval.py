@@ -12,10 +12,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from benchmarks.results_file import RESULTS
-from infill.core.repair import fix_text
-from infill.core.results import TokenScore
-from infill.core.suspicion import preference, worst_first
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill.infill.core.repair import fix_text
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.suspicion import preference, worst_first
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 
 def checkpoint(model: Path) -> str:

@@ -1,7 +1,7 @@
 """The releases the real-fix set is cut from, fetched and diffed (benchmarks/real_fixes.py).
 
 PINS: consecutive releases (oldest first) of small pure-Python packages that neither
-data/corpus_v2/split.json nor model/corpus/packages.py names (licences MIT / BSD /
+data/corpus_v2/split.json nor model/training/corpus/packages.py names (licences MIT / BSD /
 Apache-2.0 / PSF / ISC). Each version is fetched as a wheel, else as an sdist; the newest
 one's sdist is fetched as well for its changelog.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.one_line_fixes import one_line_changes
 from benchmarks.real_files import mostly_in_training, training_lines
-from model.corpus.sources import _pip_download, archive_in
+from diffusion_infill.model.training.corpus.sources import _pip_download, archive_in
 
 _P = {
     "wcwidth": "0.3.3 0.3.4 0.3.5 0.4.0 0.5.0 0.5.2 0.5.3 0.6.0 0.7.0 0.8.0 0.8.1 0.8.2 0.8.3 "

@@ -5,15 +5,15 @@ answer.
     python -m benchmarks.fuzz_lsp --sessions 200 --worker unix:PATH  # a running worker
     python -m benchmarks.fuzz_lsp --slow-pass 0.25 --out benchmarks/results/fuzz_lsp_deadline.json
 
-Each *server run* starts `python -m lsp.server`, initializes it with a random position
-encoding (UTF-8, UTF-16 or UTF-32) and random client capabilities (resolve, documentChanges,
-inline completion, applyEdit), and drives `--sessions-per-server` sessions through it. A
-session opens documents (unicode, CRLF and lone CR, form feeds, lone surrogates, hole
-markers good and malformed, in odd places; percent-escaped URIs), changes them (whole and
-incremental), asks for code actions on random ranges and resolves some of them (stale
-ones too), inline completion and completion at random positions, cancels requests in
-flight, closes documents, asks about documents never opened, and sends malformed params.
-Some requests are left in flight while the session goes on.
+Each *server run* starts `python -m diffusion_infill.lsp.server`, initializes it with a random
+position encoding (UTF-8, UTF-16 or UTF-32) and random client capabilities (resolve,
+documentChanges, inline completion, applyEdit), and drives `--sessions-per-server` sessions
+through it. A session opens documents (unicode, CRLF and lone CR, form feeds, lone surrogates,
+hole markers good and malformed, in odd places; percent-escaped URIs), changes them (whole and
+incremental), asks for code actions on random ranges and resolves some of them (stale ones too),
+inline completion and completion at random positions, cancels requests in flight, closes
+documents, asks about documents never opened, and sends malformed params. Some requests are left
+in flight while the session goes on.
 
 The worker is `tests/lsp_fake_worker.py` (a fast deterministic fake model; a forward pass
 over a canvas that holds `SLOW` takes `--slow-pass` seconds, so such requests stay in
@@ -285,7 +285,7 @@ async def server_run(args: argparse.Namespace, address: str, run: int, sessions:
                                               "changes")}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lsp.server", cwd=str(ROOT), env=env,
+        sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(ROOT), env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
     server = Server(proc, figures)

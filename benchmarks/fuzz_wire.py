@@ -126,7 +126,7 @@ class Figures:
 
 
 class Server:
-    """`python -m lsp.server` over pipes: raw JSON-RPC, so anything can be sent."""
+    """`python -m diffusion_infill.lsp.server` over pipes: raw JSON-RPC, so anything can be sent."""
 
     def __init__(self, proc: asyncio.subprocess.Process, figures: Figures) -> None:
         self.proc = proc

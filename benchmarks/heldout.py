@@ -50,7 +50,8 @@ def heldout_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, default=None,
                         help="model directory (default: the shipped model)")
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="corpus folder with <split>.jsonl (python -m model.corpus)")
+                        help="corpus folder with <split>.jsonl "
+                             "(python -m diffusion_infill.model.training.corpus)")
     parser.add_argument("--split", default="test", help="split to evaluate on")
 
 
@@ -59,7 +60,8 @@ def heldout_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     file when it is missing."""
     path = args.corpus / f"{args.split}.jsonl"
     if not path.is_file():
-        parser.error(f"{path} not found: build the corpus with python -m model.corpus")
+        parser.error(f"{path} not found: build the corpus with "
+                     "python -m diffusion_infill.model.training.corpus")
     return load_test_files(args.corpus, args.split)
 
 
@@ -277,7 +279,7 @@ def docstring_examples(files: list[str], n: int, seed: int = 0, per_file: int = 
     """Functions and classes of the test files that have a docstring, each with the
     docstring taken out: what "Insert docstring" is offered on. At most `per_file` from one
     file, so that a few long modules do not make up the sample."""
-    from infill.core.scopes import python_parser  # tree-sitter, only for this kind
+    from diffusion_infill.infill.core.scopes import python_parser  # tree-sitter, only for this kind
 
     parser = python_parser()
     rng = random.Random(seed)

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-import infill
 from benchmarks.eval_model import argument_examples
 from benchmarks.heldout import infill_examples, load_test_files
 from benchmarks.length_study import null_profile
 from benchmarks.results_file import write_results
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 
 def hole_ends(den, examples, options: infill.SamplerOptions, desc: str) -> dict[str, object]:

@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-import infill
 from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
     heldout_arguments,
@@ -39,10 +38,11 @@ from benchmarks.heldout import (
     infill_examples,
 )
 from benchmarks.results_file import write_results
-from infill.core.engine import prepare_fill
-from infill.core.scoring import log_softmax
-from infill.core.spans import neutralise
-from model.loading import default_model_dir, load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.infill.core.engine import prepare_fill
+from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.spans import neutralise
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 
 def null_profile(den, text: str, span: infill.Span, options) -> list[float]:

@@ -32,8 +32,8 @@ from typing import Any
 
 from benchmarks.heldout import Example, infill_examples, load_test_files, random_content_line
 from benchmarks.results_file import RESULTS, write_results
-from infill.core import checks
-from infill.core.spans import Span, neutralise
+from diffusion_infill.infill.core import checks
+from diffusion_infill.infill.core.spans import Span, neutralise
 
 _WORD = re.compile(r"[^\W\d]\w*")
 Case = tuple[str, str, int, int]  # before (span neutralised), after (truth in place), start, end

@@ -19,7 +19,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from model.corpus.sources import _download_wheels
+from diffusion_infill.model.training.corpus.sources import _download_wheels
 
 # pinned: name -> version (licences: MIT / BSD / Apache-2.0 / PSF)
 PACKAGES = {
@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     args = parser.parse_args(argv)
     if not (args.corpus / "train.jsonl").is_file():
-        parser.error(f"{args.corpus}/train.jsonl not found: python -m model.corpus")
+        parser.error(f"{args.corpus}/train.jsonl not found: "
+                     "python -m diffusion_infill.model.training.corpus")
     build(args.out, args.cache, args.corpus)
 
 

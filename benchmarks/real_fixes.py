@@ -5,7 +5,7 @@
 
 The set: for every pair of consecutive pinned releases (PINS) of small pure-Python
 packages that the corpus does not hold (neither data/corpus_v2/split.json nor
-model/corpus/packages.py names them), both archives are fetched with `pip download
+model/training/corpus/packages.py names them), both archives are fetched with `pip download
 --no-deps` into data/real_fixes_cache (the wheel, else the sdist) and every .py file
 present in both is diffed. A hunk is kept when one line became one other line with the
 same indentation, the rest of the file is the same within the window around it (~700
@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("say what to do: build (write the set) or eval (run the fixer on it)")
     if args.command == "build":
         if not (args.corpus / "train.jsonl").is_file():
-            parser.error(f"{args.corpus}/train.jsonl not found: python -m model.corpus")
+            parser.error(f"{args.corpus}/train.jsonl not found: "
+                         "python -m diffusion_infill.model.training.corpus")
         build_set(args.out, args.cache, args.corpus, PINS)
         return
     if args.n is not None and args.n < 1:

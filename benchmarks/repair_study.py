@@ -30,12 +30,12 @@ from tqdm import tqdm
 
 from benchmarks.heldout import bug_examples, load_test_files
 from benchmarks.results_file import write_results
-from infill.core.engine import prepare_fill
-from infill.core.options import DEFAULT_CHECKS, SamplerOptions
-from infill.core.repair import _widen, prepare_repair, score_text, suspicious_spans
-from infill.core.sampler import denoise
-from infill.core.spans import Span
-from model.loading import load_denoiser
+from diffusion_infill.infill.core.engine import prepare_fill
+from diffusion_infill.infill.core.options import DEFAULT_CHECKS, SamplerOptions
+from diffusion_infill.infill.core.repair import _widen, prepare_repair, score_text, suspicious_spans
+from diffusion_infill.infill.core.sampler import denoise
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.model.loading import load_denoiser
 
 VARIANTS = ("located", "substitute", "redenoise_exact", "redenoise_raced", "shipped",
             "oracle_exact", "oracle_raced")

@@ -33,10 +33,10 @@ from tqdm import tqdm
 
 from benchmarks.heldout import bug_examples, heldout_arguments, heldout_files
 from benchmarks.results_file import write_results
-from infill.core.repair import _char_offsets, score_text
-from infill.core.scoring import log_softmax
-from infill.core.suspicion import preference, worst_first
-from model.loading import load_denoiser
+from diffusion_infill.infill.core.repair import _char_offsets, score_text
+from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.suspicion import preference, worst_first
+from diffusion_infill.model.loading import load_denoiser
 
 RULES = {
     "one pass (the fixer's preference)": lambda c: c["pref"],

@@ -38,7 +38,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-import infill
 from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
     Example,
@@ -48,14 +47,15 @@ from benchmarks.heldout import (
 )
 from benchmarks.results_file import write_results
 from benchmarks.search_records import summarise
-from infill.core.canvas import fill_ids
-from infill.core.engine import PreparedFill, prepare_fill
-from infill.core.sampler import denoise
-from infill.core.scoring import log_softmax
-from infill.core.spans import neutralise
-from model.denoiser import Denoiser
-from model.loading import default_model_dir, load_denoiser
-from model.train import init_record
+from diffusion_infill import infill
+from diffusion_infill.infill.core.canvas import fill_ids
+from diffusion_infill.infill.core.engine import PreparedFill, prepare_fill
+from diffusion_infill.infill.core.sampler import denoise
+from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.spans import neutralise
+from diffusion_infill.model.denoiser import Denoiser
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
+from diffusion_infill.model.training.train import init_record
 
 BATCH = 16  # canvases per forward pass when scoring a candidate left to right
 

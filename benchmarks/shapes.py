@@ -116,7 +116,9 @@ def shape_examples(files: list[str], shape: str, n: int, seed: int = 0,
             return [Example(e.text, e.start, e.end, "cursor") for e in lines
                     if _whole_line(e) is not None][:n]
         return [w for w in map(_whole_line, lines) if w is not None][:n]
-    from infill.core.scopes import python_parser  # tree-sitter, only for these shapes
+    from diffusion_infill.infill.core.scopes import (
+        python_parser,  # tree-sitter, only for these shapes
+    )
 
     parser = python_parser()
     rng = random.Random(seed)

@@ -19,19 +19,26 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from infill.core.diff import Edit
-from infill.core.errors import InfillError, NoHolesError
-from infill.core.options import DEFAULT_CHECKS, SamplerOptions
-from infill.core.spans import Span, find_holes
-from infill.core.suspicion import expectation
-from infill.serve.protocol import Result, Step
-from lsp import diagnostics
-from lsp.docstring import DocstringSlot, docstring_slot
-from lsp.excerpt import Excerpt, definition_start, excerpt
-from lsp.host import Feature, Host, Snapshot, request_failed, require_current, workspace_edit
-from lsp.positions import shift
-from lsp.progress import WorkProgress, live_view
-from lsp.settings import Settings
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.infill.core.errors import InfillError, NoHolesError
+from diffusion_infill.infill.core.options import DEFAULT_CHECKS, SamplerOptions
+from diffusion_infill.infill.core.spans import Span, find_holes
+from diffusion_infill.infill.core.suspicion import expectation
+from diffusion_infill.infill.serve.protocol import Result, Step
+from diffusion_infill.lsp import diagnostics
+from diffusion_infill.lsp.docstring import DocstringSlot, docstring_slot
+from diffusion_infill.lsp.excerpt import Excerpt, definition_start, excerpt
+from diffusion_infill.lsp.host import (
+    Feature,
+    Host,
+    Snapshot,
+    request_failed,
+    require_current,
+    workspace_edit,
+)
+from diffusion_infill.lsp.positions import shift
+from diffusion_infill.lsp.progress import WorkProgress, live_view
+from diffusion_infill.lsp.settings import Settings
 
 log = logging.getLogger("infill.lsp")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from infill.core.errors import InfillError
-from lsp.host import Feature, request_failed
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.lsp.host import Feature, request_failed
 
 WORKER_INFO = "infill.workerInfo"
 

@@ -32,14 +32,14 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from infill.core.errors import InfillError
-from infill.core.options import DEFAULT_CACHE_REFRESH, SamplerOptions
-from infill.core.spans import Span
-from lsp.excerpt import Excerpt, excerpt
-from lsp.host import Feature, Host, Snapshot
-from lsp.positions import LINE_BREAK
-from lsp.progress import WorkProgress, live_view
-from lsp.settings import Settings
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.core.options import DEFAULT_CACHE_REFRESH, SamplerOptions
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.lsp.excerpt import Excerpt, excerpt
+from diffusion_infill.lsp.host import Feature, Host, Snapshot
+from diffusion_infill.lsp.positions import LINE_BREAK
+from diffusion_infill.lsp.progress import WorkProgress, live_view
+from diffusion_infill.lsp.settings import Settings
 
 _WORD = re.compile(r"\w*$")
 # A line break followed by a line of spaces and tabs alone and its line break.

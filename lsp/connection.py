@@ -18,12 +18,12 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from infill.core.options import SamplerOptions
-from infill.core.results import TokenScore
-from infill.core.spans import Span
-from infill.serve.client import WorkerClient
-from infill.serve.protocol import Result, Step, WorkerInfo
-from lsp.settings import Settings
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.serve.client import WorkerClient
+from diffusion_infill.infill.serve.protocol import Result, Step, WorkerInfo
+from diffusion_infill.lsp.settings import Settings
 
 CONNECT_TIMEOUT = 180.0  # seconds: a spawned worker imports torch and loads the model first
 REQUEST_TIMEOUT = 120.0

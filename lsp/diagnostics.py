@@ -26,12 +26,12 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified
 
-from infill.core.errors import InfillError
-from infill.core.results import TokenScore
-from infill.core.suspicion import expectation, is_suspicious, worst_first
-from lsp.excerpt import excerpt
-from lsp.host import Feature, Host, Snapshot
-from lsp.settings import Settings
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.suspicion import expectation, is_suspicious, worst_first
+from diffusion_infill.lsp.excerpt import excerpt
+from diffusion_infill.lsp.host import Feature, Host, Snapshot
+from diffusion_infill.lsp.settings import Settings
 
 log = logging.getLogger("infill.lsp")
 

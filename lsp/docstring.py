@@ -20,11 +20,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from infill.core.diff import Edit
-from infill.core.errors import InfillError
-from infill.core.scopes import python_parser
-from infill.core.spans import DEFAULT_MARKER, find_holes, neutralise
-from lsp.positions import LINE_BREAK, line_start
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.core.scopes import python_parser
+from diffusion_infill.infill.core.spans import DEFAULT_MARKER, find_holes, neutralise
+from diffusion_infill.lsp.positions import LINE_BREAK, line_start
 
 DEFS = {"function_definition": "function", "class_definition": "class"}
 _STRING = {"string", "concatenated_string"}

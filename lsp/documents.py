@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 
-from lsp.positions import LINE_BREAK, Lines
+from diffusion_infill.lsp.positions import LINE_BREAK, Lines
 
 log = logging.getLogger("infill.lsp")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")

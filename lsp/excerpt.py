@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lsp.positions import LINE_BREAK, line_start
+from diffusion_infill.lsp.positions import LINE_BREAK, line_start
 
 # What starts a definition (`def`, `class`, a decorator). Lines that start with one are
 # almost never inside a string, unlike lines of prose in a docstring; a wrong guess only

@@ -22,11 +22,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException
 from pygls.progress import Progress
 
-from infill.core.diff import Edit
-from infill.core.errors import INPUT, InfillError
-from lsp.connection import WorkerConnection
-from lsp.positions import Lines
-from lsp.settings import Settings
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.infill.core.errors import INPUT, InfillError
+from diffusion_infill.lsp.connection import WorkerConnection
+from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.settings import Settings
 
 log = logging.getLogger("infill.lsp")
 F = TypeVar("F", bound=Callable[..., Any])

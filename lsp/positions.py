@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from infill.core.diff import Edit
+from diffusion_infill.infill.core.diff import Edit
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 

@@ -18,8 +18,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from infill.serve.protocol import Step
-from lsp.host import Host, Snapshot
+from diffusion_infill.infill.serve.protocol import Step
+from diffusion_infill.lsp.host import Host, Snapshot
 
 log = logging.getLogger("infill.lsp")
 

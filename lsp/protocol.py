@@ -22,7 +22,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCRequestMessage
 from pygls.protocol.language_server import lsp_method
 
-from lsp.documents import DocumentWorkspace
+from diffusion_infill.lsp.documents import DocumentWorkspace
 
 log = logging.getLogger("infill.lsp")
 

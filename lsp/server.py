@@ -31,16 +31,16 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified
 from pygls.lsp.server import LanguageServer
 
-from infill.core.errors import InfillError
-from lsp.actions import CodeActions
-from lsp.commands import WorkerInfoCommand
-from lsp.completion import Completions
-from lsp.connection import WorkerConnection
-from lsp.diagnostics import Diagnostics
-from lsp.documents import Document
-from lsp.host import Feature, Snapshot
-from lsp.protocol import InfillProtocol
-from lsp.settings import SECTION, Settings, parse, section
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.lsp.actions import CodeActions
+from diffusion_infill.lsp.commands import WorkerInfoCommand
+from diffusion_infill.lsp.completion import Completions
+from diffusion_infill.lsp.connection import WorkerConnection
+from diffusion_infill.lsp.diagnostics import Diagnostics
+from diffusion_infill.lsp.documents import Document
+from diffusion_infill.lsp.host import Feature, Snapshot
+from diffusion_infill.lsp.protocol import InfillProtocol
+from diffusion_infill.lsp.settings import SECTION, Settings, parse, section
 
 log = logging.getLogger("infill.lsp")
 

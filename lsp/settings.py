@@ -16,17 +16,17 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from infill.core.errors import OptionError
-from infill.core.options import (
+from diffusion_infill.infill.core.errors import OptionError
+from diffusion_infill.infill.core.options import (
     DEFAULT_CACHE_REFRESH,
     DEFAULT_GROW_CAP,
     DEFAULT_LENGTHS,
     MAX_CANDIDATES,
     SamplerOptions,
 )
-from infill.core.spans import DEFAULT_MARKER, check_marker
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
-from infill.serve.sockets import parse_address
+from diffusion_infill.infill.core.spans import DEFAULT_MARKER, check_marker
+from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
+from diffusion_infill.infill.serve.sockets import parse_address
 
 SECTION = "infill"
 

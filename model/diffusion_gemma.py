@@ -44,8 +44,8 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from model import footprint
-from model.denoiser import CacheHint, ModelLoadError, SpecialIds
+from diffusion_infill.model import footprint
+from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
 
 log = logging.getLogger(__name__)
 

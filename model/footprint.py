@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from model.denoiser import ModelLoadError
+from diffusion_infill.model.denoiser import ModelLoadError
 
 # Bytes per element of each safetensors dtype.
 DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2,

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from model import modernbert, travel
-from model.cache import CachedModernBert, ContextCache
-from model.denoiser import CacheHint, ModelLoadError, SpecialIds
-from model.precision import Precision, pick_precision, quantise_int8
+from diffusion_infill.model import modernbert, weight_files
+from diffusion_infill.model.cache import CachedModernBert, ContextCache
+from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
+from diffusion_infill.model.precision import Precision, pick_precision, quantise_int8
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,11 @@ def _load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Mo
         raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
     if own is not None:
         return own
-    if not (path / travel.WEIGHTS).is_file() and (path / travel.PACKED).is_file():
+    if not (path / weight_files.WEIGHTS).is_file() and (path / weight_files.PACKED).is_file():
         raise ModelLoadError(f"cannot load model from {path}: packed int8 weights "
-                             f"({travel.PACKED}) load only for the ModernBERT this project "
-                             "trains; unpack them (python -m model.travel unpack)")
+                             f"({weight_files.PACKED}) load only for the ModernBERT this project "
+                             "trains; unpack them "
+                             "(python -m diffusion_infill.model.training.packing unpack)")
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 

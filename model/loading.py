@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from model.denoiser import Denoiser, ModelLoadError
+from diffusion_infill.model.denoiser import Denoiser, ModelLoadError
 
 __all__ = ["ModelLoadError", "check_model_dir", "default_model_dir", "load_denoiser"]
 
@@ -82,7 +82,7 @@ def load_denoiser(
     check_model_dir(path)
     if _model_type(path) == "diffusion_gemma":
         try:
-            from model.diffusion_gemma import DiffusionGemmaDenoiser  # noqa: PLC0415
+            from diffusion_infill.model.diffusion_gemma import DiffusionGemmaDenoiser  # noqa: PLC0415
         except ImportError as exc:
             raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}"
                                  ) from exc
@@ -92,7 +92,7 @@ def load_denoiser(
         raise ModelLoadError(f"--quantize and --prompt are for DiffusionGemma models; {path} "
                              f"holds a {_model_type(path) or 'different'} model")
     try:
-        from model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
+        from diffusion_infill.model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
     except ImportError as exc:
         raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}") from exc
     return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code,

@@ -11,7 +11,7 @@ It serves only what this project trains and ships (`ModernBertForMaskedLM`, GELU
 but the decoder's, default RoPE per layer type); `load` returns None for anything else and
 the caller loads through transformers.
 
-Training still uses transformers (model/train.py); only inference skips it.
+Training still uses transformers (model/training/train.py); only inference skips it.
 """
 
 from __future__ import annotations
@@ -184,15 +184,16 @@ class ModernBertMaskedLM(nn.Module):
 def load(path: Path) -> tuple[SimpleNamespace, ModernBertMaskedLM] | None:
     """(config, model in fp32) of a model directory this module runs, else None (then load
     it through transformers). Its weights: model.safetensors, or model.int8.safetensors
-    (model/travel.py), dequantized. Raises what safetensors or torch raise on a broken file."""
-    from model import travel  # noqa: PLC0415 - safetensors, only when loading
+    (model/training/packing.py), dequantized. Raises what safetensors or torch raise on a
+    broken file."""
+    from diffusion_infill.model import weight_files  # noqa: PLC0415 - safetensors, only when loading
 
     raw = json.loads((Path(path) / "config.json").read_text())
-    if not supported(raw) or not travel.has_weights(Path(path)):
+    if not supported(raw) or not weight_files.has_weights(Path(path)):
         return None
     config = SimpleNamespace(**raw)
     model = ModernBertMaskedLM(config)
-    state = {k: v.float() for k, v in travel.read_weights(Path(path)).items()}
+    state = {k: v.float() for k, v in weight_files.read_weights(Path(path)).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or set(missing) - {"decoder.weight"}:
         return None

@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import TargetDenoiser  # noqa: E402
 
-import model.loading  # noqa: E402
-from infill.cli import main  # noqa: E402
+from diffusion_infill.infill.cli import main  # noqa: E402
+from diffusion_infill.model import loading  # noqa: E402
 
 
 class SlowFake(TargetDenoiser):
@@ -35,7 +35,7 @@ def _load(model_dir=None, **kw):  # noqa: ANN001, ANN202, ANN003
     return SlowFake({"= ": "42", "return ": "x + 1"}, confidence=0.99)
 
 
-model.loading.load_denoiser = _load
+loading.load_denoiser = _load
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -50,7 +50,7 @@ def corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tok_dir(corpus: Path, tmp_path_factory) -> Path:
-    from model import tokenizer
+    from diffusion_infill.model.training import tokenizer
 
     out = tmp_path_factory.mktemp("tok")
     tokenizer.save_for_transformers(tokenizer.train(corpus, vocab_size=400), out)
@@ -64,9 +64,9 @@ def tiny_model_dir(tok_dir: Path, tmp_path_factory) -> Path:
     from tokenizers import Tokenizer
     from transformers import ModernBertForMaskedLM
 
-    from model.config import PRESETS, modernbert_config
-    from model.noising import Vocab
-    from model.tokenizer import save_for_transformers
+    from diffusion_infill.model.training.config import PRESETS, modernbert_config
+    from diffusion_infill.model.training.noising import Vocab
+    from diffusion_infill.model.training.tokenizer import save_for_transformers
 
     out = tmp_path_factory.mktemp("tiny_model")
     tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))

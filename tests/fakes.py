@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from model.denoiser import CacheHint, SpecialIds
+from diffusion_infill.model.denoiser import CacheHint, SpecialIds
 
 PAD, MASK, NULL = 0, 1, 2
 CAPACITY = 400  # distinct characters the fake can hold

@@ -1,5 +1,5 @@
 """The language server's tests: a real worker on a deterministic fake model, and a
-pytest-lsp client driving `python -m lsp.server` over stdio.
+pytest-lsp client driving `python -m diffusion_infill.lsp.server` over stdio.
 
 The server is the production one; it reaches the fake only through its `workerAddress`
 setting (a Unix socket served by `infill.serve.worker.Worker` on a thread of the test process),
@@ -40,10 +40,10 @@ from fakes import CTX_BASE, FILL_BASE  # noqa: E402
 from worker_fake_main import TARGETS as WORKER_TARGETS  # noqa: E402
 from worker_fake_main import WorkerFake, running  # noqa: E402
 
-from infill.serve.protocol import Limits, Message, Step  # noqa: E402
-from infill.serve.requests import ModelRequest  # noqa: E402
-from infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
-from model.denoiser import CacheHint  # noqa: E402
+from diffusion_infill.infill.serve.protocol import Limits, Message, Step  # noqa: E402
+from diffusion_infill.infill.serve.requests import ModelRequest  # noqa: E402
+from diffusion_infill.infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
+from diffusion_infill.model.denoiser import CacheHint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FALLBACK = "pass"
@@ -202,7 +202,8 @@ async def lsp(address: str | None, settings: dict[str, Any] | None = None, *,
     """A started, initialized server using the worker at `address`."""
     client = make_test_lsp_client()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    await client.start_io(sys.executable, "-m", "lsp.server", env=env, cwd=str(ROOT))
+    await client.start_io(sys.executable, "-m", "diffusion_infill.lsp.server", env=env,
+                          cwd=str(ROOT))
     steps: list[Any] = []
     client.feature("infill/denoiseStep")(lambda _client, params: steps.append(params))
     client.steps = steps  # type: ignore[attr-defined]

@@ -6,10 +6,10 @@ import numpy as np
 import torch
 from transformers import ModernBertForMaskedLM
 
-from model.cache import CachedModernBert
-from model.config import PRESETS, modernbert_config
-from model.denoiser import CacheHint, SpecialIds
-from model.hf import HFDenoiser
+from diffusion_infill.model.cache import CachedModernBert
+from diffusion_infill.model.denoiser import CacheHint, SpecialIds
+from diffusion_infill.model.hf import HFDenoiser
+from diffusion_infill.model.training.config import PRESETS, modernbert_config
 
 
 def _model(local: int = 16) -> ModernBertForMaskedLM:

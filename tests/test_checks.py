@@ -8,13 +8,13 @@ import json
 import pytest
 from fakes import TargetDenoiser
 
-import model.loading
-from infill.cli import main
-from infill.core.checks import KINDS, check_fills, splice
-from infill.core.engine import fill_spans, fill_text
-from infill.core.errors import OptionError
-from infill.core.options import DEFAULT_CHECKS, SamplerOptions
-from infill.core.spans import Span
+from diffusion_infill.infill.cli import main
+from diffusion_infill.infill.core.checks import KINDS, check_fills, splice
+from diffusion_infill.infill.core.engine import fill_spans, fill_text
+from diffusion_infill.infill.core.errors import OptionError
+from diffusion_infill.infill.core.options import DEFAULT_CHECKS, SamplerOptions
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.model import loading
 
 MARK = "<mask>"
 
@@ -412,7 +412,7 @@ def test_bad_lengths_are_rejected(n):
 
 def test_the_command_leaves_a_rejected_hole_as_it_was_and_says_why(tmp_path, capsys,
                                                                   monkeypatch):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: ByLength({16: "len(values", 8: "(values"}))
     f = tmp_path / "m.py"
     f.write_text(TEXT)
@@ -424,7 +424,7 @@ def test_the_command_leaves_a_rejected_hole_as_it_was_and_says_why(tmp_path, cap
 
 
 def test_the_command_writes_the_candidate_that_passes(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: ByLength({16: "len(values", 8: "values"}))
     f = tmp_path / "m.py"
     f.write_text(TEXT)

@@ -11,8 +11,8 @@ import sys
 import pytest
 from fakes import TargetDenoiser
 
-import model.loading
-from infill.cli import main
+from diffusion_infill.infill.cli import main
+from diffusion_infill.model import loading
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def fake_model(monkeypatch):
         loads.append((model_dir, kw))
         return TargetDenoiser({"= ": "42", "return ": "x + 1"}, confidence=0.99)
 
-    monkeypatch.setattr(model.loading, "load_denoiser", load)
+    monkeypatch.setattr(loading, "load_denoiser", load)
     return loads
 
 
@@ -241,7 +241,7 @@ def test_help_exits_0(capsys):
 
 def test_console_entry_point_as_a_process(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "infill.cli", "fill", str(tmp_path / "missing.py")],
+        [sys.executable, "-m", "diffusion_infill.infill.cli", "fill", str(tmp_path / "missing.py")],
         capture_output=True,
         text=True,
         check=False,
@@ -261,7 +261,7 @@ def test_console_entry_point_as_a_process(tmp_path):
 )
 def test_a_hole_inside_a_string_literal_cannot_break_its_quoting(
         tmp_path, capsys, monkeypatch, source, target, forbidden):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: TargetDenoiser([target], confidence=0.99))
     f = tmp_path / "s.py"
     f.write_text(source)
@@ -273,7 +273,7 @@ def test_a_hole_inside_a_string_literal_cannot_break_its_quoting(
 
 
 def test_a_hole_in_code_or_an_f_string_field_may_write_quotes(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: TargetDenoiser(["'a'", "b"], confidence=0.99))
     f = tmp_path / "s.py"
     f.write_text("b = 1\nx = <mask>\ny = f'{<mask>}'\n")

@@ -19,11 +19,11 @@ import pytest
 from fakes import TargetDenoiser
 from worker_fake_main import WorkerFake
 
-import model.loading
-from infill.cli import main
-from infill.cli.changes import hunks
-from infill.core import window
-from infill.core.repair import SCORE_BATCH
+from diffusion_infill.infill.cli import main
+from diffusion_infill.infill.cli.changes import hunks
+from diffusion_infill.infill.core import window
+from diffusion_infill.infill.core.repair import SCORE_BATCH
+from diffusion_infill.model import loading
 
 FAKE_MAIN = Path(__file__).resolve().parent / "cli_fake_main.py"
 ORIGINAL = b"# keep me\n" + b"pad = 1\n" * 300 + b"x = <mask>\n"
@@ -69,7 +69,7 @@ def test_in_place_write_past_a_file_size_limit_leaves_the_file_as_it_was(tmp_pat
 
 
 def test_a_write_that_raises_leaves_the_file_byte_for_byte(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: TargetDenoiser({"= ": "42"}, confidence=0.99))
 
     def full(fd: int) -> None:
@@ -166,7 +166,7 @@ def test_a_declared_encoding_is_read_and_written_back(tmp_path):
 
 def test_a_fill_the_declared_encoding_cannot_hold_leaves_the_file(tmp_path, monkeypatch,
                                                                  capsys):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: TargetDenoiser({"= ": "'€'"}, confidence=0.99))
     f = tmp_path / "a.py"
     original = "# coding: latin-1\nname = 'café'\nx = <mask>\n".encode("latin-1")
@@ -191,8 +191,8 @@ def test_help_and_input_errors_do_not_import_torch(tmp_path):
     (tmp_path / "hole.py").write_text("x = <mask>\n")
     script = """
 import contextlib, io, sys
-from infill.cli import main
-from infill.cli.changes import hunks
+from diffusion_infill.infill.cli import main
+from diffusion_infill.infill.cli.changes import hunks
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     codes = [main(["--help"]), main(["fill", "--help"]), main(["fill", "missing.py"]),
              main(["fill", "plain.py"]), main(["fill", "--steps", "0", "hole.py"]),
@@ -213,7 +213,7 @@ def counted(monkeypatch):
     "a" is written, so `fix` has a suspicious token to repair) and a count of Python
     parses."""
     fake = WorkerFake(["y"], wrong={"a": "b"}, confidence=0.99, max_length=128)
-    monkeypatch.setattr(model.loading, "load_denoiser", lambda *a, **kw: fake)
+    monkeypatch.setattr(loading, "load_denoiser", lambda *a, **kw: fake)
     parses = []
 
     class Counted(window.PythonScopes):

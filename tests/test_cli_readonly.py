@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from worker_fake_main import WorkerFake
 
-import model.loading
-from infill.cli import main
+from diffusion_infill.infill.cli import main
+from diffusion_infill.model import loading
 
 TESTS = Path(__file__).resolve().parent
 # The command's `main` on the fake worker model: it fills "a = <mask>" with "1 + 2" and
@@ -33,9 +33,9 @@ SCRIPT = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
 from worker_fake_main import WorkerFake
-import model.loading
-model.loading.load_denoiser = lambda *a, **kw: WorkerFake(confidence=0.99)
-from infill.cli import main
+from diffusion_infill.model import loading
+loading.load_denoiser = lambda *a, **kw: WorkerFake(confidence=0.99)
+from diffusion_infill.infill.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 BEFORE = {"fill": b"a = <mask>\n", "fix": b"y = x - 1\n"}
@@ -127,7 +127,8 @@ def nobody() -> Drop:
         for setpriv in [True, False] if shutil.which("setpriv") else [False]:
             drop = Drop(entry.pw_uid, entry.pw_gid, setpriv)
             try:
-                proc = _python(["-c", "import os, infill.cli; print(os.geteuid())"], folder, drop)
+                probe = "import os, diffusion_infill.infill.cli; print(os.geteuid())"
+                proc = _python(["-c", probe], folder, drop)
             except OSError as exc:
                 why.append(str(exc))
                 continue
@@ -248,7 +249,7 @@ def test_fill_refuses_a_read_only_file_before_the_model_runs(tmp_path, monkeypat
         loads.append(a)
         return WorkerFake(confidence=0.99)
 
-    monkeypatch.setattr(model.loading, "load_denoiser", load)
+    monkeypatch.setattr(loading, "load_denoiser", load)
     f = tmp_path / "a.py"
     f.write_bytes(BEFORE["fill"])
     f.chmod(0o444)

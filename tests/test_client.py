@@ -18,16 +18,23 @@ import pytest
 from fakes import TargetDenoiser
 from worker_fake_main import HERE, WorkerFake, running
 
-import model.loading
-from infill import InfillError, SamplerOptions, Span, fill_text
-from infill.cli import main as cli_main
-from infill.core.repair import fix_text
-from infill.core.results import TokenScore
-from infill.serve.client import TIMEOUT, UNAVAILABLE, WorkerClient, WorkerError
-from infill.serve.protocol import CANCELLED, INPUT, UNAUTHORIZED, Result, Step, Welcome
-from infill.serve.sockets import default_socket_path
-from infill.serve.sync_client import SyncWorkerClient
-from infill.serve.worker import Worker
+from diffusion_infill.infill import InfillError, SamplerOptions, Span, fill_text
+from diffusion_infill.infill.cli import main as cli_main
+from diffusion_infill.infill.core.repair import fix_text
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.serve.client import TIMEOUT, UNAVAILABLE, WorkerClient, WorkerError
+from diffusion_infill.infill.serve.protocol import (
+    CANCELLED,
+    INPUT,
+    UNAUTHORIZED,
+    Result,
+    Step,
+    Welcome,
+)
+from diffusion_infill.infill.serve.sockets import default_socket_path
+from diffusion_infill.infill.serve.sync_client import SyncWorkerClient
+from diffusion_infill.infill.serve.worker import Worker
+from diffusion_infill.model import loading
 
 
 @pytest.fixture
@@ -210,7 +217,7 @@ TARGETS = {"= ": "42", "return ": "x + 1"}
 
 @pytest.fixture
 def local_model(monkeypatch):
-    monkeypatch.setattr(model.loading, "load_denoiser",
+    monkeypatch.setattr(loading, "load_denoiser",
                         lambda *a, **kw: TargetDenoiser(TARGETS, confidence=0.99))
 
 
@@ -253,9 +260,9 @@ def test_cli_uses_a_worker_running_on_the_default_socket(tmp_path, capsys, monke
     monkeypatch.delenv("INFILL_WORKER")
 
     def no_model(*a, **kw):
-        raise model.loading.ModelLoadError("not loaded: the worker has it")
+        raise loading.ModelLoadError("not loaded: the worker has it")
 
-    monkeypatch.setattr(model.loading, "load_denoiser", no_model)
+    monkeypatch.setattr(loading, "load_denoiser", no_model)
     f = tmp_path / "a.py"
     f.write_text("y = <mask>\n")
     try:

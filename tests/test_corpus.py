@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from model import corpus
-from model.corpus.card import NOTES
+from diffusion_infill.model.training import corpus
+from diffusion_infill.model.training.corpus.card import NOTES
 
 
 def code(seed: int, lines: int = 30, changed: int = 0) -> str:
@@ -175,6 +175,7 @@ def test_the_builder_is_made_of_short_pieces() -> None:
 
 
 def test_runs_as_a_module() -> None:
-    run = subprocess.run([sys.executable, "-m", "model.corpus", "--help"], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "diffusion_infill.model.training.corpus", "--help"],
+                         capture_output=True,
                          text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
     assert run.returncode == 0 and "--cache" in run.stdout, run.stderr

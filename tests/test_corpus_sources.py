@@ -10,10 +10,10 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from model import corpus
-from model.corpus import debian, exclusions
-from model.corpus.debian_packages import DEBIAN_PACKAGES
-from model.corpus.packages_v3 import V3_PACKAGES
+from diffusion_infill.model.training import corpus
+from diffusion_infill.model.training.corpus import debian, exclusions
+from diffusion_infill.model.training.corpus.debian_packages import DEBIAN_PACKAGES
+from diffusion_infill.model.training.corpus.packages_v3 import V3_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,13 @@ import subprocess
 
 import pytest
 
-from infill.core.diff import Edit, apply_edits, minimal_edits, region_edits, unified_diff
+from diffusion_infill.infill.core.diff import (
+    Edit,
+    apply_edits,
+    minimal_edits,
+    region_edits,
+    unified_diff,
+)
 
 
 def test_hole_is_replaced_whole():

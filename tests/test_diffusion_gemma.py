@@ -22,17 +22,24 @@ import torch
 from worker_fake_main import Raw, running
 
 from benchmarks.bench_diffusion_gemma import gemma_tokenizer, tiny_config
-from infill import SamplerOptions, fill_text
-from infill.cli import main
-from infill.core.canvas import Canvas, SpanSlots
-from infill.core.errors import OptionError
-from infill.core.sampler import DenoiseJob, denoise
-from infill.serve.client import WorkerClient
-from infill.serve.protocol import CANCELLED, Cancel, Error, FillRequest, Result, Step
-from infill.serve.worker import Worker
-from model import footprint
-from model.denoiser import CacheHint, ModelLoadError
-from model.loading import load_denoiser
+from diffusion_infill.infill import SamplerOptions, fill_text
+from diffusion_infill.infill.cli import main
+from diffusion_infill.infill.core.canvas import Canvas, SpanSlots
+from diffusion_infill.infill.core.errors import OptionError
+from diffusion_infill.infill.core.sampler import DenoiseJob, denoise
+from diffusion_infill.infill.serve.client import WorkerClient
+from diffusion_infill.infill.serve.protocol import (
+    CANCELLED,
+    Cancel,
+    Error,
+    FillRequest,
+    Result,
+    Step,
+)
+from diffusion_infill.infill.serve.worker import Worker
+from diffusion_infill.model import footprint
+from diffusion_infill.model.denoiser import CacheHint, ModelLoadError
+from diffusion_infill.model.loading import load_denoiser
 
 CANVAS = 16  # the tiny model's canvas_length (256 in the released model)
 EB = {"order": "entropy-bound", "max_steps": 8}  # 48 by default; fewer keep tests fast
@@ -162,7 +169,7 @@ def test_the_same_seed_gives_the_same_fill(den) -> None:
 
 
 def test_threshold_decoding_and_a_chat_prompt_fill_too(dg_dir, caplog) -> None:
-    with caplog.at_level(logging.INFO, logger="model.diffusion_gemma"):
+    with caplog.at_level(logging.INFO, logger="diffusion_infill.model.diffusion_gemma"):
         chat = load_denoiser(dg_dir, device="cpu", prompt="chat")
     assert any("the weights need" in r.getMessage() for r in caplog.records)
     for den, options in [(chat, EB), (chat, {"exact_length": True})]:
@@ -333,7 +340,7 @@ def test_illegal_entropy_bound_options_are_refused(kw, needle) -> None:
 
 
 def test_the_worker_command_line_names_a_bad_quantisation(dg_dir) -> None:
-    from infill.serve.worker import main as worker_main
+    from diffusion_infill.infill.serve.worker import main as worker_main
 
     with pytest.raises(SystemExit) as exc:
         worker_main(["--model", str(dg_dir), "--quantize", "2bit"])

@@ -3,8 +3,8 @@ which indentation, quote style and line break."""
 
 from __future__ import annotations
 
-from infill.core.diff import apply_edits
-from lsp.docstring import docstring_slot, missing_docstrings
+from diffusion_infill.infill.core.diff import apply_edits
+from diffusion_infill.lsp.docstring import docstring_slot, missing_docstrings
 
 
 def insert(text: str, at: str, body: str = "Doc.") -> str:

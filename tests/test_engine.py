@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from fakes import CTX_BASE, MASK, NULL, TargetDenoiser
 
-import infill
-from infill import (
+from diffusion_infill import infill
+from diffusion_infill.infill import (
     DenoiserError,
     InputError,
     MarkerError,
@@ -455,9 +455,9 @@ def test_context_ids_are_context_and_slots_are_masks():
 
 
 def test_decided_spans_take_no_pass_and_the_others_are_denoised():
-    from infill.core.engine import prepare_fill
-    from infill.core.options import SamplerOptions
-    from infill.core.sampler import denoise
+    from diffusion_infill.infill.core.engine import prepare_fill
+    from diffusion_infill.infill.core.options import SamplerOptions
+    from diffusion_infill.infill.core.sampler import denoise
 
     d = TargetDenoiser(["zz"])
     text = "a = b - c\n"
@@ -476,8 +476,8 @@ def test_decided_spans_take_no_pass_and_the_others_are_denoised():
 
 @pytest.mark.parametrize("decided", [[[5, 6]], [None, None], []])
 def test_decided_tokens_must_match_their_exact_spans(decided):
-    from infill.core.engine import prepare_fill
-    from infill.core.options import SamplerOptions
+    from diffusion_infill.infill.core.engine import prepare_fill
+    from diffusion_infill.infill.core.options import SamplerOptions
 
     d = TargetDenoiser(["x"])
     with pytest.raises(SpanError, match="decided tokens"):

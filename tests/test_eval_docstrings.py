@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.eval_docstrings import name_summary, rouge_l, scores, summary, word_f1, words
 from benchmarks.heldout import docstring_examples
-from lsp.docstring import docstring_slot
+from diffusion_infill.lsp.docstring import docstring_slot
 
 ROOT = Path(__file__).resolve().parents[1]
 

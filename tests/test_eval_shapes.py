@@ -80,8 +80,9 @@ def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: P
 @pytest.mark.parametrize(("args", "message"), [
     (["--shapes", "line"], "unknown shape(s): line"),
     (["--n", "0"], "--n and --window-chars must be >= 1"),
-    (["--shapes", "cursor", "--corpus", "/nonexistent"], "python -m model.corpus"),
-    (["--corpus", "/nonexistent"], "python -m model.corpus"),
+    (["--shapes", "cursor", "--corpus", "/nonexistent"],
+     "python -m diffusion_infill.model.training.corpus"),
+    (["--corpus", "/nonexistent"], "python -m diffusion_infill.model.training.corpus"),
 ])
 def test_refuses_bad_arguments(run_benchmark, args: list[str], message: str) -> None:
     done = run_benchmark("eval_shapes", *args)

@@ -12,7 +12,8 @@ import torch
 from safetensors.torch import load_file
 from transformers import ModernBertForMaskedLM
 
-from model import grow, modernbert, train
+from diffusion_infill.model import modernbert
+from diffusion_infill.model.training import grow, train
 
 
 def _logits(path: Path, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

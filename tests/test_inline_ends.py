@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import infill
 from benchmarks.heldout import Example
 from benchmarks.inline_ends import hole_ends, main
+from diffusion_infill import infill
 from tests.fakes import TargetDenoiser
 
 ROOT = Path(__file__).resolve().parents[1]

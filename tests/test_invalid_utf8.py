@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import pytest
 from fakes import TargetDenoiser
 
-from infill import fill_text
-from infill.core.errors import DenoiserError
+from diffusion_infill.infill import fill_text
+from diffusion_infill.infill.core.errors import DenoiserError
 
 
 class BrokenBytes(TargetDenoiser):

@@ -1,21 +1,27 @@
 """The layout shows the data flow: editor -> lsp -> infill -> model, no arrow back, no
-circle (docs/ARCHITECTURE.md, "Layout"). Read from the code's own imports."""
+circle, and serving apart from training (docs/ARCHITECTURE.md, "Layout"). Read from the
+code's own imports. The folders lsp/, infill/ and model/ install as diffusion_infill.lsp,
+diffusion_infill.infill and diffusion_infill.model (pyproject.toml)."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("lsp", "infill", "model")
+NAMESPACE = "diffusion_infill"
+FOLDERS = ("lsp", "infill", "model")  # each installs as NAMESPACE.<folder>
+LSP, INFILL, MODEL = (f"{NAMESPACE}.{f}" for f in FOLDERS)
+TRAINING = f"{MODEL}.training"
 
 
 def _module(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts = [NAMESPACE, *path.relative_to(ROOT).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -37,7 +43,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _sources() -> dict[str, Path]:
-    return {_module(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+    return {_module(p): p for pkg in FOLDERS for p in sorted((ROOT / pkg).rglob("*.py"))}
 
 
 SOURCES = _sources()
@@ -50,20 +56,47 @@ def _within(module: str, *prefixes: str) -> bool:
 
 # (importing layer, layers or libraries it must not import, why)
 RULES = [
-    ("model", ("infill", "lsp"), "the network knows nothing of the engine or the editor"),
-    ("infill", ("lsp",), "the engine and its worker know nothing of LSP"),
-    ("infill.core", ("infill.serve", "infill.cli", "torch", "transformers", "asyncio",
-                     "socket", "subprocess", "msgpack"), "the engine is pure: no I/O, no torch"),
-    ("infill.serve", ("infill.cli",), "serving does not depend on the command line"),
-    ("lsp", ("model", "torch", "transformers", "numpy"), "the server only talks to a worker"),
+    (MODEL, (INFILL, LSP), "the network knows nothing of the engine or the editor"),
+    (INFILL, (LSP,), "the engine and its worker know nothing of LSP"),
+    (f"{INFILL}.core", (f"{INFILL}.serve", f"{INFILL}.cli", "torch", "transformers", "asyncio",
+                        "socket", "subprocess", "msgpack"), "the engine is pure: no I/O, no torch"),
+    (f"{INFILL}.serve", (f"{INFILL}.cli",), "serving does not depend on the command line"),
+    (LSP, (MODEL, "torch", "transformers", "numpy"), "the server only talks to a worker"),
 ]
 
 
-@pytest.mark.parametrize(("layer", "banned", "why"), RULES, ids=[r[0] for r in RULES])
+@pytest.mark.parametrize(("layer", "banned", "why"), RULES,
+                         ids=[r[0].removeprefix(NAMESPACE + ".") for r in RULES])
 def test_no_import_runs_back_up(layer: str, banned: tuple[str, ...], why: str) -> None:
     wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() if _within(m, layer)
                    for i in _imports(p) if _within(i, *banned))
     assert not wrong, f"{why}: {wrong}"
+
+
+def test_serving_never_imports_training() -> None:
+    """What the worker and the command need to run a model (model/ outside model/training,
+    the engine, the server) never reaches corpus building, noising, training or packing."""
+    wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() if not _within(m, TRAINING)
+                   for i in _imports(p) if _within(i, TRAINING))
+    assert not wrong, wrong
+
+
+def test_every_import_names_the_installed_package() -> None:
+    """`import model` would find the folder only from the repository root, and load a second
+    copy of a module beside the installed one."""
+    wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() for i in _imports(p)
+                   if i.split(".")[0] in FOLDERS)
+    assert not wrong, wrong
+
+
+def test_every_package_folder_is_installed() -> None:
+    """pyproject.toml lists the packages by hand (a folder maps to a name under the
+    namespace): every folder with an __init__.py is listed, and nothing else."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {_module(p.parent / "__init__.py") for pkg in FOLDERS
+               for p in (ROOT / pkg).rglob("__init__.py")}
+    assert set(setuptools["packages"]) == folders
+    assert setuptools["package-dir"] == {f"{NAMESPACE}.{f}": f for f in FOLDERS}
 
 
 def test_no_module_imports_itself_in_a_circle() -> None:
@@ -86,9 +119,12 @@ def test_the_language_server_starts_without_torch_transformers_or_numpy() -> Non
     """Every lsp module imported and the server built: no heavy import on the way (the
     model lives in the worker process)."""
     code = (
-        "import importlib, pkgutil, sys, lsp, lsp.server\n"
-        "lsp.server.create_server()\n"
-        "for m in pkgutil.iter_modules(lsp.__path__): importlib.import_module('lsp.' + m.name)\n"
+        "import importlib, pkgutil, sys\n"
+        "from diffusion_infill import lsp\n"
+        "from diffusion_infill.lsp import server\n"
+        "server.create_server()\n"
+        "for m in pkgutil.iter_modules(lsp.__path__):\n"
+        "    importlib.import_module('diffusion_infill.lsp.' + m.name)\n"
         "loaded = {m.split('.')[0] for m in sys.modules}\n"
         "heavy = sorted({'torch', 'transformers', 'numpy'} & loaded)\n"
         "sys.exit(f'imported {heavy}' if heavy else 0)\n"
@@ -105,9 +141,10 @@ def _long_functions(path: Path, limit: int) -> list[str]:
             and n.end_lineno - n.lineno + 1 > limit]
 
 
-@pytest.mark.parametrize("package", ["infill", "lsp"])
-def test_engine_worker_and_server_are_made_of_short_pieces(package: str) -> None:
-    files = sorted((ROOT / package).rglob("*.py"))
+@pytest.mark.parametrize("package", ["infill", "lsp", "model"])
+def test_engine_worker_server_and_serving_model_are_made_of_short_pieces(package: str) -> None:
+    files = sorted(p for p in (ROOT / package).rglob("*.py")
+                   if not _within(_module(p), TRAINING))
     long_files = [f"{p.relative_to(ROOT)} ({n} lines)" for p in files
                   if (n := len(p.read_text().splitlines())) > 400]
     assert not long_files

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fakes import CTX_BASE, FILL_BASE, TargetDenoiser
 
-from infill import OptionError, Span, apply_edits, fill_spans, fill_text
+from diffusion_infill.infill import OptionError, Span, apply_edits, fill_spans, fill_text
 
 FUNC = "def total(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t\n"
 

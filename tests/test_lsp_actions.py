@@ -22,7 +22,7 @@ from lsp_fake_worker import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from lsp.positions import UTF16, apply_text_edits
+from diffusion_infill.lsp.positions import UTF16, apply_text_edits
 
 
 @pytest.fixture(scope="module")

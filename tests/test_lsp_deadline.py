@@ -25,8 +25,8 @@ from lsp_fake_worker import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from lsp.completion import completion_deadline
-from lsp.settings import Settings, parse
+from diffusion_infill.lsp.completion import completion_deadline
+from diffusion_infill.lsp.settings import Settings, parse
 
 SLOW_STEP = 0.4  # seconds per pass over a SLOW canvas
 MARGIN = 1.0  # seconds an answer may come after its deadline on a busy test machine

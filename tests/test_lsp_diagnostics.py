@@ -9,7 +9,7 @@ import pytest
 from lsp_fake_worker import LspFake, actions, fake_worker, lsp, open_doc, pick, run, whole
 from lsprotocol import types
 
-from lsp.positions import apply_text_edits
+from diffusion_infill.lsp.positions import apply_text_edits
 
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 
@@ -125,8 +125,8 @@ def test_a_token_the_model_would_delete_gets_a_quick_fix_that_deletes_it():
 
 
 def test_a_token_to_delete_is_marked_with_its_leading_space():
-    from infill.core.results import TokenScore
-    from lsp.diagnostics import marked_range
+    from diffusion_infill.infill.core.results import TokenScore
+    from diffusion_infill.lsp.diagnostics import marked_range
 
     text = "if x not in y:"
     at = text.index(" not")

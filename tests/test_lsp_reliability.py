@@ -25,9 +25,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from benchmarks import fuzz_lsp
-from infill.core.diff import Edit
-from lsp.actions import within
-from lsp.positions import UTF16, apply_text_edits
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.lsp.actions import within
+from diffusion_infill.lsp.positions import UTF16, apply_text_edits
 
 INVALID_PARAMS = -32602
 
@@ -184,7 +184,7 @@ def test_shutdown_right_after_initialized_is_clean():
     async def go():
         figures = fuzz_lsp.Figures()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "lsp.server", cwd=str(fuzz_lsp.ROOT),
+            sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(fuzz_lsp.ROOT),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         server = fuzz_lsp.Server(proc, figures)

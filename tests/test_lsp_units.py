@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from infill.core.options import SamplerOptions
-from lsp.actions import find_docstring_slot
-from lsp.completion import shape
-from lsp.excerpt import definition_start, excerpt
-from lsp.settings import Settings, parse
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.lsp.actions import find_docstring_slot
+from diffusion_infill.lsp.completion import shape
+from diffusion_infill.lsp.excerpt import definition_start, excerpt
+from diffusion_infill.lsp.settings import Settings, parse
 
 
 def test_settings_defaults_and_section():

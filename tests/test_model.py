@@ -12,8 +12,8 @@ import torch
 from conftest import SOURCES
 from tokenizers import Tokenizer
 
-from model import noising, train
-from model.loading import ModelLoadError, load_denoiser
+from diffusion_infill.model.loading import ModelLoadError, load_denoiser
+from diffusion_infill.model.training import noising, train
 
 ROUND_TRIP = [
     "\tx = 1  \r\n",
@@ -140,14 +140,14 @@ def test_loader_explains_that_packed_weights_are_for_the_projects_modernbert(
 ) -> None:
     from transformers import BertConfig, BertForMaskedLM
 
-    from model import travel
+    from diffusion_infill.model.training import packing
 
     BertForMaskedLM(BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1,
                                num_attention_heads=2, intermediate_size=32)
                     ).save_pretrained(tmp_path / "bert")
-    travel.pack(tmp_path / "bert", tmp_path / "packed")
+    packing.pack(tmp_path / "bert", tmp_path / "packed")
     (tmp_path / "packed" / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
-    with pytest.raises(ModelLoadError, match="packed int8 weights.*model.travel unpack"):
+    with pytest.raises(ModelLoadError, match="packed int8 weights.*model.training.packing unpack"):
         load_denoiser(tmp_path / "packed")
 
 
@@ -230,7 +230,7 @@ def test_hf_denoiser_leaves_a_prompt_to_block_model_to_its_adapter(
     HFDenoiser says so instead of loading it as a masked LM."""
     from transformers import DiffusionGemmaConfig
 
-    from model.hf import HFDenoiser
+    from diffusion_infill.model.hf import HFDenoiser
 
     DiffusionGemmaConfig().save_pretrained(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"")

@@ -12,10 +12,10 @@ import pytest
 import torch
 from transformers import ModernBertForMaskedLM
 
-from model import modernbert
-from model.config import PRESETS, modernbert_config
-from model.denoiser import ModelLoadError
-from model.loading import load_denoiser
+from diffusion_infill.model import modernbert
+from diffusion_infill.model.denoiser import ModelLoadError
+from diffusion_infill.model.loading import load_denoiser
+from diffusion_infill.model.training.config import PRESETS, modernbert_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,8 @@ def test_a_broken_weights_file_is_a_load_error(tiny_model_dir: Path, tmp_path: P
 
 
 def test_the_shipped_model_loads_without_importing_transformers() -> None:
-    code = ("import sys; from model.loading import load_denoiser; d = load_denoiser(); "
+    code = ("import sys; from diffusion_infill.model.loading import load_denoiser; "
+            "d = load_denoiser(); "
             "d.logits([[5, 6, 1, 7]], [[2]]); print('transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120, check=True).stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from model.openmp import SPINCOUNT, settle_spin
+from diffusion_infill.model.openmp import SPINCOUNT, settle_spin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,17 +40,20 @@ def _spin_when_torch_loads(module: str, **env: str) -> dict[str, str | None]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["infill.serve.worker", "infill.cli", "model.train",
-                                    "model.loading", "benchmarks.bench_train"])
+@pytest.mark.parametrize("module", ["diffusion_infill.infill.serve.worker",
+                                    "diffusion_infill.infill.cli",
+                                    "diffusion_infill.model.training.train",
+                                    "diffusion_infill.model.loading", "benchmarks.bench_train"])
 def test_entry_points_set_the_spin_before_torch_loads(module: str) -> None:
     assert _spin_when_torch_loads(module)["GOMP_SPINCOUNT"] == SPINCOUNT
 
 
 @pytest.mark.slow
 def test_a_users_own_setting_is_left_alone() -> None:
-    assert _spin_when_torch_loads("infill.serve.worker", GOMP_SPINCOUNT="50") == {
+    worker = "diffusion_infill.infill.serve.worker"
+    assert _spin_when_torch_loads(worker, GOMP_SPINCOUNT="50") == {
         "GOMP_SPINCOUNT": "50", "OMP_WAIT_POLICY": None}
-    assert _spin_when_torch_loads("infill.serve.worker", OMP_WAIT_POLICY="PASSIVE") == {
+    assert _spin_when_torch_loads(worker, OMP_WAIT_POLICY="PASSIVE") == {
         "GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": "PASSIVE"}
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
-from infill.core.diff import Edit
-from lsp.documents import Document
-from lsp.positions import UTF8, UTF16, UTF32, Lines, apply_text_edits, shift
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.lsp.documents import Document
+from diffusion_infill.lsp.positions import UTF8, UTF16, UTF32, Lines, apply_text_edits, shift
 
 CODECS = {"utf-8": UTF8, "utf-16": UTF16, "utf-32": UTF32}
 

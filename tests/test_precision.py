@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from model import precision
-from model.denoiser import CacheHint, ModelLoadError
-from model.loading import load_denoiser
+from diffusion_infill.model import precision
+from diffusion_infill.model.denoiser import CacheHint, ModelLoadError
+from diffusion_infill.model.loading import load_denoiser
 
 
 def test_cpu_without_bf16_instructions_computes_in_fp32(monkeypatch) -> None:

@@ -11,10 +11,10 @@ import msgpack
 import pytest
 from fakes import TargetDenoiser
 
-from infill import SamplerOptions, Span, fill_text
-from infill.core.diff import Edit
-from infill.core.results import FillStats, SpanFill, TokenScore
-from infill.serve.protocol import (
+from diffusion_infill.infill import SamplerOptions, Span, fill_text
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.infill.core.results import FillStats, SpanFill, TokenScore
+from diffusion_infill.infill.serve.protocol import (
     BAD_REQUEST,
     CODES,
     PROTOCOL_VERSION,
@@ -43,7 +43,7 @@ from infill.serve.protocol import (
     pack,
     read_frame,
 )
-from infill.serve.sockets import Address, default_socket_path, parse_address
+from diffusion_infill.infill.serve.sockets import Address, default_socket_path, parse_address
 
 ROOT = Path(__file__).resolve().parent.parent
 

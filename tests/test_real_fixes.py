@@ -10,7 +10,7 @@ import pytest
 from benchmarks.fix_eval import changed_range, line_ranking
 from benchmarks.fix_releases import SKIP_PATH, notes_mention, notes_section
 from benchmarks.one_line_fixes import one_line_changes
-from infill.core.results import TokenScore
+from diffusion_infill.infill.core.results import TokenScore
 
 OLD = '''"""A small module."""
 
@@ -183,4 +183,5 @@ def test_bad_arguments_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     empty = run_benchmark("real_fixes", "eval", "--set", str(tmp_path / "fixes.jsonl"))
     assert empty.returncode == 2 and "no examples" in empty.stderr
     corpus = run_benchmark("real_fixes", "build", "--corpus", str(tmp_path / "nowhere"))
-    assert corpus.returncode == 2 and "python -m model.corpus" in corpus.stderr
+    assert corpus.returncode == 2
+    assert "python -m diffusion_infill.model.training.corpus" in corpus.stderr

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import infill
-from infill.core.repair import fix_text, score_text
-from model.loading import load_denoiser
+from diffusion_infill import infill
+from diffusion_infill.infill.core.repair import fix_text, score_text
+from diffusion_infill.model.loading import load_denoiser
 
 pytestmark = pytest.mark.slow
 
@@ -71,8 +71,8 @@ def test_cli_fills_a_file_with_a_model_directory(tiny_model_dir: Path, tmp_path:
     path = tmp_path / "holes.py"
     path.write_text("def f(a):\n    return <mask>\n")
     # --no-checks: the untrained tiny model writes what the checks would leave out
-    proc = subprocess.run([sys.executable, "-m", "infill.cli", "fill", str(path), "--json",
-                           "--no-checks", "--model", str(tiny_model_dir)],
+    proc = subprocess.run([sys.executable, "-m", "diffusion_infill.infill.cli", "fill", str(path),
+                           "--json", "--no-checks", "--model", str(tiny_model_dir)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -81,7 +81,7 @@ def test_cli_fills_a_file_with_a_model_directory(tiny_model_dir: Path, tmp_path:
 
 
 @pytest.mark.skipif(not any((ROOT / "model" / "weights").glob("model*.safetensors")),
-                    reason="no shipped model yet")  # bf16, or packed int8 (model/travel.py)
+                    reason="no shipped model yet")  # bf16, or packed int8 (training/packing.py)
 def test_readme_main_job_runs_with_the_shipped_model() -> None:
     proc = subprocess.run(["infill", "fill", "examples/holes.py"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
@@ -94,7 +94,7 @@ def test_readme_main_job_runs_with_the_shipped_model() -> None:
 
 def test_cli_fix_repairs_only_inside_the_given_lines(tiny_model_dir: Path, tmp_path: Path,
                                                      capsys) -> None:
-    from infill.cli import main
+    from diffusion_infill.infill.cli import main
 
     path = tmp_path / "bug.py"
     source = "def f(a):\n    b = a + 1\n    return b\n"
@@ -124,7 +124,7 @@ def test_cli_fix_repairs_only_inside_the_given_lines(tiny_model_dir: Path, tmp_p
 ])
 def test_cli_fix_rejects_bad_options(tiny_model_dir: Path, tmp_path: Path, capsys,
                                      argv: list[str], code: int, needle: str) -> None:
-    from infill.cli import main
+    from diffusion_infill.infill.cli import main
 
     path = tmp_path / "bug.py"
     path.write_text("a = 1\nb = 2\nc = 3\n")
@@ -136,7 +136,7 @@ def test_cli_fix_rejects_bad_options(tiny_model_dir: Path, tmp_path: Path, capsy
 def test_cli_fix_of_clean_code_says_nothing_suspicious(tiny_model_dir: Path, tmp_path: Path,
                                                         capsys) -> None:
     # At the calibrated default the tiny model is never confident enough to edit.
-    from infill.cli import main
+    from diffusion_infill.infill.cli import main
 
     path = tmp_path / "clean.py"
     source = "def f(a):\n    b = a + 1\n    return b\n"

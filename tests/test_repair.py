@@ -17,20 +17,20 @@ from worker_fake_main import WorkerFake
 
 from benchmarks.calibrate_fix import _arrays, _picks, pick_default
 from benchmarks.heldout import BugExample
-from infill.core.repair import fix_text, score_text, suspicious_spans
-from infill.core.results import TokenScore
-from infill.core.suspicion import (
+from diffusion_infill.infill.core.repair import fix_text, score_text, suspicious_spans
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.suspicion import (
     DEFAULT_MIN_LIKELY,
     DEFAULT_MIN_SUSPICION,
     expectation,
     is_suspicious,
     preference,
 )
-from infill.serve.client import WorkerClient
-from infill.serve.protocol import FixRequest
-from lsp.diagnostics import flagged
-from lsp.settings import Settings
-from model.denoiser import CacheHint
+from diffusion_infill.infill.serve.client import WorkerClient
+from diffusion_infill.infill.serve.protocol import FixRequest
+from diffusion_infill.lsp.diagnostics import flagged
+from diffusion_infill.lsp.settings import Settings
+from diffusion_infill.model.denoiser import CacheHint
 
 TEXT = "y = x - 1\n"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from fakes import MASK, NULL, VOCAB, FixedDenoiser, TargetDenoiser
 
-from infill import (
+from diffusion_infill.infill import (
     STRATEGIES,
     DenoiseJob,
     DenoiserError,
@@ -15,8 +15,8 @@ from infill import (
     denoise,
     fill_text,
 )
-from infill.core.canvas import Canvas, SpanSlots
-from infill.core.scoring import choose, entropy, pick_tokens, softmax
+from diffusion_infill.infill.core.canvas import Canvas, SpanSlots
+from diffusion_infill.infill.core.scoring import choose, entropy, pick_tokens, softmax
 
 # -- options ---------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fakes import TargetDenoiser
 
-from infill import SamplerOptions, fill_text, prepare_holes
-from infill.serve.scheduler import Scheduler
+from diffusion_infill.infill import SamplerOptions, fill_text, prepare_holes
+from diffusion_infill.infill.serve.scheduler import Scheduler
 
 TARGETS = {"a = ": "1 + 2", "b = ": "'x'"}
 TEXTS = ["a = <mask>\n", "b = <mask>\nc = 3\n"]

@@ -126,4 +126,4 @@ def test_missing_corpus_is_a_usage_error(run_benchmark, tmp_path: Path) -> None:
     for study in ("search_study", "length_study", "rerank_study"):
         done = run_benchmark(study, "--corpus", str(tmp_path / "none"))
         assert done.returncode == 2, (study, done.stderr)
-        assert "valid.jsonl not found" in done.stderr and "model.corpus" in done.stderr
+        assert "valid.jsonl not found" in done.stderr and "model.training.corpus" in done.stderr

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from infill import MarkerError, NoHolesError, OptionError, Span, SpanError
-from infill.core.spans import check_spans, find_holes, neutralise
+from diffusion_infill.infill import MarkerError, NoHolesError, OptionError, Span, SpanError
+from diffusion_infill.infill.core.spans import check_spans, find_holes, neutralise
 
 
 def test_default_markers_with_and_without_hints():

@@ -16,7 +16,7 @@ import torch
 from conftest import SOURCES
 from tokenizers import Tokenizer
 
-from model import noising, parallel, ship, train
+from diffusion_infill.model.training import noising, parallel, release, train
 
 
 def _argv(corpus: Path, tok_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -195,7 +195,7 @@ def test_export_writes_bf16_and_leaves_the_training_weights_alone(
     weights being trained."""
     from transformers import ModernBertForMaskedLM
 
-    from model.checkpoint import export
+    from diffusion_infill.model.training.checkpoint import export
 
     model = ModernBertForMaskedLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     with torch.no_grad():
@@ -214,7 +214,7 @@ def test_warm_restart_refuses_a_model_of_another_vocabulary(
 ) -> None:
     from transformers import BertConfig, BertForMaskedLM, ModernBertForMaskedLM
 
-    from model.config import PRESETS, modernbert_config
+    from diffusion_infill.model.training.config import PRESETS, modernbert_config
 
     bert = tmp_path / "bert"
     BertForMaskedLM(BertConfig(vocab_size=123, hidden_size=16, num_hidden_layers=1,
@@ -312,12 +312,12 @@ def _eval(single: float, true: float, multi: float, bug: float) -> dict:
 
 
 def _ship_into(root: Path, monkeypatch) -> Path:
-    """model.ship writing into a scratch repository `root` instead of this one."""
+    """model.training.release writing into a scratch repository `root` instead of this one."""
     paths = {"WEIGHTS": root / "model/weights", "RESUME": root / "model/resume",
              "CURVE": root / "results/learning_curve.json", "CURVE_PNG": root / "img/c.png",
              "ROOT": root}
     for name, value in paths.items():
-        monkeypatch.setattr(ship, name, value)
+        monkeypatch.setattr(release, name, value)
     (root / "benchmarks/results").mkdir(parents=True)
     (root / "results").mkdir()
     return root
@@ -334,26 +334,26 @@ def test_a_run_ships_a_better_checkpoint_and_keeps_a_worse_one(
 
     worse = tmp_path / "worse.json"
     worse.write_text(json.dumps(_eval(0.0, 0.02, 0.0, 0.05)))
-    ship.main(["--export", str(run / "export"), "--eval", str(worse)])
+    release.main(["--export", str(run / "export"), "--eval", str(worse)])
     assert (root / "model/resume/model.safetensors").exists()
     assert not (root / "model/weights").exists()
 
     better = tmp_path / "better.json"
     better.write_text(json.dumps(_eval(0.05, 0.1, 0.0, 0.1)))
-    ship.main(["--export", str(run / "export"), "--eval", str(better)])
+    release.main(["--export", str(run / "export"), "--eval", str(better)])
     assert (root / "model/weights/model.safetensors").exists()
     card = root / "model/weights/MODEL_CARD.md"
-    assert "Learning curve" in card.read_text() and ship.NOTES in card.read_text()
+    assert "Learning curve" in card.read_text() and release.NOTES in card.read_text()
     assert json.loads(shipped.read_text())["single_line"]["exact_match"] == 0.05
 
     # the next model that ships regenerates the card and keeps its hand-written history
     card.write_text(card.read_text() + "## Notes: how this model was made\n")
     best = tmp_path / "best.json"
     best.write_text(json.dumps(_eval(0.1, 0.2, 0.0, 0.2)))
-    ship.main(["--export", str(run / "export"), "--eval", str(best)])
+    release.main(["--export", str(run / "export"), "--eval", str(best)])
     text = card.read_text()
     assert "| single-line, length left to the model | 10.0% |" in text
-    assert text.count(ship.NOTES) == 1 and text.endswith("## Notes: how this model was made\n")
+    assert text.count(release.NOTES) == 1 and text.endswith("## Notes: how this model was made\n")
     points = json.loads((root / "results/learning_curve.json").read_text())
     assert [p["where"] for p in points] == ["resume", "weights", "weights"]
     assert (root / "img/c.png").stat().st_size > 0
@@ -406,7 +406,7 @@ def test_bench_loader_times_batches_with_the_shipped_noise(
 
 
 def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
-    from model.swaps import PlausibleSwaps
+    from diffusion_infill.model.training.swaps import PlausibleSwaps
 
     # the shipped tokenizer: the test corpus's own is too small to have whole-word names
     shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
@@ -434,7 +434,7 @@ def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
 def test_picked_swaps_are_the_draws_of_choosing_from_every_candidate() -> None:
     """`pick` spells out no name swap it does not choose; the swaps it makes must be those
     of drawing the kind, then the swap, from the full `candidates` lists."""
-    from model.swaps import KINDS, PlausibleSwaps
+    from diffusion_infill.model.training.swaps import KINDS, PlausibleSwaps
 
     shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
     tok = Tokenizer.from_file(str(shipped))
@@ -469,7 +469,7 @@ def test_picked_swaps_are_the_draws_of_choosing_from_every_candidate() -> None:
 
 
 def test_a_negation_is_a_not_inserted_where_it_does_not_belong_with_null_as_target() -> None:
-    from model.swaps import PlausibleSwaps
+    from diffusion_infill.model.training.swaps import PlausibleSwaps
 
     shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
     tok = Tokenizer.from_file(str(shipped))
@@ -561,8 +561,8 @@ def test_plausible_swaps_put_the_original_token_as_target(tok_dir: Path) -> None
 def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
     corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from model import travel
-    from model.loading import load_denoiser
+    from diffusion_infill.model.loading import load_denoiser
+    from diffusion_infill.model.training import packing
 
     run = tmp_path / "run"
     train.main(_argv(corpus, tok_dir, run, "--max-steps", "2"))
@@ -570,16 +570,16 @@ def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
     root = _ship_into(tmp_path / "repo", monkeypatch)
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_eval(0.05, 0.1, 0.0, 0.1)))
-    ship.main(["--export", str(export), "--eval", str(good)])
+    release.main(["--export", str(export), "--eval", str(good)])
     weights = root / "model/weights"
-    assert (weights / travel.WEIGHTS).exists() and not (weights / travel.PACKED).exists()
+    assert (weights / packing.WEIGHTS).exists() and not (weights / packing.PACKED).exists()
 
     # bf16 no longer fits the limit (as a grown model's would not): the weights go as int8
-    bf16 = (export / travel.WEIGHTS).stat().st_size
-    monkeypatch.setattr(ship, "SIZE_LIMIT", bf16)
-    ship.main(["--export", str(export), "--eval", str(good), "--force"])
-    assert (weights / travel.PACKED).exists()
-    assert not (weights / travel.WEIGHTS).exists(), "the bf16 weights it replaces are gone"
+    bf16 = (export / packing.WEIGHTS).stat().st_size
+    monkeypatch.setattr(release, "SIZE_LIMIT", bf16)
+    release.main(["--export", str(export), "--eval", str(good), "--force"])
+    assert (weights / packing.PACKED).exists()
+    assert not (weights / packing.WEIGHTS).exists(), "the bf16 weights it replaces are gone"
     assert "int8" in (weights / "MODEL_CARD.md").read_text()
 
     # the engine's loader reads them, and gives what the bf16 export gives, to int8 error
@@ -598,13 +598,13 @@ def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
     assert after["tokens_total"] == before["tokens_total"] + after["tokens"]
 
     # an export that came back packed (a GPU run's grown model) ships packed as it is
-    travel.pack(export, tmp_path / "packed_export")
-    ship.main(["--export", str(tmp_path / "packed_export"), "--eval", str(good), "--force"])
-    assert (weights / travel.PACKED).read_bytes() == (
-        tmp_path / "packed_export" / travel.PACKED).read_bytes()
+    packing.pack(export, tmp_path / "packed_export")
+    release.main(["--export", str(tmp_path / "packed_export"), "--eval", str(good), "--force"])
+    assert (weights / packing.PACKED).read_bytes() == (
+        tmp_path / "packed_export" / packing.PACKED).read_bytes()
 
     # over the limit even packed: nothing is copied, the shipped weights stay
-    monkeypatch.setattr(ship, "SIZE_LIMIT", 1000)
+    monkeypatch.setattr(release, "SIZE_LIMIT", 1000)
     with pytest.raises(SystemExit, match="over the 64 MiB limit"):
-        ship.main(["--export", str(export), "--eval", str(good), "--force"])
-    assert (weights / travel.PACKED).exists()
+        release.main(["--export", str(export), "--eval", str(good), "--force"])
+    assert (weights / packing.PACKED).exists()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fakes import TargetDenoiser
 
-from infill import Span, WindowError, fill_text
-from infill.core.window import plan_windows, spans_per_window
+from diffusion_infill.infill import Span, WindowError, fill_text
+from diffusion_infill.infill.core.window import plan_windows, spans_per_window
 
 SOURCE = """import os
 

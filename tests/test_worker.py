@@ -19,10 +19,10 @@ import pytest
 from fakes import CTX_BASE, FILL_BASE
 from worker_fake_main import HERE, Raw, WorkerFake, running
 
-from infill import SamplerOptions, Span, fill_text, prepare_fill
-from infill.core.spans import find_holes
-from infill.serve.client import WorkerClient
-from infill.serve.protocol import (
+from diffusion_infill.infill import SamplerOptions, Span, fill_text, prepare_fill
+from diffusion_infill.infill.core.spans import find_holes
+from diffusion_infill.infill.serve.client import WorkerClient
+from diffusion_infill.infill.serve.protocol import (
     BAD_REQUEST,
     CANCELLED,
     DEADLINE,
@@ -46,9 +46,9 @@ from infill.serve.protocol import (
     Step,
     WorkerInfo,
 )
-from infill.serve.scheduler import Scheduler
-from infill.serve.sockets import WorkerSetupError, bind_unix
-from infill.serve.worker import Worker
+from diffusion_infill.infill.serve.scheduler import Scheduler
+from diffusion_infill.infill.serve.sockets import WorkerSetupError, bind_unix
+from diffusion_infill.infill.serve.worker import Worker
 
 TEXTS = ["a = <mask>\n", "b = <mask>\nz = 0\n", "c = <mask>\n"]
 FILLED = ["a = 1 + 2\n", "b = 'xyz'\nz = 0\n", "c = [1, 2, 3]\n"]
@@ -449,16 +449,19 @@ def test_sigterm_finishes_requests_in_flight_then_exits_cleanly(sock):
 def test_the_worker_command_line(tmp_path):
     env = {**os.environ, "INFILL_WORKER_TOKEN": ""}
     run = subprocess.run(
-        [sys.executable, "-m", "infill.serve.worker", "--listen", "tcp:127.0.0.1:0",
+        [sys.executable, "-m", "diffusion_infill.infill.serve.worker",
+         "--listen", "tcp:127.0.0.1:0",
          "--model", str(tmp_path / "missing")],
         capture_output=True, text=True, env=env, timeout=60)
     assert run.returncode == 1 and "needs a token" in run.stderr
     run = subprocess.run(
-        [sys.executable, "-m", "infill.serve.worker", "--socket", str(tmp_path / "w.sock"),
+        [sys.executable, "-m", "diffusion_infill.infill.serve.worker",
+         "--socket", str(tmp_path / "w.sock"),
          "--model", str(tmp_path / "missing")], capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     assert "cannot load the model: model directory not found" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "infill.serve.worker", "--max-batch", "0"],
+    run = subprocess.run([sys.executable, "-m", "diffusion_infill.infill.serve.worker",
+                          "--max-batch", "0"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "max_batch must be a positive number" in run.stderr
 
@@ -466,7 +469,7 @@ def test_the_worker_command_line(tmp_path):
 def test_a_spawned_worker_ends_with_its_parent(tiny_model_dir: Path) -> None:
     """The client spawns workers with --exit-with-stdin: when the parent's end of the stdin
     pipe closes (the parent exited or was killed), the worker stops cleanly."""
-    from infill.serve.client import spawn_command
+    from diffusion_infill.infill.serve.client import spawn_command
 
     sock = Path(tempfile.mkdtemp(prefix="infill-t-")) / "w.sock"
     cmd = spawn_command(sock, model=tiny_model_dir)

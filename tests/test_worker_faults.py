@@ -19,9 +19,9 @@ import time
 import pytest
 from worker_fake_main import HERE, WorkerFake, running
 
-from infill.serve.client import UNAVAILABLE, WorkerClient, WorkerError
-from infill.serve.protocol import TOO_LARGE, Hello, Limits, Result, pack
-from infill.serve.worker import Worker
+from diffusion_infill.infill.serve.client import UNAVAILABLE, WorkerClient, WorkerError
+from diffusion_infill.infill.serve.protocol import TOO_LARGE, Hello, Limits, Result, pack
+from diffusion_infill.infill.serve.worker import Worker
 
 
 @pytest.fixture
@@ -133,11 +133,12 @@ def test_kill_9_mid_request_fails_in_flight_requests_within_1s_and_recovers_in_1
 @pytest.mark.slow
 def test_a_spawned_worker_with_the_shipped_model_exits_0_on_sigterm(sock):
     """With torch loaded the old stdin watcher aborted the interpreter at exit (-6)."""
-    from model.loading import default_model_dir
+    from diffusion_infill.model.loading import default_model_dir
 
     if not (default_model_dir() / "config.json").exists():
         pytest.skip("no shipped model")
-    cmd = [sys.executable, "-m", "infill.serve.worker", "--socket", sock, "--exit-with-stdin",
+    cmd = [sys.executable, "-m", "diffusion_infill.infill.serve.worker", "--socket", sock,
+           "--exit-with-stdin",
            "--device", "cpu"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

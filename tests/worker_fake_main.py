@@ -27,10 +27,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import CTX_BASE, NULL, VOCAB, TargetDenoiser, is_slot  # noqa: E402
 
-from infill.serve.protocol import Hello, Limits, Message, Welcome, decode_reply, pack  # noqa: E402
-from infill.serve.sockets import parse_address  # noqa: E402
-from infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
-from model.denoiser import CacheHint  # noqa: E402
+from diffusion_infill.infill.serve.protocol import (  # noqa: E402
+    Hello,
+    Limits,
+    Message,
+    Welcome,
+    decode_reply,
+    pack,
+)
+from diffusion_infill.infill.serve.sockets import parse_address  # noqa: E402
+from diffusion_infill.infill.serve.worker import Worker, serve_until_stopped  # noqa: E402
+from diffusion_infill.model.denoiser import CacheHint  # noqa: E402
 
 HERE = Path(__file__).resolve()
 

@@ -46,9 +46,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.cli.backends import Backend, backend_for
-from infill.cli.changes import changed_lines, merged
-from infill.cli.files import (
+from diffusion_infill.infill.cli.backends import Backend, backend_for
+from diffusion_infill.infill.cli.changes import changed_lines, merged
+from diffusion_infill.infill.cli.files import (
     Source,
     check_writable,
     encode,
@@ -57,23 +57,23 @@ from infill.cli.files import (
     read_source,
     write_atomic,
 )
-from infill.cli.parser import (
+from diffusion_infill.infill.cli.parser import (
     build_parser,
     check_output_args,
     check_worker_args,
     lines_spec,
     sampler_options,
 )
-from infill.cli.progress import ProgressLine
-from infill.cli.progress import wanted as progress_wanted
-from infill.core.engine import check_text
-from infill.core.errors import InfillError, line_col
-from infill.core.options import SamplerOptions
-from infill.core.results import FillResult, TokenScore
-from infill.core.spans import check_marker, find_holes
-from infill.core.suspicion import worst_first
-from infill.serve.client import WorkerError
-from model.denoiser import ModelLoadError
+from diffusion_infill.infill.cli.progress import ProgressLine
+from diffusion_infill.infill.cli.progress import wanted as progress_wanted
+from diffusion_infill.infill.core.engine import check_text
+from diffusion_infill.infill.core.errors import InfillError, line_col
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import FillResult, TokenScore
+from diffusion_infill.infill.core.spans import check_marker, find_holes
+from diffusion_infill.infill.core.suspicion import worst_first
+from diffusion_infill.infill.serve.client import WorkerError
+from diffusion_infill.model.denoiser import ModelLoadError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGPIPE, EXIT_SIGTERM = 130, 141, 143  # 128 + the signal, as shells report

@@ -1,7 +1,7 @@
-"""`python -m infill.cli`: the `infill` command."""
+"""`python -m diffusion_infill.infill.cli`: the `infill` command."""
 
 import sys
 
-from infill.cli import main
+from diffusion_infill.infill.cli import main
 
 sys.exit(main())

@@ -15,17 +15,17 @@ import stat
 from collections.abc import Callable
 from typing import Protocol
 
-from infill.core.engine import fill_text
-from infill.core.errors import INPUT, TOO_LARGE, InfillError
-from infill.core.options import SamplerOptions
-from infill.core.repair import fix_text
-from infill.core.results import FillResult, TokenScore
-from infill.serve.client import WorkerError
-from infill.serve.protocol import DEADLINE, Result
-from infill.serve.sockets import default_socket_path
-from infill.serve.sync_client import SyncWorkerClient
-from model import loading
-from model.denoiser import Denoiser
+from diffusion_infill.infill.core.engine import fill_text
+from diffusion_infill.infill.core.errors import INPUT, TOO_LARGE, InfillError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.repair import fix_text
+from diffusion_infill.infill.core.results import FillResult, TokenScore
+from diffusion_infill.infill.serve.client import WorkerError
+from diffusion_infill.infill.serve.protocol import DEADLINE, Result
+from diffusion_infill.infill.serve.sockets import default_socket_path
+from diffusion_infill.infill.serve.sync_client import SyncWorkerClient
+from diffusion_infill.model import loading
+from diffusion_infill.model.denoiser import Denoiser
 
 Repair = tuple[FillResult | None, list[TokenScore]]  # the repair (None: none), every score
 Progress = Callable[[int, int], None]  # (done, in all): slots filled, or windows scored

@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import fields, replace
 from pathlib import Path
 
-from infill.core.errors import InputError
-from infill.core.results import FillResult, FillStats
+from diffusion_infill.infill.core.errors import InputError
+from diffusion_infill.infill.core.results import FillResult, FillStats
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 _TIMEOUT = 30  # seconds for one git command

@@ -16,8 +16,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from infill.core.engine import PYTHON
-from infill.core.errors import InputError
+from diffusion_infill.infill.core.engine import PYTHON
+from diffusion_infill.infill.core.errors import InputError
 
 PYTHON_SUFFIXES = {".py", ".pyi", ".pyw"}
 _UTF8 = {"utf-8", "utf-8-sig"}  # read as UTF-8 (a BOM stays in the text, as written)

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 import re
 
-from infill.core.checks import KINDS
-from infill.core.options import (
+from diffusion_infill.infill.core.checks import KINDS
+from diffusion_infill.infill.core.options import (
     DEFAULT_CACHE_REFRESH,
     DEFAULT_CHECKS,
     DEFAULT_GROW_CAP,
     DEFAULT_LENGTHS,
     SamplerOptions,
 )
-from infill.core.spans import DEFAULT_MARKER
-from infill.core.strategies import STRATEGIES
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
-from infill.serve.sockets import parse_address
+from diffusion_infill.infill.core.spans import DEFAULT_MARKER
+from diffusion_infill.infill.core.strategies import STRATEGIES
+from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
+from diffusion_infill.infill.serve.sockets import parse_address
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:

@@ -45,13 +45,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from infill.core.canvas import Canvas, SpanSlots, fill_ids
-from infill.core.checks import Problem, Range, check_fills, splice, summary
-from infill.core.errors import DenoiserError
-from infill.core.options import SamplerOptions
-from infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
-from infill.core.scoring import log_softmax
-from model.denoiser import SpecialIds
+from diffusion_infill.infill.core.canvas import Canvas, SpanSlots, fill_ids
+from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice, summary
+from diffusion_infill.infill.core.errors import DenoiserError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
+from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.model.denoiser import SpecialIds
 
 # (fill text of every span, the spans to look at) -> their problems in that combination
 Check = Callable[[list[str], set[int]], list[Problem]]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from model.denoiser import SpecialIds
+from diffusion_infill.model.denoiser import SpecialIds
 
 Slot = tuple[int, int]  # (span index in the request, slot index in the span)
 

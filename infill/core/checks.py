@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from infill.core.scopes import PythonScopes, python_parser
-from infill.core.visible import name_visible
+from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
+from diffusion_infill.infill.core.visible import name_visible
 
 Range = tuple[int, int]  # [start, end) in characters
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from infill.core.spans import Span
+from diffusion_infill.infill.core.spans import Span
 
 
 def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[str | None]:

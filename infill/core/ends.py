@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from infill.core.canvas import Slot, SpanSlots
+from diffusion_infill.infill.core.canvas import Slot, SpanSlots
 
 
 def with_content(masked: Sequence[Slot], chosen: np.ndarray, tokens: np.ndarray,

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from infill.core.candidates import CandidateJob, checked_job
-from infill.core.canvas import Canvas, SpanSlots, fill_ids, render
-from infill.core.diff import minimal_edits
-from infill.core.echo import echo_keys, ended
-from infill.core.errors import InputError, LimitError, SpanError, line_col
-from infill.core.fills import REPLACEMENT, decoded_fill
-from infill.core.limits import fill_limits, ids_with
-from infill.core.lines import (
+from diffusion_infill.infill.core.candidates import CandidateJob, checked_job
+from diffusion_infill.infill.core.canvas import Canvas, SpanSlots, fill_ids, render
+from diffusion_infill.infill.core.diff import minimal_edits
+from diffusion_infill.infill.core.echo import echo_keys, ended
+from diffusion_infill.infill.core.errors import InputError, LimitError, SpanError, line_col
+from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
+from diffusion_infill.infill.core.limits import fill_limits, ids_with
+from diffusion_infill.infill.core.lines import (
     Frame,
     framed,
     framed_code,
@@ -36,13 +36,19 @@ from infill.core.lines import (
     line_keys,
     one_line_limits,
 )
-from infill.core.options import SamplerOptions
-from infill.core.results import FillResult, FillStats, SpanFill, TraceStep
-from infill.core.sampler import DenoiseJob, denoise
-from infill.core.spans import DEFAULT_MARKER, Span, check_spans, find_holes, neutralise
-from infill.core.spans import check_decided as _check_decided
-from infill.core.window import Layout, Window, plan_windows
-from model.denoiser import Denoiser
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TraceStep
+from diffusion_infill.infill.core.sampler import DenoiseJob, denoise
+from diffusion_infill.infill.core.spans import (
+    DEFAULT_MARKER,
+    Span,
+    check_spans,
+    find_holes,
+    neutralise,
+)
+from diffusion_infill.infill.core.spans import check_decided as _check_decided
+from diffusion_infill.infill.core.window import Layout, Window, plan_windows
+from diffusion_infill.model.denoiser import Denoiser
 
 PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines
 

@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from infill.core.canvas import Canvas, Slot, SpanSlots
-from infill.core.errors import DenoiserError
-from infill.core.scoring import entropy, log_softmax, pick_tokens, softmax
-from infill.core.steps import LogitsRequest, StepRecord
-from model.denoiser import CacheHint, SpecialIds
+from diffusion_infill.infill.core.canvas import Canvas, Slot, SpanSlots
+from diffusion_infill.infill.core.errors import DenoiserError
+from diffusion_infill.infill.core.scoring import entropy, log_softmax, pick_tokens, softmax
+from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord
+from diffusion_infill.model.denoiser import CacheHint, SpecialIds
 
 NAME = "entropy-bound"
 DEFAULT_BOUND = 0.1  # nats: cumulative entropy of the accepted slots minus the largest

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infill.core.echo import end_fill
-from infill.core.errors import DenoiserError
+from diffusion_infill.infill.core.echo import end_fill
+from diffusion_infill.infill.core.errors import DenoiserError
 
 REPLACEMENT = "\ufffd"  # what a byte-level decode puts where the bytes are not UTF-8
 

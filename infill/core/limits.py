@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from infill.core.scopes import PythonScopes
-from infill.core.spans import Span
-from model.denoiser import Denoiser
+from diffusion_infill.infill.core.scopes import PythonScopes
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.model.denoiser import Denoiser
 
 
 @lru_cache(maxsize=16)

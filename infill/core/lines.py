@@ -3,7 +3,7 @@
 A selection of whole lines (from column 0 through the line break of its last line, as an
 editor selects a line) holds its indentation and line break inside the span. The model was
 trained on holes that start after a line's indentation and end before its line break
-(model/noising.py), and left to write them itself it writes a bare line break, or three
+(model/training/noising.py), and left to write them itself it writes a bare line break, or three
 lines where one was selected, or the right statement at the wrong depth. So the engine
 frames such a span: its first line's indentation is worked out from the code around it
 and written before the fill (`head`), the line break after it (`tail`), and the model fills
@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from infill.core.spans import Span
+from diffusion_infill.infill.core.spans import Span
 
 
 @dataclass(frozen=True)

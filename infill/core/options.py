@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from infill.core.checks import KINDS
-from infill.core.errors import OptionError
-from infill.core.strategies import STRATEGIES
+from diffusion_infill.infill.core.checks import KINDS
+from diffusion_infill.infill.core.errors import OptionError
+from diffusion_infill.infill.core.strategies import STRATEGIES
 
 DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no budget is given
 # The checks the command and the language server run unless told otherwise: those the

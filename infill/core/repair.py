@@ -1,6 +1,6 @@
 """Bug finding and repair: score every token of a clean buffer, replace the worst.
 
-The model was trained with random-token substitution (model/noising.py): shown a buffer
+The model was trained with random-token substitution (model/training/noising.py): shown a buffer
 with no masks, it predicts the original token at every position. One forward pass over a
 window therefore scores every token in it: suspicion = 1 - p(the token that is there).
 Autoregressive completion engines cannot do this; a denoiser does it in one pass.
@@ -22,20 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from infill.core.engine import PYTHON, PreparedFill, check_text, prepare_fill
-from infill.core.errors import SpanError
-from infill.core.options import SamplerOptions
-from infill.core.results import FillResult, TokenScore
-from infill.core.sampler import denoise
-from infill.core.spans import Span
-from infill.core.suspicion import (
+from diffusion_infill.infill.core.engine import PYTHON, PreparedFill, check_text, prepare_fill
+from diffusion_infill.infill.core.errors import SpanError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import FillResult, TokenScore
+from diffusion_infill.infill.core.sampler import denoise
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.core.suspicion import (
     DEFAULT_MIN_LIKELY,
     DEFAULT_MIN_SUSPICION,
     is_suspicious,
     worst_first,
 )
-from infill.core.window import Layout, plan_windows
-from model.denoiser import Denoiser
+from diffusion_infill.infill.core.window import Layout, plan_windows
+from diffusion_infill.model.denoiser import Denoiser
 
 _WORD = re.compile(r"\w+|[^\w\s]+")  # an identifier / number, or a run of operator characters
 # Canvases per forward pass while scoring: a long file is scored a few windows at a time,
@@ -134,7 +134,7 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
     sp = den.special
     # the replacement is never mask or pad, nor the written token; it may be <null>: the
     # model reads the token as one that should not be there (trained on inserted `not`s,
-    # model/swaps.py), and the fix deletes it
+    # model/training/swaps.py), and the fix deletes it
     x[:, [sp.mask, sp.pad]] = -np.inf
     x[rows, chunk.tokens] = -np.inf
     best = x.argmax(axis=-1)  # (n,)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from infill.core.canvas import Slot
-from infill.core.diff import Edit, unified_diff
-from infill.core.spans import Span
-from infill.core.window import Window
+from diffusion_infill.infill.core.canvas import Slot
+from diffusion_infill.infill.core.diff import Edit, unified_diff
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.core.window import Window
 
 
 @dataclass(frozen=True)

@@ -43,16 +43,16 @@ from typing import Any
 
 import numpy as np
 
-from infill.core.canvas import Canvas, Slot, SpanSlots, fill_ids
-from infill.core.ends import close_ended, with_content
-from infill.core.entropy_bound import NAME as ENTROPY_BOUND
-from infill.core.entropy_bound import EntropyBoundRun
-from infill.core.errors import DenoiserError
-from infill.core.options import SamplerOptions
-from infill.core.scoring import SCORES, choose, pick_tokens, softmax
-from infill.core.steps import LogitsRequest, StepRecord
-from infill.core.strategies import STRATEGIES
-from model.denoiser import CacheHint, Denoiser, SpecialIds
+from diffusion_infill.infill.core.canvas import Canvas, Slot, SpanSlots, fill_ids
+from diffusion_infill.infill.core.ends import close_ended, with_content
+from diffusion_infill.infill.core.entropy_bound import NAME as ENTROPY_BOUND
+from diffusion_infill.infill.core.entropy_bound import EntropyBoundRun
+from diffusion_infill.infill.core.errors import DenoiserError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.scoring import SCORES, choose, pick_tokens, softmax
+from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord
+from diffusion_infill.infill.core.strategies import STRATEGIES
+from diffusion_infill.model.denoiser import CacheHint, Denoiser, SpecialIds
 
 _job_serial = itertools.count()  # makes cache keys unique within a process
 

@@ -23,7 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from infill.core.errors import MarkerError, NoHolesError, OptionError, SpanError, line_col
+from diffusion_infill.infill.core.errors import (
+    MarkerError,
+    NoHolesError,
+    OptionError,
+    SpanError,
+    line_col,
+)
 
 DEFAULT_MARKER = "<mask>"
 

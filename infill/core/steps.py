@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from infill.core.canvas import Slot
-from model.denoiser import CacheHint
+from diffusion_infill.infill.core.canvas import Slot
+from diffusion_infill.model.denoiser import CacheHint
 
 
 class LogitsRequest(NamedTuple):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from infill.core.results import TokenScore
+from diffusion_infill.infill.core.results import TokenScore
 
 DEFAULT_MIN_SUSPICION = 0.998  # 1 - p(written token) at least this
 DEFAULT_MIN_LIKELY = 0.6  # p(the likeliest other token) at least this

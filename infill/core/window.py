@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from infill.core.errors import WindowError, line_col
-from infill.core.scopes import PythonScopes
-from infill.core.spans import Span
+from diffusion_infill.infill.core.errors import WindowError, line_col
+from diffusion_infill.infill.core.scopes import PythonScopes
+from diffusion_infill.infill.core.spans import Span
 
 CountTokens = Callable[[str], int]
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from infill.core.errors import TOO_LARGE, InfillError
-from infill.core.options import SamplerOptions
-from infill.core.results import TokenScore
-from infill.core.spans import DEFAULT_MARKER, Span
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
-from infill.serve.protocol import (
+from diffusion_infill.infill.core.errors import TOO_LARGE, InfillError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
+from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
+from diffusion_infill.infill.serve.protocol import (
     HEADER,
     Cancel,
     Error,
@@ -52,8 +52,8 @@ from infill.serve.protocol import (
     pack,
     read_frame,
 )
-from infill.serve.sockets import default_socket_path, parse_address
-from infill.serve.spawn import WorkerProcess, private_socket_path, spawn_command
+from diffusion_infill.infill.serve.sockets import default_socket_path, parse_address
+from diffusion_infill.infill.serve.spawn import WorkerProcess, private_socket_path, spawn_command
 
 log = logging.getLogger("infill.serve.client")
 M = TypeVar("M", bound=Message)
@@ -129,8 +129,8 @@ class WorkerClient:
     def spawned(cls, *, model: str | Path | None = None, device: str | None = None,
                 args: Sequence[str] = (), socket: str | Path | None = None,
                 **kw: Any) -> WorkerClient:
-        """A client that runs its own worker (`python -m infill.serve.worker`) on a private
-        socket; `args` are extra worker flags (e.g. `["--no-batching"]`)."""
+        """A client that runs its own worker (`python -m diffusion_infill.infill.serve.worker`)
+        on a private socket; `args` are extra worker flags (e.g. `["--no-batching"]`)."""
         path = Path(socket) if socket is not None else private_socket_path()
         return cls(f"unix:{path}", spawn=spawn_command(path, model=model, device=device,
                                                        args=args), **kw)

@@ -16,8 +16,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from infill.core.errors import InfillError
-from infill.serve.protocol import (
+from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.serve.protocol import (
     BAD_REQUEST,
     CANCELLED,
     DEADLINE,
@@ -39,7 +39,7 @@ from infill.serve.protocol import (
     pack,
     read_frame,
 )
-from infill.serve.requests import ModelRequest
+from diffusion_infill.infill.serve.requests import ModelRequest
 
 log = logging.getLogger("infill.serve.worker")
 

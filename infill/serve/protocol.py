@@ -19,13 +19,13 @@ from typing import Any, ClassVar, TypeVar
 
 import msgpack
 
-from infill.core.diff import Edit
-from infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
-from infill.core.options import SamplerOptions
-from infill.core.results import FillResult, FillStats, SpanFill, TokenScore
-from infill.core.spans import DEFAULT_MARKER, Span
-from infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
-from infill.serve.wire import (
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TokenScore
+from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
+from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
+from diffusion_infill.infill.serve.wire import (
     BAD_REQUEST,
     BOOL,
     CANCELLED,

@@ -16,11 +16,11 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from infill.core.engine import PreparedFill, prepare_fill, prepare_holes
-from infill.core.errors import LimitError
-from infill.core.options import SamplerOptions
-from infill.core.repair import prepare_fix, score_text
-from infill.serve.protocol import (
+from diffusion_infill.infill.core.engine import PreparedFill, prepare_fill, prepare_holes
+from diffusion_infill.infill.core.errors import LimitError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.repair import prepare_fix, score_text
+from diffusion_infill.infill.serve.protocol import (
     FillRequest,
     FixRequest,
     Limits,
@@ -30,8 +30,8 @@ from infill.serve.protocol import (
     Scores,
     Step,
 )
-from infill.serve.scheduler import Scheduler
-from model.denoiser import Denoiser
+from diffusion_infill.infill.serve.scheduler import Scheduler
+from diffusion_infill.model.denoiser import Denoiser
 
 T = TypeVar("T")
 ModelRequest = FillRequest | FixRequest | ScoreRequest  # the requests that need the model

@@ -17,9 +17,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from infill.core.errors import DenoiserError
-from infill.core.sampler import DenoiseJob, LogitsRequest, hint_keys
-from model.denoiser import Denoiser
+from diffusion_infill.infill.core.errors import DenoiserError
+from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, hint_keys
+from diffusion_infill.model.denoiser import Denoiser
 
 log = logging.getLogger("infill.serve.worker")
 

@@ -2,9 +2,9 @@
 
     cmd = spawn_command(private_socket_path(), model="runs/small/export")
 
-The command is `python -m infill.serve.worker --socket PATH --exit-with-stdin ...`: the
-worker stops when its parent goes away (the parent's end of the worker's stdin closes),
-so an editor that kills its language server leaks nothing. `WorkerProcess` starts it,
+The command is `python -m diffusion_infill.infill.serve.worker --socket PATH --exit-with-stdin
+...`: the worker stops when its parent goes away (the parent's end of the worker's stdin
+closes), so an editor that kills its language server leaks nothing. `WorkerProcess` starts it,
 says why it ended, and stops it.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from infill.serve.sockets import default_socket_dir
+from diffusion_infill.infill.serve.sockets import default_socket_dir
 
 log = logging.getLogger("infill.serve.client")
 _serial = itertools.count()
@@ -29,7 +29,7 @@ _serial = itertools.count()
 def spawn_command(socket: str | Path, *, model: str | Path | None = None,
                   device: str | None = None, args: Sequence[str] = ()) -> list[str]:
     """The command line of a local worker listening on `socket`."""
-    cmd = [sys.executable, "-m", "infill.serve.worker", "--socket", str(socket),
+    cmd = [sys.executable, "-m", "diffusion_infill.infill.serve.worker", "--socket", str(socket),
            "--exit-with-stdin"]
     if model is not None:
         cmd += ["--model", str(model)]

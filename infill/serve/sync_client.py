@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from infill.core.results import TokenScore
-from infill.serve.client import WorkerClient
-from infill.serve.protocol import Result, Welcome, WorkerInfo
+from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.serve.client import WorkerClient
+from diffusion_infill.infill.serve.protocol import Result, Welcome, WorkerInfo
 
 T = TypeVar("T")
 

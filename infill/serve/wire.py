@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from infill.core.diff import Edit
-from infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
-from infill.core.options import SamplerOptions
-from infill.core.results import FillStats, SpanFill, TokenScore
-from infill.core.spans import Span
+from diffusion_infill.infill.core.diff import Edit
+from diffusion_infill.infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import FillStats, SpanFill, TokenScore
+from diffusion_infill.infill.core.spans import Span
 
 MAX_ID = 2**63 - 1
 

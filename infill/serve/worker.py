@@ -36,9 +36,9 @@ from functools import partial
 from importlib import metadata
 from pathlib import Path
 
-from infill.core.strategies import STRATEGIES
-from infill.serve.connection import Connection
-from infill.serve.protocol import (
+from diffusion_infill.infill.core.strategies import STRATEGIES
+from diffusion_infill.infill.serve.connection import Connection
+from diffusion_infill.infill.serve.protocol import (
     PROTOCOL_VERSION,
     SHUTTING_DOWN,
     Counters,
@@ -49,17 +49,17 @@ from infill.serve.protocol import (
     Welcome,
     WorkerInfo,
 )
-from infill.serve.requests import ModelRequest, RequestHandler
-from infill.serve.scheduler import Scheduler
-from infill.serve.sockets import (
+from diffusion_infill.infill.serve.requests import ModelRequest, RequestHandler
+from diffusion_infill.infill.serve.scheduler import Scheduler
+from diffusion_infill.infill.serve.sockets import (
     Address,
     WorkerSetupError,
     bind_unix,
     default_socket_path,
     parse_address,
 )
-from model.denoiser import Denoiser, ModelLoadError
-from model.loading import load_denoiser
+from diffusion_infill.model.denoiser import Denoiser, ModelLoadError
+from diffusion_infill.model.loading import load_denoiser
 
 log = logging.getLogger("infill.serve.worker")
 

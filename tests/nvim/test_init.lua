@@ -22,7 +22,7 @@ end
 local function run()
   local cases = vim.json.decode(env.INFILL_CASES)
   vim.lsp.config('infill', {
-    cmd = { env.INFILL_PYTHON, '-m', 'lsp.server' },
+    cmd = { env.INFILL_PYTHON, '-m', 'diffusion_infill.lsp.server' },
     cmd_cwd = env.INFILL_ROOT,
     cmd_env = { PYTHONPATH = env.INFILL_ROOT },
     filetypes = { 'python' },

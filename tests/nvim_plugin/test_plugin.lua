@@ -67,7 +67,7 @@ local function run()
   local infill = require('infill')
   local live = require('infill.live')
   infill.setup({
-    cmd = { env.INFILL_PYTHON, '-m', 'lsp.server' },
+    cmd = { env.INFILL_PYTHON, '-m', 'diffusion_infill.lsp.server' },
     -- checks off: the fake model's fills use names the buffers never define
     settings = { workerAddress = env.INFILL_WORKER, progressDelay = 0, liveView = true,
                  checks = false },

@@ -31,7 +31,7 @@ vim.opt.rtp:append(os.getenv('INFILL_PLUGIN'))
 vim.o.number = true
 vim.o.termguicolors = false
 require('infill').setup({
-  cmd = { os.getenv('INFILL_PYTHON'), '-m', 'lsp.server' },
+  cmd = { os.getenv('INFILL_PYTHON'), '-m', 'diffusion_infill.lsp.server' },
   settings = { workerAddress = os.getenv('INFILL_WORKER'), liveView = true },
   keymaps = true,
   lsp = { cmd_cwd = os.getenv('INFILL_ROOT'), cmd_env = { PYTHONPATH = os.getenv('INFILL_ROOT') } },

@@ -3,7 +3,7 @@
 // code-server (editors/vscode/e2e/.deps, from setup.sh) serves the workbench; Debian's
 // Chromium, driven by playwright-core, opens a Python file with holes from the Explorer,
 // runs "Infill: Fill holes" from the Command Palette, and the file, auto-saved, is read
-// back from disk. The language server is the real one (`infill.pythonPath -m lsp.server`);
+// back from disk. The language server is the real one (`infill.pythonPath -m diffusion_infill.lsp.server`);
 // it reaches the model worker only through the `infill.workerAddress` setting, so the
 // caller can point it at a deterministic fake (tests/test_editors_vscode_e2e.py).
 //

@@ -54,14 +54,14 @@ export interface ServerCommand {
   args: string[];
 }
 
-/** `serverCommand` when set, else `pythonPath -m lsp.server` (python3 by default). */
+/** `serverCommand` when set, else `pythonPath -m diffusion_infill.lsp.server` (python3 by default). */
 export function serverCommand(pythonPath: unknown, custom: unknown): ServerCommand {
   if (Array.isArray(custom) && custom.length > 0 && custom.every((s) => typeof s === 'string')) {
     const [command, ...args] = custom as string[];
     return { command, args };
   }
   const python = typeof pythonPath === 'string' && pythonPath.trim() ? pythonPath.trim() : 'python3';
-  return { command: python, args: ['-m', 'lsp.server'] };
+  return { command: python, args: ['-m', 'diffusion_infill.lsp.server'] };
 }
 
 /** Python, then the user's languages, without repeats. */

@@ -73,7 +73,7 @@ function M.check()
   if exe == '' then
     h.error(('%s: not found on PATH'):format(cmd[1]), {
       'pip install the project (it installs the `infill-lsp` script), or',
-      "set cmd = { '/path/to/python', '-m', 'lsp.server' } in setup()",
+      "set cmd = { '/path/to/python', '-m', 'diffusion_infill.lsp.server' } in setup()",
     })
   else
     h.ok(('%s found: %s'):format(cmd[1], exe))
@@ -86,9 +86,9 @@ function M.check()
   end
   local python = opts.python or python_of(cmd, exe)
   if vim.fn.executable(python) == 1 then
-    local out, err = run({ python, '-c', 'import lsp.server, infill, sys; print(sys.version.split()[0])' }, cfg)
+    local out, err = run({ python, '-c', 'import diffusion_infill.lsp.server, diffusion_infill.infill, sys; print(sys.version.split()[0])' }, cfg)
     if out then
-      h.ok(('Python %s (%s) imports lsp.server and infill'):format(out, python))
+      h.ok(('Python %s (%s) imports diffusion_infill.lsp.server and diffusion_infill.infill'):format(out, python))
     else
       h.error(('%s cannot import the server: %s'):format(python, err),
         { 'install the project into that interpreter (pip install -e .)' })

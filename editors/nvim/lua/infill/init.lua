@@ -25,7 +25,7 @@ M.kinds = {
 
 ---@class infill.Options
 M.defaults = {
-  -- how to start the server: `infill-lsp` on PATH, or e.g. { 'python3', '-m', 'lsp.server' }
+  -- how to start the server: `infill-lsp` on PATH, or e.g. { 'python3', '-m', 'diffusion_infill.lsp.server' }
   cmd = { 'infill-lsp' },
   -- filetypes served besides python (which always is)
   filetypes = {},

@@ -29,12 +29,12 @@ test('unset settings are left out so that the server uses its defaults', () => {
     { workerAddress: 'unix:/tmp/w.sock', threshold: 0.8, liveView: false, maxTokens: 128 });
 });
 
-test('the server runs as python -m lsp.server unless a command is set', () => {
-  assert.deepEqual(serverCommand(undefined, []), { command: 'python3', args: ['-m', 'lsp.server'] });
+test('the server runs as python -m diffusion_infill.lsp.server unless a command is set', () => {
+  assert.deepEqual(serverCommand(undefined, []), { command: 'python3', args: ['-m', 'diffusion_infill.lsp.server'] });
   assert.deepEqual(serverCommand(' /venv/bin/python ', undefined),
-    { command: '/venv/bin/python', args: ['-m', 'lsp.server'] });
+    { command: '/venv/bin/python', args: ['-m', 'diffusion_infill.lsp.server'] });
   assert.deepEqual(serverCommand('python3', ['infill-lsp', '-v']), { command: 'infill-lsp', args: ['-v'] });
-  assert.deepEqual(serverCommand('', [1, 2]), { command: 'python3', args: ['-m', 'lsp.server'] });
+  assert.deepEqual(serverCommand('', [1, 2]), { command: 'python3', args: ['-m', 'diffusion_infill.lsp.server'] });
 });
 
 test('python is always served, then the user languages', () => {

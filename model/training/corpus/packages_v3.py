@@ -5,7 +5,7 @@ their plugins, data and workflow tools, testing and packaging tools) and the lar
 permissively licensed applications and frameworks (Home Assistant, the OpenStack services,
 Apache Beam, Ray, Superset, Nautobot, ...), each pinned to the newest wheel for CPython 3.11
 on Linux x86-64 when the list was made. Distributions whose metadata names no permissive
-licence, and the evaluation packages (model/corpus/exclusions.py), are not listed."""
+licence, and the evaluation packages (model/training/corpus/exclusions.py), are not listed."""
 
 from __future__ import annotations
 

@@ -10,10 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from model.cards import hand_written
-from model.corpus.dedupe import CROSS_SPLIT_JACCARD, LSH_BANDS, LSH_ROWS, NEAR_DUP_JACCARD
-from model.corpus.filters import MAX_CHARS, MAX_LINE, MIN_CHARS
-from model.corpus.packages import (
+from diffusion_infill.model.training.cards import hand_written
+from diffusion_infill.model.training.corpus.dedupe import (
+    CROSS_SPLIT_JACCARD,
+    LSH_BANDS,
+    LSH_ROWS,
+    NEAR_DUP_JACCARD,
+)
+from diffusion_infill.model.training.corpus.filters import MAX_CHARS, MAX_LINE, MIN_CHARS
+from diffusion_infill.model.training.corpus.packages import (
     HELD_OUT_PACKAGES,
     SKIP_DIRS,
     STDLIB_SKIP,
@@ -32,10 +37,10 @@ def introduction(licences: Json, dropped_units: list[str]) -> str:
     kept_debs = sum(licences[u]["kept"] == "yes" for u in debs)
     return f"""# Data card: the training corpus (v3)
 
-Built by `python -m model.corpus --out data/corpus_v2 --cache data/sources`
-(reproducible: pinned archives from PyPI, fetched with `pip download`, and pinned Debian 12
-python3-* packages, fetched with `apt-get download`, at build time only; the Python
-{licences['stdlib']['version']} standard library of the building interpreter).
+Built by `python -m diffusion_infill.model.training.corpus --out data/corpus_v2 --cache
+data/sources` (reproducible: pinned archives from PyPI, fetched with `pip download`, and
+pinned Debian 12 python3-* packages, fetched with `apt-get download`, at build time only; the
+Python {licences['stdlib']['version']} standard library of the building interpreter).
 The corpus itself is not committed; this card is. The folder keeps its v2 name so that
 every default path to the held-out splits stays valid: v3 adds training units only, and
 valid.jsonl and test.jsonl are byte-identical to v2's.
@@ -156,7 +161,7 @@ def exclusions_section(licences: Json, stats: Json) -> str:
 
 Evaluation sets kept outside the corpus are cut from these packages, read at build time
 from benchmarks/real_files.py, benchmarks/real_fixes.py and benchmarks/fix_releases.py
-(model/corpus/exclusions.py): {", ".join(stats.get("evaluation_packages", []))}.
+(model/training/corpus/exclusions.py): {", ".join(stats.get("evaluation_packages", []))}.
 Held-out units and their import names are on the same list. A training unit is dropped
 when any of its names is on it (the distribution name; for a Debian package also its name
 without `python3-`, its Upstream-Name and the .dist-info / .egg-info and top-level names it

@@ -1,32 +1,39 @@
 #!/usr/bin/env bash
-# One run of training on a GPU machine, called from the repository root
-# (docs/TRAINING.md, "Training on a GPU"). The corpus travels compressed in .gpu/
-# (ignored by git, named in the call's `carry`):
+# One training run on a GPU machine, called from the root of a copy of the repository
+# (docs/TRAINING.md, "Training on a GPU"). The corpus arrives compressed in .gpu/ (ignored
+# by git, copied beside the checkout):
 #   .gpu/train.jsonl.xz  .gpu/valid.jsonl[.xz]  and, each optional: .gpu/test.jsonl[.xz]
 #   .gpu/tokenizer.json  .gpu/whl/ (tree-sitter wheels for `eval`)  .gpu/init/ (the weights
-#   to start from, packed to int8 by `python -m model.travel pack`: pass --init-from /tmp/init)
+#   to start from, packed to int8 by `python -m diffusion_infill.model.training.packing
+#   pack`: pass --init-from /tmp/init)
 #
-#   bash model/gpu_session.sh start MINUTES [model.train args]  # unpack, launch (setsid), return
-#   bash model/gpu_session.sh wait SECONDS   # follow the run, copying each new export to $OUT
-#   bash model/gpu_session.sh run MINUTES DEADLINE [args]  # both in one call: start, then
-#       copy each new export to $OUT until the run ends or DEADLINE seconds have passed
-#   bash model/gpu_session.sh feed SECONDS   # a later call carrying .gpu2/train.jsonl.xz (the
-#       rest of the training split, which did not fit beside the weights): unpack it where
-#       a run started with `--more-corpus /tmp/corpus_more` looks, then `wait SECONDS`
-#   bash model/gpu_session.sh eval           # held-out eval of the export on the GPU, to $OUT
+#   bash model/training/train_on_gpu.sh start MINUTES [train args]  # unpack, launch, return
+#   bash model/training/train_on_gpu.sh wait SECONDS  # follow the run, copying each new
+#       export to $OUT
+#   bash model/training/train_on_gpu.sh run MINUTES DEADLINE [args]  # both in one command:
+#       start, then copy each new export to $OUT until the run ends or DEADLINE seconds pass
+#   bash model/training/train_on_gpu.sh feed SECONDS  # a later command with
+#       .gpu2/train.jsonl.xz (the rest of the training split, which did not fit beside the
+#       weights): unpack it where a run started with `--more-corpus /tmp/corpus_more`
+#       looks, then `wait SECONDS`
+#   bash model/training/train_on_gpu.sh eval  # held-out eval of the export on the GPU, to $OUT
 #
-# GROW=2 before `start`/`run` grows the unpacked init to twice its layers (model/grow.py)
-# before the run starts from it. An export over 60 MB (a grown model's bf16 weights) is
-# packed to int8 before it travels back (the tool returns at most 64 MiB); model.ship and
-# the engine take the packed folder as it is.
+# The project need not be installed on the machine: the checkout's lsp/, infill/ and model/
+# are linked under $TMP/pkg/diffusion_infill, which goes on PYTHONPATH.
 #
-# The run lives in /tmp/run on the machine and survives between calls while the machine is
-# held (it goes back 30 s after a call ends). Each `wait` returns the latest export as a
-# tar split into 15 MiB parts (the tool's per-file limit): join with `cat export.tar.* | tar x`.
+# GROW=2 before `start`/`run` grows the unpacked init to twice its layers
+# (model/training/grow.py) before the run starts from it. An export over 60 MB (a grown
+# model's bf16 weights) is packed to int8 before it is copied back (at most 64 MiB of files
+# come back from the machine per command); training/release.py and the engine take the
+# packed folder as it is.
+#
+# The run lives in /tmp/run on the machine and survives between commands while the machine
+# stays up. Each `wait` returns the latest export as a tar split into 15 MiB parts (the
+# largest file that comes back): join with `cat export.tar.* | tar x`.
 set -u
-# LEASE_TMP, LEASE_COMPILE=0 and PACK_OVER (bytes) are for a dry run on a CPU
-# (tests/test_gpu_session.py); a GPU run leaves them unset.
-TMP=${LEASE_TMP:-/tmp}
+# GPU_RUN_TMP, GPU_RUN_COMPILE=0 and PACK_OVER (bytes) are for a dry run on a CPU
+# (tests/test_train_on_gpu.py); a GPU run leaves them unset.
+TMP=${GPU_RUN_TMP:-/tmp}
 RUN=$TMP/run
 CORPUS=$TMP/corpus
 MORE=$TMP/corpus_more  # pass --more-corpus $MORE to `run`/`start` to take `feed`'s rows
@@ -34,7 +41,17 @@ INIT=$TMP/init  # pass --init-from $INIT when .gpu/init travels
 SNAP=$TMP/snap
 PACK_OVER=${PACK_OVER:-60000000}
 OUT=${OUT:-/tmp/out}
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$TMP/site
+PKG=$TMP/pkg
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:$PKG:$TMP/site
+
+link_package() {  # diffusion_infill.<name> -> ./<name>, for each folder the checkout has
+    mkdir -p "$PKG/diffusion_infill"
+    for name in lsp infill model; do
+        [ -d "$name" ] && ln -sfn "$PWD/$name" "$PKG/diffusion_infill/$name"
+    done
+    return 0
+}
+link_package
 
 unpack() {
     mkdir -p "$CORPUS" "$OUT"
@@ -44,11 +61,11 @@ unpack() {
         elif [ -f ".gpu/$split.jsonl" ]; then cp ".gpu/$split.jsonl" "$CORPUS/"; fi
     done
     if [ -d .gpu/init ] && [ ! -d "$INIT" ]; then
-        python3 -m model.travel unpack .gpu/init "$INIT"
+        python3 -m diffusion_infill.model.training.packing unpack .gpu/init "$INIT"
         # the tokenizer travels once, with the tracked model/weights
         [ -f "$INIT/tokenizer.json" ] || cp model/weights/tokenizer.json "$INIT/"
         if [ -n "${GROW:-}" ]; then
-            python3 -m model.grow "$INIT" "$INIT.grown" --factor "$GROW" &&
+            python3 -m diffusion_infill.model.training.grow "$INIT" "$INIT.grown" --factor "$GROW" &&
                 rm -rf "$INIT" && mv "$INIT.grown" "$INIT"
         fi
     fi
@@ -68,7 +85,7 @@ launch() {  # launch MINUTES EXTRA_ARGS...: the run under setsid, logging to $RU
     mkdir -p "$RUN"
     local tokenizer=()
     [ -f .gpu/tokenizer.json ] && tokenizer=(--tokenizer .gpu/tokenizer.json)
-    setsid nohup python3 -m model.train --corpus "$CORPUS" "${tokenizer[@]}" \
+    setsid nohup python3 -m diffusion_infill.model.training.train --corpus "$CORPUS" "${tokenizer[@]}" \
         --out "$RUN" --minutes "$minutes" --quiet "$@" >> "$RUN.log" 2>&1 < /dev/null &
     echo $! > "$RUN.pid"
 }
@@ -84,7 +101,7 @@ copy_export() {  # a snapshot that loads (an evaluation may be writing the expor
         sleep 3
     done
     if [ "$(stat -c %s "$SNAP/export/model.safetensors")" -gt "$PACK_OVER" ]; then
-        python3 -m model.travel pack "$SNAP/export" "$SNAP/packed" &&
+        python3 -m diffusion_infill.model.training.packing pack "$SNAP/export" "$SNAP/packed" &&
             rm -rf "$SNAP/export" && mv "$SNAP/packed" "$SNAP/export"
     fi
     rm -f "$OUT"/export.tar.*
@@ -98,7 +115,7 @@ exported() { stat -c %Y "$RUN/export/model.safetensors" 2>/dev/null || echo 0; }
 start() {  # start MINUTES [args]
     local minutes=$1; shift
     unpack
-    if [ "${LEASE_COMPILE:-1}" = 0 ]; then launch "$minutes" "$@"; tail -5 "$RUN.log"; return; fi
+    if [ "${GPU_RUN_COMPILE:-1}" = 0 ]; then launch "$minutes" "$@"; tail -5 "$RUN.log"; return; fi
     # torch.compile first; if the run has not logged step 50 within 4 minutes (a compile
     # failure, or a hang), it starts again without
     launch "$minutes" --compile "$@"
@@ -118,7 +135,7 @@ start() {  # start MINUTES [args]
 }
 
 follow() {  # follow END: until the run ends or $SECONDS reaches END, copying each new
-    # export to $OUT as it is written (a call cut short still returns the last one)
+    # export to $OUT as it is written (a command cut short still returns the last one)
     local end=$1 copied=0 stamp
     while [ $SECONDS -lt "$end" ] && alive; do
         sleep 5

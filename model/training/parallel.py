@@ -1,6 +1,6 @@
 """Data-parallel training on one machine's cores: N worker processes, one model.
 
-`model.train --workers N` starts N processes that draw their own windows and masks, run
+`model.training.train --workers N` starts N processes that draw their own windows and masks, run
 forward and backward on their own batch, and average their gradients (gloo all-reduce,
 one flat buffer per step) before every optimiser step. All workers start from the same
 weights and apply the same averaged gradients, so their weights stay identical; worker 0

@@ -21,7 +21,7 @@ On top of any of these, a share of the clean positions is replaced by tokens dra
 the batch (random-token substitution) with the original as target, and a few clean
 positions are trained to predict themselves, so that one pass over a clean buffer scores
 every token (bug finding). With `p_plausible`, some rows also get bug-shaped swaps
-(model/swaps.py), the subtle corruptions the fixer must find, and with `p_negation` a
+(model/training/swaps.py), the subtle corruptions the fixer must find, and with `p_negation` a
 ` not` where it does not belong, whose target is `<null>` (delete it). `end_weight` gives
 the slot where a hole's fill ends (its first `<null>`) a loss weight of its own.
 """
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 from tokenizers import Tokenizer
 
-from model.swaps import PlausibleSwaps
+from diffusion_infill.model.training.swaps import PlausibleSwaps
 
 
 @dataclass(frozen=True)
@@ -74,12 +74,12 @@ class NoiseConfig:
     p_substitute: float = 0.5  # share of sequences with random-token substitution
     max_substitute: float = 0.15  # most of a sequence's clean tokens substituted
     p_identity: float = 0.05  # clean positions trained to predict themselves
-    # share of sequences with bug-shaped swaps (model/swaps.py: a name for another name of
+    # share of sequences with bug-shaped swaps (model/training/swaps.py: a name for another name of
     # the window, + for -, < for >=, n for n+1), 1..max_plausible of them, original as target
     p_plausible: float = 0.0
     max_plausible: int = 3
     # share of sequences with one ` not` inserted where it does not belong (`x not in y`
-    # for `x in y`, `x is not y` for `x is y`; model/swaps.py), target <null>: the row
+    # for `x in y`, `x is not y` for `x is y`; model/training/swaps.py), target <null>: the row
     # shifts right by one from there and loses its last token
     p_negation: float = 0.0
     # loss weight of the decision where a hole's fill ends: the first `<null>` slot after

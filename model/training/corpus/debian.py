@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model.corpus.exclusions import benchmark_named
-from model.corpus.licences import licence_allowed
-from model.corpus.packages import SKIP_DIRS
-from model.corpus.records import Source, is_test_path
+from diffusion_infill.model.training.corpus.exclusions import benchmark_named
+from diffusion_infill.model.training.corpus.licences import licence_allowed
+from diffusion_infill.model.training.corpus.packages import SKIP_DIRS
+from diffusion_infill.model.training.corpus.records import Source, is_test_path
 
 DEP5_FORMAT = re.compile(r"^Format:\s*https?://(www\.)?debian\.org/doc/packaging-manuals/"
                          r"copyright-format/1\.0/?\s*$", re.MULTILINE)

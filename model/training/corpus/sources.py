@@ -12,9 +12,9 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from model.corpus.exclusions import benchmark_named
-from model.corpus.licences import licence_of
-from model.corpus.packages import (
+from diffusion_infill.model.training.corpus.exclusions import benchmark_named
+from diffusion_infill.model.training.corpus.licences import licence_of
+from diffusion_infill.model.training.corpus.packages import (
     PACKAGES,
     SDISTS,
     SKIP_DIRS,
@@ -23,7 +23,7 @@ from model.corpus.packages import (
     VALID_UNITS,
     canonical,
 )
-from model.corpus.records import Source, SourceFile, is_test_path
+from diffusion_infill.model.training.corpus.records import Source, SourceFile, is_test_path
 
 # --- fetching -----------------------------------------------------------------------------
 

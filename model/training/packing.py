@@ -1,19 +1,20 @@
-"""An exported model packed small enough to travel to a GPU machine beside its corpus, or to
-ship when its bf16 weights are over the 64 MiB limit.
+"""Packing a model's weights to int8: small enough to send to a GPU machine beside its
+corpus (within 64 MiB, the shipped weights' 56 MiB of bf16 included), or to ship when its
+bf16 weights are over the repository's 64 MiB limit.
 
-A GPU machine may take at most 64 MiB with each call, the shipped weights (56 MiB of bf16)
-included. Packed, every floating-point matrix is int8 with one bf16 scale per group of 64
-values along its rows (absolute maximum to 127): 29 MiB, a relative error under 1% of each
+Packed, every floating-point matrix is int8 with one bf16 scale per group of 64 values
+along its rows (absolute maximum to 127): 29 MiB, a relative error under 1% of each
 group's largest value. A warm restart from the unpacked weights repairs that in its first
 steps (docs/TRAINING.md, the GPU runs).
 
-    python -m model.travel pack model/weights .gpu/init      # here
-    python -m model.travel unpack .gpu/init /tmp/init         # there; then --init-from
+    python -m diffusion_infill.model.training.packing pack model/weights .gpu/init   # here
+    python -m diffusion_infill.model.training.packing unpack .gpu/init /tmp/init  # there
 
 A model directory may hold `model.int8.safetensors` instead of `model.safetensors`:
-`read_weights` gives the float tensors of either, and the engine (model/modernbert.py),
-model.train's `--init-from` and model.grow load through it. model.ship packs a model whose
-bf16 weights would not fit in the repository's 64 MiB (a model grown by model.grow).
+model/weight_files.py's `read_weights` gives the float tensors of either, and the engine
+(model/modernbert.py), training's `--init-from` and training/grow.py load through it.
+training/release.py packs a model whose bf16 weights would not fit in the repository's
+64 MiB (a model grown by training/grow.py).
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-GROUP = 64
-WEIGHTS = "model.safetensors"
-PACKED = "model.int8.safetensors"
+from diffusion_infill.model.weight_files import GROUP, PACKED, WEIGHTS, unpacked
 
 
 def quantize(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,40 +36,6 @@ def quantize(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scale = scale.to(torch.bfloat16)
     q = torch.round(groups / scale.float()).clamp(-127, 127).to(torch.int8)
     return q.reshape(t.shape), scale.squeeze(1)
-
-
-def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    """float32 values of int8 `q` with its per-group `scale` (what `quantize` returned)."""
-    groups = q.float().reshape(-1, GROUP) * scale.float().unsqueeze(1)
-    return groups.reshape(q.shape)
-
-
-def read_weights(path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of model directory `path`: from model.safetensors as stored, else
-    dequantized (float32) from model.int8.safetensors. FileNotFoundError if neither."""
-    if (path / WEIGHTS).is_file():
-        return load_file(str(path / WEIGHTS))
-    if (path / PACKED).is_file():
-        return unpacked(load_file(str(path / PACKED)))
-    raise FileNotFoundError(f"{path}: no {WEIGHTS} or {PACKED}")
-
-
-def has_weights(path: Path) -> bool:
-    return (path / WEIGHTS).is_file() or (path / PACKED).is_file()
-
-
-def unpacked(packed: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Float tensors of a packed file's contents (matrices dequantized to float32)."""
-    out: dict[str, torch.Tensor] = {}
-    for name, t in packed.items():
-        if name.endswith(".scale"):
-            continue
-        if name.endswith(".q"):
-            base = name.removesuffix(".q")
-            out[base] = dequantize(t, packed[f"{base}.scale"])
-        else:
-            out[name] = t.float() if t.is_floating_point() else t
-    return out
 
 
 def packable(t: torch.Tensor) -> bool:
@@ -104,7 +69,9 @@ def pack(src: Path, dst: Path) -> None:
 
 def unpack(src: Path, dst: Path) -> None:
     if not (src / PACKED).is_file():
-        raise FileNotFoundError(f"{src}: no {PACKED} (`python -m model.travel pack` makes it)")
+        raise FileNotFoundError(
+            f"{src}: no {PACKED} (`python -m diffusion_infill.model.training.packing pack` "
+            "makes it)")
     out = unpacked(load_file(src / PACKED))
     dst.mkdir(parents=True, exist_ok=True)
     save_file(out, dst / WEIGHTS, metadata={"format": "pt"})

@@ -11,7 +11,7 @@ other projects are not, and a training file that duplicates or nearly duplicates
 held-out file is dropped. The packages of the evaluation sets kept outside the corpus and
 public code benchmarks never enter training (exclusions.py).
 
-    python -m model.corpus --out data/corpus_v2 --cache data/sources
+    python -m diffusion_infill.model.training.corpus --out data/corpus_v2 --cache data/sources
 
 writes train/valid/test.jsonl ({"unit", "path", "text"} per line), split.json,
 licences.json and stats.json, and prints a summary. docs/DATA_CARD.md describes the result.
@@ -24,17 +24,17 @@ dedupe (exact and MinHash near duplicates, the leak audit), pipeline (the build 
 output files), card (the data card), cli (the command line, run by __main__).
 """
 
-from model.corpus.card import write_card
-from model.corpus.cli import main
-from model.corpus.debian import (
+from diffusion_infill.model.training.corpus.card import write_card
+from diffusion_infill.model.training.corpus.cli import main
+from diffusion_infill.model.training.corpus.debian import (
     deb_files,
     dep5_allowed,
     dep5_licence,
     fetch_debs,
     parse_dep5,
 )
-from model.corpus.debian_packages import DEBIAN_PACKAGES
-from model.corpus.dedupe import (
+from diffusion_infill.model.training.corpus.debian_packages import DEBIAN_PACKAGES
+from diffusion_infill.model.training.corpus.dedupe import (
     CROSS_SPLIT_JACCARD,
     LSH_BANDS,
     LSH_ROWS,
@@ -46,14 +46,14 @@ from model.corpus.dedupe import (
     line_hashes,
     minhash,
 )
-from model.corpus.exclusions import (
+from diffusion_infill.model.training.corpus.exclusions import (
     EVAL_PACKAGES,
     benchmark_named,
     copies_eval_module,
     eval_packages,
     excluded_project,
 )
-from model.corpus.filters import (
+from diffusion_infill.model.training.corpus.filters import (
     GENERATED,
     GENERATED_NAMES,
     MAX_CHARS,
@@ -63,8 +63,13 @@ from model.corpus.filters import (
     keep,
     normalise,
 )
-from model.corpus.licences import COPYLEFT, PERMISSIVE, licence_allowed, licence_of
-from model.corpus.packages import (
+from diffusion_infill.model.training.corpus.licences import (
+    COPYLEFT,
+    PERMISSIVE,
+    licence_allowed,
+    licence_of,
+)
+from diffusion_infill.model.training.corpus.packages import (
     HELD_OUT_PACKAGES,
     PACKAGES,
     SDISTS,
@@ -76,10 +81,10 @@ from model.corpus.packages import (
     canonical,
     split_of,
 )
-from model.corpus.packages_v3 import V3_PACKAGES
-from model.corpus.pipeline import Exclusions, build, collect
-from model.corpus.records import Source, SourceFile, is_test_path
-from model.corpus.sources import (
+from diffusion_infill.model.training.corpus.packages_v3 import V3_PACKAGES
+from diffusion_infill.model.training.corpus.pipeline import Exclusions, build, collect
+from diffusion_infill.model.training.corpus.records import Source, SourceFile, is_test_path
+from diffusion_infill.model.training.corpus.sources import (
     archive_files,
     archive_in,
     fetch,

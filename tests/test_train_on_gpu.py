@@ -1,6 +1,6 @@
-"""model/gpu_session.sh, the script a GPU machine runs, dry-run on the CPU with the tiny model:
-it grows the packed init it is sent (GROW), trains from it, and brings the export back as
-tar parts, packed when it is large, that this side can load and ship."""
+"""model/training/train_on_gpu.sh, the script a GPU machine runs, dry-run on the CPU with the
+tiny model: it grows the packed init it is sent (GROW), trains from it, and brings the export
+back as tar parts, packed when it is large, that this side can load and ship."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from model import travel
-from model.loading import load_denoiser
+from diffusion_infill.model.loading import load_denoiser
+from diffusion_infill.model.training import packing
 
 pytestmark = pytest.mark.slow
 
@@ -34,14 +34,14 @@ def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     init = tmp_path / "init"
     shutil.copytree(tiny_model_dir, init)
     (init / "training.json").write_text(json.dumps({"tokens_total": 5000, "history": []}))
-    travel.pack(init, checkout / ".gpu" / "init")
+    packing.pack(init, checkout / ".gpu" / "init")
     layers = json.loads((init / "config.json").read_text())["num_hidden_layers"]
 
     machine, out = tmp_path / "machine", tmp_path / "out"
-    env = dict(os.environ, LEASE_TMP=str(machine), LEASE_COMPILE="0", PACK_OVER="0",
+    env = dict(os.environ, GPU_RUN_TMP=str(machine), GPU_RUN_COMPILE="0", PACK_OVER="0",
                GROW="2", OUT=str(out))
     proc = subprocess.run(
-        ["bash", str(ROOT / "model" / "gpu_session.sh"), "run", "0.1", "120",
+        ["bash", str(ROOT / "model" / "training" / "train_on_gpu.sh"), "run", "0.1", "120",
          "--preset", "tiny", "--init-from", str(machine / "init"), "--batch-size", "4",
          "--seq-len", "64", "--dtype", "fp32", "--eval-every", "1000"],
         cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
@@ -54,7 +54,7 @@ def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     with tarfile.open(joined) as tar:
         tar.extractall(tmp_path / "back", filter="data")
     export = tmp_path / "back" / "export"
-    assert (export / travel.PACKED).is_file() and not (export / travel.WEIGHTS).exists()
+    assert (export / packing.PACKED).is_file() and not (export / packing.WEIGHTS).exists()
     config = json.loads((export / "config.json").read_text())
     assert config["num_hidden_layers"] == 2 * layers
     record = json.loads((export / "training.json").read_text())

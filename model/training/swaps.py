@@ -1,6 +1,6 @@
 """Bug-shaped token swaps: the corruptions people write, for the bug-finding objective.
 
-Random-token substitution (model/noising.py) teaches the model that a visible token can be
+Random-token substitution (model/training/noising.py) teaches the model that a visible token can be
 wrong, but a token drawn from anywhere in the batch is easy to spot. The bugs the fixer
 must find are subtle: a name swapped for another name of the same window, `+` for `-`,
 `<` for `>=`, `n` for `n + 1`. `PlausibleSwaps` makes those at the token level, on clean

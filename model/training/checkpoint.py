@@ -22,7 +22,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import ModernBertForMaskedLM
 
-from model.tokenizer import save_for_transformers
+from diffusion_infill.model.training.tokenizer import save_for_transformers
 
 
 def export(model: ModernBertForMaskedLM, tok: Tokenizer, out: Path, meta: dict) -> None:

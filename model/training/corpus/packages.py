@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from model.corpus.packages_v3 import V3_PACKAGES
+from diffusion_infill.model.training.corpus.packages_v3 import V3_PACKAGES
 
 # Mostly pure-Python distributions, pinned for reproducibility. The licence is read from
 # each archive's metadata at build time; copyleft ones are listed on purpose so that the

@@ -1,17 +1,17 @@
 """Train a masked-diffusion code model (ModernBERT, MDLM objective), from scratch or warm.
 
-    python -m model.train --preset small --minutes 90 --out runs/small
-    python -m model.train --init-from model/weights --minutes 120 --out runs/long
+    python -m diffusion_infill.model.training.train --preset small --minutes 90 --out runs/small
+    python -m diffusion_infill.model.training.train --init-from model/weights --minutes 120 \\
+        --out runs/long
 
-Reads the corpus (model.corpus) and tokenizer (model.tokenizer), trains with the noise of
-model.noising, shows a progress bar (loss, tokens/s, ETA), evaluates on the validation
-split now and then, writes a resumable checkpoint (`ckpt.pt`: weights, optimiser, step,
-elapsed time) and a Hugging Face export (`export/`: safetensors, config, tokenizer,
-`training.json` with the cumulative history) that `AutoModelForMaskedLM.from_pretrained`
-loads, and saves the loss curve as `loss.png`. Running the same command again resumes from
-`ckpt.pt`.
+Reads the corpus (model.training.corpus) and tokenizer (model.training.tokenizer), trains with
+the noise of model.training.noising, shows a progress bar (loss, tokens/s, ETA), evaluates on
+the validation split now and then, writes a resumable checkpoint (`ckpt.pt`: weights, optimiser,
+step, elapsed time) and a Hugging Face export (`export/`: safetensors, config, tokenizer,
+`training.json` with the cumulative history) that `AutoModelForMaskedLM.from_pretrained` loads,
+and saves the loss curve as `loss.png`. Running the same command again resumes from `ckpt.pt`.
 
-`--workers N` trains data-parallel in N processes, one per core (model.parallel): each
+`--workers N` trains data-parallel in N processes, one per core (model.training.parallel): each
 draws its own windows and masks, and the gradients are averaged before every step, so a
 step sees N batches of --batch-size.
 
@@ -46,13 +46,25 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 from transformers import ModernBertForMaskedLM
 
-from model import travel
-from model.checkpoint import RunState, export, load_checkpoint, plot, save_checkpoint
-from model.config import PRESETS, modernbert_config
-from model.corpus.records import is_test_path
-from model.noising import Batch, NoiseConfig, TextSampler, Vocab, make_batch
-from model.parallel import Group, launch, rank_seed
-from model.precision import pick_precision
+from diffusion_infill.model import weight_files
+from diffusion_infill.model.precision import pick_precision
+from diffusion_infill.model.training.checkpoint import (
+    RunState,
+    export,
+    load_checkpoint,
+    plot,
+    save_checkpoint,
+)
+from diffusion_infill.model.training.config import PRESETS, modernbert_config
+from diffusion_infill.model.training.corpus.records import is_test_path
+from diffusion_infill.model.training.noising import (
+    Batch,
+    NoiseConfig,
+    TextSampler,
+    Vocab,
+    make_batch,
+)
+from diffusion_infill.model.training.parallel import Group, launch, rank_seed
 
 Autocast = Callable[[], AbstractContextManager]
 VALID_NOISE = NoiseConfig(p_engine_alloc=0.0, p_reveal=0.0)  # the validation batches' noise
@@ -200,11 +212,11 @@ def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
     if config.vocab_size != vocab.size:
         raise SystemExit(f"--init-from {args.init_from} has a {config.vocab_size}-token "
                          f"vocabulary; the tokenizer has {vocab.size}")
-    if (args.init_from / travel.WEIGHTS).is_file():
+    if (args.init_from / weight_files.WEIGHTS).is_file():
         model = ModernBertForMaskedLM.from_pretrained(args.init_from, dtype=torch.float32)
     else:  # packed int8 weights (a shipped model too large for bf16): dequantized
         model = ModernBertForMaskedLM(config)
-        tensors = {k: v.float() for k, v in travel.read_weights(args.init_from).items()}
+        tensors = {k: v.float() for k, v in weight_files.read_weights(args.init_from).items()}
         missing, unexpected = model.load_state_dict(tensors, strict=False)
         if unexpected or set(missing) - {"decoder.weight"}:
             raise SystemExit(f"--init-from {args.init_from}: the weights do not fit its "
@@ -285,7 +297,7 @@ class Trainer:
         if args.init_from is not None:
             self.seq_len = min(self.seq_len, self.model.config.max_position_embeddings)
         self.optim = make_optimizer(self.model, args)
-        # a model grown by model.grow says so in every export trained from it
+        # a model grown by model.training.grow says so in every export trained from it
         self.grown = record.get("grown")
         args.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = args.out / "ckpt.pt"
@@ -541,9 +553,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.workers < 1:
         raise SystemExit(f"--workers {args.workers}: expected 1 or more")
-    # `model.train.train_worker` by name, so that spawned workers can unpickle it even
+    # `model.training.train.train_worker` by name, so that spawned workers can unpickle it even
     # when this module runs as __main__
-    from model import train as this_module
+    from diffusion_infill.model.training import train as this_module
 
     launch(functools.partial(this_module.train_worker, args), args.workers)
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from model.corpus.packages import SPLITS, split_of
-from model.corpus.records import SourceFile
+from diffusion_infill.model.training.corpus.packages import SPLITS, split_of
+from diffusion_infill.model.training.corpus.records import SourceFile
 
 NEAR_DUP_JACCARD = 0.85  # line-set similarity above which two files count as one
 # Stricter for leakage: a training file this close to a held-out file is dropped.

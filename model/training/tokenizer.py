@@ -4,7 +4,8 @@ Every byte sequence round-trips exactly (byte-level alphabet, no normalisation, 
 space), and `\\n` is split off before BPE so a line edge is always a token edge: a hole
 that covers whole lines then has clean token boundaries on both sides.
 
-    python -m model.tokenizer --corpus data/corpus_v2 --out data/tokenizer --vocab 16384
+    python -m diffusion_infill.model.training.tokenizer --corpus data/corpus_v2 \\
+        --out data/tokenizer --vocab 16384
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def save_for_transformers(tok: Tokenizer, out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="folder with train.jsonl from model.corpus")
+                        help="folder with train.jsonl from model.training.corpus")
     parser.add_argument("--out", type=Path, default=Path("data/tokenizer"),
                         help="output folder for tokenizer.json")
     parser.add_argument("--vocab", type=int, default=16384, help="vocabulary size")

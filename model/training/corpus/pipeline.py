@@ -13,18 +13,18 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from model.corpus.debian import deb_files, dep5_allowed, fetch_debs
-from model.corpus.dedupe import deduplicate, leak_audit
-from model.corpus.exclusions import (
+from diffusion_infill.model.training.corpus.debian import deb_files, dep5_allowed, fetch_debs
+from diffusion_infill.model.training.corpus.dedupe import deduplicate, leak_audit
+from diffusion_infill.model.training.corpus.exclusions import (
     benchmark_named,
     copies_eval_module,
     eval_packages,
     excluded_project,
     import_names,
 )
-from model.corpus.filters import holds_held_out_copy, keep, normalise
-from model.corpus.licences import licence_allowed
-from model.corpus.packages import (
+from diffusion_infill.model.training.corpus.filters import holds_held_out_copy, keep, normalise
+from diffusion_infill.model.training.corpus.licences import licence_allowed
+from diffusion_infill.model.training.corpus.packages import (
     HELD_OUT_PACKAGES,
     PACKAGES,
     SDISTS,
@@ -34,8 +34,8 @@ from model.corpus.packages import (
     canonical,
     split_of,
 )
-from model.corpus.records import Source, SourceFile, is_test_path
-from model.corpus.sources import archive_files, fetch, stdlib_files
+from diffusion_infill.model.training.corpus.records import Source, SourceFile, is_test_path
+from diffusion_infill.model.training.corpus.sources import archive_files, fetch, stdlib_files
 
 Summary = dict[str, dict[str, int]]  # split -> files, chars, test_chars
 # The stats.json reason under which a whole excluded unit's files are counted.

@@ -10,34 +10,34 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from model import train, travel
+from diffusion_infill.model.training import packing, train
 
 
 def test_packed_weights_are_int8_and_unpack_close_to_the_original(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     packed, unpacked = tmp_path / "packed", tmp_path / "unpacked"
-    travel.main(["pack", str(tiny_model_dir), str(packed)])
-    travel.main(["unpack", str(packed), str(unpacked)])
+    packing.main(["pack", str(tiny_model_dir), str(packed)])
+    packing.main(["unpack", str(packed), str(unpacked)])
 
-    stored = load_file(packed / travel.PACKED)
+    stored = load_file(packed / packing.PACKED)
     assert all(t.dtype == torch.int8 for name, t in stored.items() if name.endswith(".q"))
     assert (packed / "config.json").exists() and (packed / "tokenizer.json").exists()
-    assert not (packed / travel.WEIGHTS).exists(), "the full-size weights stay behind"
+    assert not (packed / packing.WEIGHTS).exists(), "the full-size weights stay behind"
 
-    original = load_file(tiny_model_dir / travel.WEIGHTS)
-    back = load_file(unpacked / travel.WEIGHTS)
+    original = load_file(tiny_model_dir / packing.WEIGHTS)
+    back = load_file(unpacked / packing.WEIGHTS)
     assert original.keys() == back.keys()
     for name, t in original.items():
         err = (t.float() - back[name]).abs().max().item()
         assert err <= t.float().abs().max().item() / 127 + 1e-6, name
-    matrices = [n for n, t in original.items() if travel.packable(t)]
+    matrices = [n for n, t in original.items() if packing.packable(t)]
     assert matrices, "the tiny model has matrices to pack"
 
     # a folder whose weights are packed already (a shipped grown model) packs as it is
     again = tmp_path / "again"
-    travel.main(["pack", str(packed), str(again)])
-    assert (again / travel.PACKED).read_bytes() == (packed / travel.PACKED).read_bytes()
+    packing.main(["pack", str(packed), str(again)])
+    assert (again / packing.PACKED).read_bytes() == (packed / packing.PACKED).read_bytes()
 
 
 def test_a_warm_restart_from_unpacked_weights_carries_the_record(
@@ -47,8 +47,8 @@ def test_a_warm_restart_from_unpacked_weights_carries_the_record(
     train.main(["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
                 str(tok_dir / "tokenizer.json"), "--out", str(first), "--batch-size", "4",
                 "--seq-len", "64", "--quiet", "--dtype", "fp32", "--max-steps", "2"])
-    travel.pack(first / "export", tmp_path / "packed")
-    travel.unpack(tmp_path / "packed", tmp_path / "init")
+    packing.pack(first / "export", tmp_path / "packed")
+    packing.unpack(tmp_path / "packed", tmp_path / "init")
     second = tmp_path / "second"
     train.main(["--preset", "tiny", "--corpus", str(corpus), "--init-from",
                 str(tmp_path / "init"), "--out", str(second), "--batch-size", "4",
@@ -59,5 +59,5 @@ def test_a_warm_restart_from_unpacked_weights_carries_the_record(
 
 
 def test_unpacking_a_folder_with_nothing_packed_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="model.travel pack"):
-        travel.unpack(tmp_path, tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="model.training.packing pack"):
+        packing.unpack(tmp_path, tmp_path / "out")

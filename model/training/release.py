@@ -1,14 +1,14 @@
 """End a training run: ship the export as the default model, or keep it to resume from.
 
     python -m benchmarks.eval_model --model runs/long/export
-    python -m model.ship --export runs/long/export --eval benchmarks/results/eval_long.json
+    python -m diffusion_infill.model.training.release --export runs/long/export --eval benchmarks/results/eval_long.json
 
 An export that beats the shipped model on the held-out evaluation (the sum of single-line
 exact match with the engine's length and with the true length, multi-line exact match and
 top-1 bug localisation) is copied to model/weights with a new model card; one that does not
 is copied to model/resume, the one tracked folder each kept run overwrites, so that the
-next run continues from it (`python -m model.train --init-from model/resume`). Weights
-whose bf16 would not fit in 64 MiB are packed to int8 (model/travel.py; `--pack` packs any).
+next run continues from it (`python -m diffusion_infill.model.training.train --init-from model/resume`). Weights
+whose bf16 would not fit in 64 MiB are packed to int8 (model/training/packing.py; `--pack` packs any).
 Either way the point is added to the learning curve across runs
 (benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB even
 packed is refused; --force ships regardless of the score.
@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from model import travel
-from model.cards import hand_written
+from diffusion_infill.model import weight_files
+from diffusion_infill.model.training import packing
+from diffusion_infill.model.training.cards import hand_written
 
 ROOT = Path(__file__).resolve().parent.parent
 WEIGHTS = ROOT / "model" / "weights"
@@ -37,7 +38,7 @@ RESUME = ROOT / "model" / "resume"  # a checkpoint that did not beat the shipped
 CURVE = ROOT / "benchmarks" / "results" / "learning_curve.json"
 CURVE_PNG = ROOT / "docs" / "img" / "learning_curve.png"
 SIZE_LIMIT = 64 * 2**20
-NOTES = "<!-- hand-written history below this line is kept when model/ship.py ships a model -->"
+NOTES = "<!-- hand-written history below this line is kept when model/training/release.py ships a model -->"
 BESIDE = ("config.json", "tokenizer.json", "tokenizer_config.json", "training.json")
 
 
@@ -74,8 +75,8 @@ def card(training: dict, ev: dict, size: int, notes: str = NOTES + "\n",
     return f"""# Model card: the shipped default (`model/weights`)
 
 A masked-diffusion code model: `ModernBertForMaskedLM` trained from scratch by
-`model/train.py` with the MDLM objective plus span masks, variable-length holes (`<null>`
-tails) and random-token substitution (model/noising.py). Loads with
+`model/training/train.py` with the MDLM objective plus span masks, variable-length holes (`<null>`
+tails) and random-token substitution (model/training/noising.py). Loads with
 `AutoModelForMaskedLM.from_pretrained("model/weights")`; the engine uses it by default.
 
 | | |
@@ -112,7 +113,7 @@ repair {_pct(b['exact_repair'])} (n={b['n']}).
 ## Learning curve across runs
 
 Held-out figures and validation loss of every shipped or kept checkpoint against the tokens
-it has seen (`benchmarks/results/learning_curve.json`, drawn by `model/ship.py`):
+it has seen (`benchmarks/results/learning_curve.json`, drawn by `model/training/release.py`):
 
 ![learning curve](../../docs/img/learning_curve.png)
 
@@ -185,17 +186,17 @@ def plot_curve(points: list[dict], path: Path) -> None:
 def copy_export(export: Path, dest: Path, pack: bool = False) -> tuple[int, str]:
     """Copy the export's weights and files into `dest`: (bytes, the weights' form). The
     weights go as exported (bf16, or int8 if the export holds only packed ones) when
-    everything fits in 64 MiB, else packed to int8 (model/travel.py: a model grown by
-    model.grow); `pack` packs them regardless. Over the limit even packed, nothing is
+    everything fits in 64 MiB, else packed to int8 (model/training/packing.py: a model grown by
+    model.training.grow); `pack` packs them regardless. Over the limit even packed, nothing is
     copied; `dest`'s other weights file is removed."""
     beside = sum((export / f).stat().st_size for f in BESIDE)
     with tempfile.TemporaryDirectory() as tmp:
-        weights = export / travel.WEIGHTS
+        weights = export / weight_files.WEIGHTS
         if not weights.is_file():  # packed already (a GPU run's export of a grown model)
-            weights = export / travel.PACKED
+            weights = export / weight_files.PACKED
         elif pack or beside + weights.stat().st_size > SIZE_LIMIT:
-            weights = Path(tmp) / travel.PACKED
-            travel.pack_file(export / travel.WEIGHTS, weights)
+            weights = Path(tmp) / weight_files.PACKED
+            packing.pack_file(export / weight_files.WEIGHTS, weights)
         size = beside + weights.stat().st_size
         if size > SIZE_LIMIT:
             sys.exit(f"not copied: {size / 2**20:.1f} MiB is over the 64 MiB limit")
@@ -203,9 +204,9 @@ def copy_export(export: Path, dest: Path, pack: bool = False) -> tuple[int, str]
         for f in BESIDE:
             shutil.copy2(export / f, dest / f)
         shutil.copy2(weights, dest / weights.name)
-    for stale in {travel.WEIGHTS, travel.PACKED} - {weights.name}:
+    for stale in {weight_files.WEIGHTS, weight_files.PACKED} - {weights.name}:
         (dest / stale).unlink(missing_ok=True)
-    form = ("int8, packed by model/travel.py" if weights.name == travel.PACKED else "bf16")
+    form = ("int8, packed by model/training/packing.py" if weights.name == weight_files.PACKED else "bf16")
     return size, form
 
 

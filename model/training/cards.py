@@ -1,5 +1,6 @@
-"""Cards written by a tool (docs/DATA_CARD.md by `python -m model.corpus`, the model card by
-`model/ship.py`) that keep what people wrote below a marker line when they are rewritten."""
+"""Cards written by a tool (docs/DATA_CARD.md by the corpus builder, model/training/corpus/,
+the model card by model/training/release.py) that keep what people wrote below a marker line
+when they are rewritten."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from model.corpus.packages import canonical
+from diffusion_infill.model.training.corpus.packages import canonical
 
 ROOT = Path(__file__).resolve().parents[2]
 # The evaluation-set scripts read at build time, and the module-level names whose

@@ -1,6 +1,6 @@
 """A deeper model from a trained one, computing the same function: more capacity to train on a GPU.
 
-    python -m model.grow model/weights runs/grown --factor 2     # 6 layers -> 12
+    python -m diffusion_infill.model.training.grow model/weights runs/grown --factor 2  # 6 -> 12
 
 Each layer of the source keeps its weights and its attention kind (global or sliding) and is
 followed by `factor - 1` new layers. A new layer is a copy of the one before it with its two
@@ -12,8 +12,9 @@ of the new layer follows from the second (LLaMA Pro's block expansion; Gstack gr
 copying too). A new layer attends as its source does, so `layer_types` lists every layer.
 
 The record (`training.json`) is carried over with its tokens and history, plus a `grown`
-entry saying from what; a warm restart (`python -m model.train --init-from DIR`) continues
-the count. Only ModernBERT directories as model.train exports them are grown.
+entry saying from what; a warm restart (`python -m diffusion_infill.model.training.train
+--init-from DIR`) continues the count. Only ModernBERT directories as model.training.train
+exports them are grown.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from model import travel
+from diffusion_infill.model import weight_files
 
 LAYER = "model.layers."
 ZEROED = ("attn.Wo.weight", "mlp.Wo.weight")  # a layer's writes to the residual stream
@@ -80,13 +81,13 @@ def grow(src: Path, dst: Path, factor: int) -> dict:
         raise ValueError(f"--factor {factor}: a grown model has at least twice the layers")
     config = json.loads((src / "config.json").read_text())
     grown_config = grow_config(config, factor)
-    state = grow_state(travel.read_weights(src), int(config["num_hidden_layers"]), factor)
+    state = grow_state(weight_files.read_weights(src), int(config["num_hidden_layers"]), factor)
     dst.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(dst / travel.WEIGHTS),
+    save_file({k: v.contiguous() for k, v in state.items()}, str(dst / weight_files.WEIGHTS),
               metadata={"format": "pt"})
     (dst / "config.json").write_text(json.dumps(grown_config, indent=2) + "\n")
     for f in src.iterdir():
-        if f.is_file() and f.name not in (travel.WEIGHTS, travel.PACKED, "config.json",
+        if f.is_file() and f.name not in (weight_files.WEIGHTS, weight_files.PACKED, "config.json",
                                           "training.json", "MODEL_CARD.md"):
             shutil.copy2(f, dst / f.name)
     record_path = src / "training.json"
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         config = grow(args.src, args.dst, args.factor)
     except (ValueError, FileNotFoundError) as exc:
-        parser.exit(2, f"model.grow: {exc}\n")
+        parser.exit(2, f"model.training.grow: {exc}\n")
     size = sum(f.stat().st_size for f in args.dst.iterdir()) / 2**20
     print(f"grew {args.src} -> {args.dst}: {config['num_hidden_layers']} layers ({size:.1f} MiB)")
 

@@ -1,20 +1,22 @@
-"""`python -m model.corpus`: build the corpus, write the data card, print the sizes."""
+"""`python -m diffusion_infill.model.training.corpus`: build the corpus, write the data card,
+print the sizes."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from model.corpus.card import write_card
-from model.corpus.debian_packages import DEBIAN_PACKAGES
-from model.corpus.pipeline import build
+from diffusion_infill.model.training.corpus.card import write_card
+from diffusion_infill.model.training.corpus.debian_packages import DEBIAN_PACKAGES
+from diffusion_infill.model.training.corpus.pipeline import build
 
 DESCRIPTION = ("Build the training corpus: Python sources from the standard library, "
                "pinned PyPI packages and pinned Debian python3-* packages.")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m model.corpus", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m diffusion_infill.model.training.corpus",
+                                     description=DESCRIPTION)
     parser.add_argument("--out", type=Path, default=Path("data/corpus_v2"),
                         help="output folder for the jsonl splits")
     parser.add_argument("--cache", type=Path, default=Path("data/sources"),

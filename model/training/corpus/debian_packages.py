@@ -3,7 +3,7 @@
 among widely used Python libraries and applications that the PyPI list does not already
 hold (OpenStack libraries and clients, scientific packages, network and test tools). A
 package is kept only if its debian/copyright is machine-readable (DEP-5) and every stanza
-covering upstream files has a permissive licence (model/corpus/debian.py); the rest are
+covering upstream files has a permissive licence (model/training/corpus/debian.py); the rest are
 listed so that the data card records them as dropped. python3-click, python3-docopt and
 python3-tabulate ship a held-out or evaluation package and are listed so that the card
 records them as excluded; python3-pycparser bundles ply (an evaluation package), whose
