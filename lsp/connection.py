@@ -30,7 +30,7 @@ REQUEST_TIMEOUT = 120.0
 
 
 def _key(s: Settings) -> tuple[Any, ...]:
-    return (s.worker_address, s.model_dir, s.device)
+    return (s.worker_address, s.model_dir, s.device, s.precision)
 
 
 class WorkerConnection:
@@ -58,6 +58,7 @@ class WorkerConnection:
             return WorkerClient(s.worker_address, token=os.environ.get("INFILL_WORKER_TOKEN"),
                                 connect_timeout=30.0, request_timeout=REQUEST_TIMEOUT)
         return WorkerClient.spawned(model=s.model_dir, device=s.device,
+                                    args=["--dtype", s.precision] if s.precision else [],
                                     connect_timeout=CONNECT_TIMEOUT,
                                     request_timeout=REQUEST_TIMEOUT)
 

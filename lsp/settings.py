@@ -106,6 +106,15 @@ def _severity(v: Any) -> str:
     return v
 
 
+def _precision(v: Any) -> str:
+    if v not in PRECISIONS:
+        raise Invalid("must be one of " + ", ".join(f'"{p}"' for p in PRECISIONS))
+    return v
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "int8")  # the worker's --dtype
+
+
 def _s(key: str, check: Callable[[Any], Any], **kw: Any) -> Any:
     return field(metadata={"key": key, "check": check}, **kw)
 
@@ -119,6 +128,8 @@ class Settings:
     # a running worker to use (unix:PATH, tcp:HOST:PORT); None: spawn one
     worker_address: str | None = _s("workerAddress", _optional(_address), default=None)
     device: str | None = _s("device", _optional(_str), default=None)  # None: cuda if present
+    # compute precision of the spawned worker; None: $INFILL_DTYPE, else the machine's pick
+    precision: str | None = _s("precision", _optional(_precision), default=None)
     # -- sampling (SamplerOptions)
     steps: int | None = _s("steps", _optional(_int(1, 4096)), default=None)  # max_steps
     threshold: float | None = _s("threshold", _optional(_real(0.0, 1.0, open_low=True)),

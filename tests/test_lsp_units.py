@@ -28,12 +28,22 @@ def test_settings_defaults_and_section():
     ("steps", True), ("maxTokens", 5000), ("growCap", 0), ("holeMarker", "a b"), ("holeMarker", ""),
     ("diagnostics", "yes"), ("diagnosticsSeverity", "error"), ("workerAddress", "tcp:x"),
     ("modelDir", "/no/such/model/dir"), ("diagnosticsThreshold", None),
+    ("precision", "int4"), ("precision", 8),
 ])
 def test_a_bad_value_is_named_and_replaced_by_the_default(key, value):
     s, warnings = parse({key: value, "steps": 7} if key != "steps" else {key: value})
     (warning,) = warnings
     assert warning.startswith(f"infill.{key} ") and "using the default" in warning
     assert s == (Settings(steps=7) if key != "steps" else Settings())
+
+
+def test_the_precision_setting_reaches_the_spawned_worker():
+    from lsp.connection import WorkerConnection
+
+    chosen = WorkerConnection._make(parse({"precision": "int8"})[0]).spawn
+    assert chosen is not None and chosen[chosen.index("--dtype") + 1] == "int8"
+    unset = WorkerConnection._make(Settings()).spawn  # the worker's own pick ($INFILL_DTYPE)
+    assert unset is not None and "--dtype" not in unset
 
 
 def test_unknown_settings_and_non_objects_warn():

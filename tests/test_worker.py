@@ -466,6 +466,29 @@ def test_the_worker_command_line(tmp_path):
     assert run.returncode == 2 and "max_batch must be a positive number" in run.stderr
 
 
+def test_a_worker_computes_in_the_precision_it_is_given(tiny_model_dir: Path,
+                                                       tmp_path: Path) -> None:
+    from infill.serve.client import spawn_command
+
+    sock = Path(tempfile.mkdtemp(prefix="infill-t-")) / "w.sock"
+    log = tmp_path / "worker.log"
+    client = WorkerClient(f"unix:{sock}", spawn=spawn_command(sock, model=tiny_model_dir,
+                                                              args=["--dtype", "int8"]),
+                          connect_timeout=60, log=log)
+
+    async def ask() -> str:
+        try:
+            return (await client.info()).device
+        finally:
+            await client.close()
+
+    assert asyncio.run(ask()) == "cpu"
+    assert " in int8 (requested=int8)" in log.read_text()
+    run = subprocess.run([sys.executable, "-m", "infill.serve.worker", "--dtype", "int4"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "invalid choice: 'int4'" in run.stderr
+
+
 def test_a_spawned_worker_ends_with_its_parent(tiny_model_dir: Path) -> None:
     """The client spawns workers with --exit-with-stdin: when the parent's end of the stdin
     pipe closes (the parent exited or was killed), the worker stops cleanly."""

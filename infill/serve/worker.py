@@ -80,6 +80,7 @@ class Worker:
         model_dir, device, trust_remote_code: for loading (CUDA when present, else CPU).
         quantize, prompt: a DiffusionGemma's 8-bit / 4-bit weights and prompt layout
             (model.loading.load_denoiser; None: $INFILL_QUANTIZE / $INFILL_PROMPT).
+        dtype: auto, fp32, bf16 or int8 (model.precision; None: $INFILL_DTYPE, else auto).
         order: the order a request with the default order ("confidence") is decoded with;
             None: the model's own (`denoiser.preferred_order`: entropy-bound for
             DiffusionGemma), else as asked.
@@ -96,8 +97,10 @@ class Worker:
                  device: str | None = None, trust_remote_code: bool = False,
                  token: str | None = None, limits: Limits | None = None,
                  batching: bool = True, quantize: str | None = None,
-                 prompt: str | None = None, order: str | None = None) -> None:
+                 prompt: str | None = None, order: str | None = None,
+                 dtype: str | None = None) -> None:
         self.denoiser = denoiser
+        self.dtype = dtype
         self.model_dir, self.device, self.trust_remote_code = model_dir, device, trust_remote_code
         self.quantize, self.prompt, self.order = quantize, prompt, order
         self.token = token
@@ -160,7 +163,8 @@ class Worker:
             self.denoiser = await asyncio.get_running_loop().run_in_executor(
                 executor, partial(load_denoiser, self.model_dir, device=self.device,
                                   trust_remote_code=self.trust_remote_code,
-                                  quantize=self.quantize, prompt=self.prompt))
+                                  quantize=self.quantize, prompt=self.prompt,
+                                  dtype=self.dtype))
         return self.denoiser
 
     async def _shut_down(self, server: asyncio.AbstractServer, cleanup: Callable[[], None],
@@ -262,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", choices=["8bit", "4bit"],
                    help="DiffusionGemma: 8-bit or 4-bit weights on a CUDA GPU (needs "
                    "bitsandbytes; default: $INFILL_QUANTIZE, else bf16 on CUDA)")
+    p.add_argument("--dtype", choices=["auto", "fp32", "bf16", "int8"],
+                   help="compute precision (default: $INFILL_DTYPE, else auto: what is "
+                   "fastest on this machine, model/precision.py)")
     p.add_argument("--prompt", choices=["code", "chat"],
                    help="DiffusionGemma: the code before a hole as raw code (default) or as "
                    "a chat turn (default: $INFILL_PROMPT, else code; docs/GPU.md)")
@@ -345,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(model_dir=args.model, device=args.device,
                     trust_remote_code=args.trust_remote_code, token=token, limits=limits,
                     batching=not args.no_batching, quantize=args.quantize, prompt=args.prompt,
-                    order=args.order)
+                    order=args.order, dtype=args.dtype)
     status = serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
     # Exit without interpreter finalization: with torch loaded, finalizing next to its
     # thread pools and the stdin watcher (a daemon thread) could abort the process after a
