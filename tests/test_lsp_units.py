@@ -38,7 +38,7 @@ def test_a_bad_value_is_named_and_replaced_by_the_default(key, value):
 
 
 def test_the_precision_setting_reaches_the_spawned_worker():
-    from lsp.connection import WorkerConnection
+    from diffusion_infill.lsp.connection import WorkerConnection
 
     chosen = WorkerConnection._make(parse({"precision": "int8"})[0]).spawn
     assert chosen is not None and chosen[chosen.index("--dtype") + 1] == "int8"

@@ -468,7 +468,7 @@ def test_the_worker_command_line(tmp_path):
 
 def test_a_worker_computes_in_the_precision_it_is_given(tiny_model_dir: Path,
                                                        tmp_path: Path) -> None:
-    from infill.serve.client import spawn_command
+    from diffusion_infill.infill.serve.client import spawn_command
 
     sock = Path(tempfile.mkdtemp(prefix="infill-t-")) / "w.sock"
     log = tmp_path / "worker.log"
@@ -484,8 +484,8 @@ def test_a_worker_computes_in_the_precision_it_is_given(tiny_model_dir: Path,
 
     assert asyncio.run(ask()) == "cpu"
     assert " in int8 (requested=int8)" in log.read_text()
-    run = subprocess.run([sys.executable, "-m", "infill.serve.worker", "--dtype", "int4"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run([sys.executable, "-m", "diffusion_infill.infill.serve.worker",
+                          "--dtype", "int4"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "invalid choice: 'int4'" in run.stderr
 
 
