@@ -82,8 +82,8 @@ def many_holes_file(texts: list[str], holes: int) -> tuple[str, list[str]]:
 def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One `infill fill --json` process over `paths`: its JSON objects, and its wall
-    seconds, CPU seconds (user + system: what it costs on a machine others share too) and
-    seconds to its first JSON line."""
+    seconds, CPU seconds (user + system: what it costs on a machine others share too),
+    seconds to its first JSON line and peak memory."""
     cmd = [sys.executable, "-m", "diffusion_infill.infill.cli", "fill", "--json",
            *fill_args, *(["--model", str(model)] if model else []), *map(str, paths)]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -105,7 +105,9 @@ def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
         raise SystemExit(f"infill fill exited {proc.returncode}:\n{err}")
     now = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime
-    return objs, {"wall_s": wall, "cpu_s": cpu, "first_fill_s": first}
+    # the largest child so far (Linux: KiB): this process's when it is the first or largest
+    return objs, {"wall_s": wall, "cpu_s": cpu, "first_fill_s": first,
+                  "peak_rss_mib": now.ru_maxrss / 1024}
 
 
 def _fills(obj: dict[str, Any]) -> list[str | None]:

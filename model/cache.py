@@ -55,8 +55,8 @@ def common_ends(old: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
     return prefix, suffix
 
 
-def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """RoPE on (heads, n, d) with cos/sin (n, d)."""
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE on x (..., d) with cos/sin that broadcast to it ((n, d) for x (heads, n, d))."""
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return (x.float() * cos + rotated.float() * sin).to(x.dtype)
@@ -101,7 +101,7 @@ class CachedModernBert:
             qkv = attn.Wqkv(x).view(n, 3, self.heads, self.head_dim)  # (n, 3, h, d)
             q, k, v = (t.transpose(0, 1) for t in qkv.unbind(dim=1))  # (h, n, d) each
             cos, sin = self._cos_sin(positions, layer_type, q.dtype)
-            q, k = _rope(q, cos, sin), _rope(k, cos, sin)
+            q, k = rope(q, cos, sin), rope(k, cos, sin)
             if cache is not None:
                 keys, values = cache.layers[li].keys, cache.layers[li].values
                 if not update:
@@ -165,7 +165,7 @@ class CachedModernBert:
                 if shift:
                     cos, sin = self._cos_sin(torch.tensor([shift], device=ids.device),
                                              self.layer_types[li], moved.dtype)
-                    moved = _rope(moved, cos, sin)
+                    moved = rope(moved, cos, sin)
                 keys[:, total - suffix:] = moved
                 values[:, total - suffix:] = kv.values[:, kv.values.shape[1] - suffix:]
             layers.append(LayerKV(keys, values))

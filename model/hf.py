@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from diffusion_infill.model import modernbert, weight_files
+from diffusion_infill.model import cache_batch, modernbert, weight_files
 from diffusion_infill.model.cache import CachedModernBert, ContextCache
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
 from diffusion_infill.model.precision import Precision, pick_precision, quantise_int8
@@ -41,6 +41,11 @@ CACHE_BYTES = 1 << 30
 # uniform noise) rather than masked positions inside a sequence: they have their own
 # adapter (model/diffusion_gemma.py), which model.loading.load_denoiser picks.
 PROMPT_TO_BLOCK = frozenset({"diffusion_gemma"})
+# Canvases of one call whose cached passes run as one batch, in padded tokens (canvases
+# times the longest): a partial pass holds every layer's padded keys and values of its
+# batch, a full pass its (canvases x heads x T x T) attention scores.
+PARTIAL_BATCH_TOKENS = 1 << 16
+FULL_BATCH_TOKENS = 1 << 12
 
 
 def _pick_device(device: str | None) -> torch.device:
@@ -212,13 +217,67 @@ class HFDenoiser:
                hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
         if self._cached is None or hints is None or all(h is None for h in hints):
             return self._batched(canvases, positions)
-        out: list[np.ndarray] = []
-        for canvas, pos, hint in zip(canvases, positions, hints, strict=True):
-            if hint is None:
-                out += self._batched([canvas], [pos])
-            else:
-                out.append(self._with_cache(canvas, pos, hint))
+        out: list[np.ndarray] = [np.empty(0)] * len(canvases)
+        groups: dict[str, list[int]] = {"plain": [], "partial": [], "full": [], "alone": []}
+        for i, hint in enumerate(hints):
+            groups["plain" if hint is None else self._route(canvases[i], hint)].append(i)
+        for i, arr in zip(groups["plain"], self._batched([canvases[i] for i in groups["plain"]],
+                                                         [positions[i] for i in groups["plain"]]),
+                          strict=True):
+            out[i] = arr
+        # Canvases whose passes are alike run as one batch (model/cache_batch.py): a step
+        # of a request of many windows is then a few passes, not one per window.
+        for kind, budget in (("partial", PARTIAL_BATCH_TOKENS), ("full", FULL_BATCH_TOKENS)):
+            alike = sorted(groups[kind], key=lambda i: len(canvases[i]))  # less padding
+            for chunk in _chunks(alike, [len(canvases[i]) for i in alike], budget):
+                arrays = self._many([canvases[i] for i in chunk], [positions[i] for i in chunk],
+                                    [hints[i] for i in chunk], full=kind == "full")
+                for i, arr in zip(chunk, arrays, strict=True):
+                    out[i] = arr
+        for i in groups["alone"]:  # carries: one at a time
+            out[i] = self._with_cache(canvases[i], positions[i], hints[i])  # type: ignore[arg-type]
         return out
+
+    def _route(self, canvas: Sequence[int], hint: CacheHint) -> str:
+        """How `_with_cache` would serve this canvas: "partial" (its kept entries serve as
+        they are), "full" (a full pass of its own) or "alone" (a full pass that may carry
+        an earlier request's entries over: one at a time)."""
+        if hint.refresh and hint.carry is not None:
+            source = self._caches.get(hint.carry)
+            if source is not None and source.carried < self.carry_limit:
+                return "alone"
+        entry = self._caches.get(hint.key)
+        if hint.refresh or entry is None or entry.ids.shape[0] != len(canvas):
+            return "full"
+        return "partial"
+
+    @torch.inference_mode()
+    def _many(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
+              hints: Sequence[CacheHint], full: bool) -> list[np.ndarray]:
+        """`_with_cache` of several canvases, all partial or all full, in one pass."""
+        assert self._cached is not None
+        dev = self.device
+        ids = [torch.tensor(c, dtype=torch.long, device=dev) for c in canvases]
+        if full:
+            actives = [torch.arange(len(c), device=dev) for c in canvases]
+            entries = None
+        else:
+            actives = [torch.tensor(sorted(set(h.active) | set(p)), dtype=torch.long, device=dev)
+                       for h, p in zip(hints, positions, strict=True)]
+            entries = [self._caches[h.key] for h in hints]
+        wanted = [torch.searchsorted(a, torch.tensor(p, dtype=torch.long, device=dev))
+                  for a, p in zip(actives, positions, strict=True)]
+        with self._autocast:
+            states, fresh = cache_batch.many(self._cached, ids, actives, entries, wanted)
+            flat = self._project(torch.cat(states))
+        kept = fresh if fresh is not None else entries
+        assert kept is not None
+        for hint, entry in zip(hints, kept, strict=True):
+            self._keep(hint.key, entry)
+            if hint.refresh and hint.carry is not None:
+                self._keep(hint.carry, entry)  # for the next request of that name
+        bounds = np.cumsum([0] + [len(p) for p in positions])
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def _project(self, hidden: torch.Tensor) -> np.ndarray:
         """Logits (N, V) from final hidden states (N, H)."""
@@ -297,3 +356,18 @@ class HFDenoiser:
             result.append(flat[start:start + len(p)])
             start += len(p)
         return result
+
+
+def _chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """`indices` in runs whose count times longest length stays within `budget` (a run of
+    one where a single canvas is over it)."""
+    out: list[list[int]] = []
+    longest = 0
+    for i, n in zip(indices, lengths, strict=True):
+        if out and (len(out[-1]) + 1) * max(longest, n) <= budget:
+            out[-1].append(i)
+            longest = max(longest, n)
+        else:
+            out.append([i])
+            longest = n
+    return out
