@@ -1,5 +1,6 @@
-"""The compute dtype is chosen per machine: fp32 where bf16 is emulated, bf16 where timed
-faster; a request or $INFILL_DTYPE overrides; the loaded denoiser says what it chose."""
+"""The compute dtype is chosen per machine: int8 linear layers where bf16 is emulated or no
+faster, bf16 where timed faster; a request or $INFILL_DTYPE overrides; the loaded
+denoiser says what it chose."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from diffusion_infill.model.denoiser import CacheHint, ModelLoadError
 from diffusion_infill.model.loading import load_denoiser
 
 
-def test_cpu_without_bf16_instructions_computes_in_fp32(monkeypatch) -> None:
+def test_cpu_without_bf16_instructions_runs_int8_linear_layers(monkeypatch) -> None:
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"fpu", "avx2", "fma"}))
     precision._fastest_on_cpu.cache_clear()
     monkeypatch.delenv("INFILL_DTYPE", raising=False)
     chosen = precision.pick_precision("cpu")
-    assert chosen.dtype == torch.float32 and "no bf16 instructions" in chosen.reason
+    assert chosen.int8 and chosen.name == "int8" and chosen.dtype == torch.float32
+    assert "no bf16 instructions" in chosen.reason
     precision._fastest_on_cpu.cache_clear()
 
 
@@ -38,6 +40,12 @@ def test_cpu_with_bf16_instructions_times_both(monkeypatch) -> None:
     precision._fastest_on_cpu.cache_clear()
     monkeypatch.delenv("INFILL_DTYPE", raising=False)
     assert precision.pick_precision("cpu").dtype == torch.bfloat16
+    precision._fastest_on_cpu.cache_clear()
+    # bf16 instructions that are no faster (a Xeon without AMX timed them slower): int8
+    monkeypatch.setattr(precision, "_time_matmul",
+                        lambda layer, x, dtype: 1.0 if dtype == torch.float32 else 1.2)
+    chosen = precision.pick_precision("cpu")
+    assert chosen.name == "int8" and "no faster" in chosen.reason
     precision._fastest_on_cpu.cache_clear()
 
 
