@@ -267,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DiffusionGemma: 8-bit or 4-bit weights on a CUDA GPU (needs "
                    "bitsandbytes; default: $INFILL_QUANTIZE, else bf16 on CUDA)")
     p.add_argument("--dtype", choices=["auto", "fp32", "bf16", "int8"],
-                   help="compute precision (default: $INFILL_DTYPE, else auto: what is "
-                   "fastest on this machine, model/precision.py)")
+                   help="compute precision (default: $INFILL_DTYPE, else auto: bf16 where the "
+                   "CPU has it and it is faster, else int8 linear layers on a CPU)")
     p.add_argument("--prompt", choices=["code", "chat"],
                    help="DiffusionGemma: the code before a hole as raw code (default) or as "
                    "a chat turn (default: $INFILL_PROMPT, else code; docs/GPU.md)")
