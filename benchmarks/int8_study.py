@@ -22,9 +22,7 @@ AVX-512 would run. Writes benchmarks/results/int8_study_<model>_<split>.json (or
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
-import statistics
 import sys
 import time
 import warnings
@@ -35,7 +33,7 @@ import torch
 from tqdm import tqdm
 
 from benchmarks.bench_lsp import WINDOW_CHARS
-from benchmarks.eval_completion import offer, requests
+from benchmarks.eval_completion import offer, requests, score
 from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.settings import Settings
@@ -94,17 +92,7 @@ def measure(den: HFDenoiser, asks: list[tuple[str, int, str]], option: str
         offers.append(got)
         nfe += passes
     truths = [truth for _, _, truth in asks]
-    n = len(truths)
-    return {
-        "n": n,
-        "exact_match": sum(o.strip() == t.strip() for o, t in zip(offers, truths,
-                                                                    strict=True)) / n,
-        "similarity": statistics.fmean(difflib.SequenceMatcher(None, o.strip(), t.strip())
-                                       .ratio() for o, t in zip(offers, truths, strict=True)),
-        "ms_p50": statistics.median(ms), "ms_p95": sorted(ms)[int(0.95 * (n - 1))],
-        "nfe_per_request": nfe / n,
-        "offers": offers,
-    }
+    return {**score(offers, truths, ms), "nfe_per_request": nfe / len(asks), "offers": offers}
 
 
 def main(argv: list[str] | None = None) -> None:
