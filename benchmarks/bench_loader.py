@@ -31,8 +31,9 @@ from tqdm import tqdm
 from benchmarks.bench_train import cpu_model, cpu_tag
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.model.training import noising
+from diffusion_infill.model.training.arguments import noise_config
+from diffusion_infill.model.training.batches import load_texts
 from diffusion_infill.model.training.noising import NoiseConfig, TextSampler, Vocab, make_batch
-from diffusion_infill.model.training.train import load_texts, noise_config
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
 

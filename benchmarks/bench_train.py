@@ -57,7 +57,8 @@ from diffusion_infill.model.training.noising import (
     make_batch,
 )
 from diffusion_infill.model.training.tokenizer import chars_per_token
-from diffusion_infill.model.training.train import make_optimizer, parse_args, train_step
+from diffusion_infill.model.training.arguments import parse_args
+from diffusion_infill.model.training.train import make_optimizer, train_step
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
 

@@ -29,13 +29,10 @@ from tqdm import tqdm
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.model import modernbert
 from diffusion_infill.model.precision import pick_precision
+from diffusion_infill.model.training.batches import load_texts
 from diffusion_infill.model.training.noising import TextSampler, Vocab, make_batch
-from diffusion_infill.model.training.train import (
-    VALID_NOISE,
-    estimate_loss,
-    init_record,
-    load_texts,
-)
+from diffusion_infill.model.training.objective import estimate_loss
+from diffusion_infill.model.training.train import VALID_NOISE, init_record
 
 SEED = 1234
 

@@ -149,3 +149,10 @@ def test_engine_worker_server_and_serving_model_are_made_of_short_pieces(package
                   if (n := len(p.read_text().splitlines())) > 400]
     assert not long_files
     assert not [f for p in files for f in _long_functions(p, 60)]
+
+
+def test_training_is_made_of_files_of_at_most_400_lines() -> None:
+    files = sorted((ROOT / "model" / "training").rglob("*.py"))
+    assert files
+    assert not [f"{p.relative_to(ROOT)} ({n} lines)" for p in files
+                if (n := len(p.read_text().splitlines())) > 400]

@@ -1,6 +1,6 @@
-"""Training across sessions: warm restarts carry the record on, token budgets end a run,
+"""Training across runs: warm restarts carry the record on, token budgets end a run,
 noise overrides are checked, the noise trains the engine's allocations and part-decoded
-holes, and a session's end either ships or keeps its checkpoint and draws the curve."""
+holes, and a run's end either ships or keeps its checkpoint and draws the curve."""
 
 from __future__ import annotations
 
@@ -16,7 +16,15 @@ import torch
 from conftest import SOURCES
 from tokenizers import Tokenizer
 
-from diffusion_infill.model.training import noising, parallel, release, train
+from diffusion_infill.model.training import (
+    arguments,
+    batches,
+    hole_spans,
+    noising,
+    parallel,
+    release,
+    train,
+)
 
 
 def _argv(corpus: Path, tok_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -41,7 +49,7 @@ def test_warm_restart_continues_the_record_of_the_exported_model(
     assert after["tokens"] >= 600, "a token budget runs until it is spent"
     assert after["tokens_total"] == record["tokens_total"] + after["tokens"]
     assert [h["tokens"] for h in after["history"]][:1] == [record["tokens_total"]], \
-        "the validation history of the first session comes first"
+        "the validation history of the first run comes first"
     assert after["init_from"] == str(first / "export")
     assert after["dtype"] == "fp32"
 
@@ -53,7 +61,7 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
 ) -> None:
     """A GPU run gets the training split in two halves, one per device call: the second
     half's train.jsonl appears in --more-corpus while the run goes on."""
-    monkeypatch.setattr(train, "MORE_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(batches, "MORE_CHECK_SECONDS", 0.0)
     more = tmp_path / "more"
     more.mkdir()
     trainer = train.Trainer(train.parse_args(_argv(
@@ -80,7 +88,7 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
 def test_each_run_trains_on_windows_of_its_own(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
-    """A warm restart counts steps from 0 again; it must not replay the last session's
+    """A warm restart counts steps from 0 again; it must not replay the last run's
     windows and masks (three runs of the long run did)."""
     first = tmp_path / "first"
     train.main(_argv(corpus, tok_dir, first, "--max-steps", "2"))
@@ -94,10 +102,10 @@ def test_each_run_trains_on_windows_of_its_own(
     scratch = stream("scratch")
     warm = stream("warm", "--init-from", str(first / "export"))
     assert warm[:8] != scratch[:8] and warm[8] != scratch[8], \
-        "the next session draws other windows and masks"
+        "the next run draws other windows and masks"
     assert warm[9] != scratch[9], "and other substitutions"
     assert warm == stream("warm-again", "--init-from", str(first / "export")), \
-        "and the same session, run again, the same ones"
+        "and the same run, run again, the same ones"
 
 
 @pytest.mark.slow
@@ -228,10 +236,10 @@ def test_warm_restart_refuses_a_model_of_another_vocabulary(
 
 
 def test_noise_overrides_are_typed_and_checked() -> None:
-    cfg = train.noise_config("t_dist=bell,p_tokens=0.1")
+    cfg = arguments.noise_config("t_dist=bell,p_tokens=0.1")
     assert cfg.t_dist == "bell" and cfg.p_tokens == pytest.approx(0.1)
     with pytest.raises(argparse.ArgumentTypeError, match="FIELD=VALUE"):
-        train.noise_config("nonsense=1")
+        arguments.noise_config("nonsense=1")
     with pytest.raises(ValueError, match="unknown t_dist"):
         noising.draw_rates(4, noising.NoiseConfig(t_dist="zipf"), random.Random(0))
 
@@ -511,7 +519,7 @@ def test_editor_shaped_inline_holes_keep_code_after_them_on_their_line() -> None
 
     def inline_holes(inline: float) -> list[tuple[int, int]]:
         return [(a, b) for seed in range(300)
-                for a, b in noising._line_spans(text, len(text), random.Random(seed), inline)
+                for a, b in hole_spans.line_spans(text, len(text), random.Random(seed), inline)
                 if text[b:text.index("\n", a)].strip()]  # code after it on its line
 
     shaped = inline_holes(1.0)
@@ -526,7 +534,7 @@ def test_inline_span_makes_editor_shaped_in_line_holes_of_any_kind_and_draws_not
     text = "def f(path):\n    return os.path.join(path, 'a') + suffix\n"
     body = text.index("return")
     forced = [sp for seed in range(200)
-              for sp in noising._line_spans(text, len(text), random.Random(seed), 0.0, 1.0)]
+              for sp in hole_spans.line_spans(text, len(text), random.Random(seed), 0.0, 1.0)]
     # every hole on the body line ends before code on its line, at whole words
     on_body = [(a, b) for a, b in forced if a >= body]
     assert on_body and all(text[b:text.index("\n", a)].strip() for a, b in on_body)
@@ -534,8 +542,8 @@ def test_inline_span_makes_editor_shaped_in_line_holes_of_any_kind_and_draws_not
     # off (the default), the spans and the generator's stream are as before
     for seed in range(50):
         r1, r2 = random.Random(seed), random.Random(seed)
-        assert noising._line_spans(text, len(text), r1, 0.5) == \
-            noising._line_spans(text, len(text), r2, 0.5, 0.0)
+        assert hole_spans.line_spans(text, len(text), r1, 0.5) == \
+            hole_spans.line_spans(text, len(text), r2, 0.5, 0.0)
         assert r1.random() == r2.random()
 
 

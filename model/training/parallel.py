@@ -18,6 +18,7 @@ single-process run, bit for bit.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,3 +108,18 @@ def launch(fn: Callable[[Group], None], workers: int) -> None:
     with tempfile.TemporaryDirectory(prefix="train-workers-") as tmp:
         store = str(Path(tmp) / "rendezvous")
         mp.spawn(_worker, args=(workers, store, fn), nprocs=workers, join=True)
+
+
+def return_big_buffers_to_the_os() -> None:
+    """Serve allocations of 1 MiB and more by mmap, so that freeing them returns memory.
+
+    Each step allocates logits of a different size (one row per loss position); glibc's
+    heap then fragments and a CPU run grew to 5.8 GB resident on a 0.5 GB corpus. With
+    this (what MALLOC_MMAP_THRESHOLD_=1048576 does) the same run stayed at 1.4 GB."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if sys.platform.startswith("linux") and name:
+        m_mmap_threshold = -3
+        ctypes.CDLL(name).mallopt(m_mmap_threshold, 1 << 20)

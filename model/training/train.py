@@ -1,29 +1,20 @@
 """Train a masked-diffusion code model (ModernBERT, MDLM objective), from scratch or warm.
 
     python -m diffusion_infill.model.training.train --preset small --minutes 90 --out runs/small
-    python -m diffusion_infill.model.training.train --init-from model/weights --minutes 120 \\
+    python -m diffusion_infill.model.training.train --init-from model/weights --minutes 120 \
         --out runs/long
 
-Reads the corpus (model.training.corpus) and tokenizer (model.training.tokenizer), trains with
-the noise of model.training.noising, shows a progress bar (loss, tokens/s, ETA), evaluates on
-the validation split now and then, writes a resumable checkpoint (`ckpt.pt`: weights, optimiser,
-step, elapsed time) and a Hugging Face export (`export/`: safetensors, config, tokenizer,
-`training.json` with the cumulative history) that `AutoModelForMaskedLM.from_pretrained` loads,
-and saves the loss curve as `loss.png`. Running the same command again resumes from `ckpt.pt`.
-
-`--workers N` trains data-parallel in N processes, one per core (model.training.parallel): each
-draws its own windows and masks, and the gradients are averaged before every step, so a
-step sees N batches of --batch-size.
-
-`--init-from DIR` starts from an exported model's weights (the shipped `model/weights`, or
-the tracked resume folder): a warm restart with a fresh optimiser and a short warm-up,
-which is how training continues across sessions without optimiser state in git. Tokens
-seen and the validation history carry on from DIR's `training.json`.
-
-With --minutes the learning-rate schedule follows the elapsed share of the time budget, so
-a run that is cut short and resumed still ends its cosine decay on time. The compute dtype
-is chosen per machine (model.precision: bf16 autocast only where it is faster; on a CPU
-without bf16 instructions it is ~40x slower in training); --dtype overrides.
+Reads the corpus and tokenizer, trains with the noise of model.training.noising (batches:
+model.training.batches; arguments: model.training.arguments), shows a progress bar,
+evaluates on the validation split now and then, writes a resumable checkpoint (`ckpt.pt`)
+and a Hugging Face export (`export/`, with `training.json`, the cumulative history) that
+`AutoModelForMaskedLM.from_pretrained` loads, and saves the loss curve as `loss.png`.
+Running the same command again resumes from `ckpt.pt`. `--workers N` trains data-parallel
+in N processes (model.training.parallel); `--init-from DIR` is a warm restart from an
+export (fresh optimiser, short warm-up; tokens seen and history carry on). With --minutes
+or --tokens the learning-rate schedule follows the budget's elapsed share, so a run cut
+short and resumed ends its decay on time. The dtype is chosen per machine
+(model.precision); --dtype overrides.
 """
 
 from __future__ import annotations
@@ -31,23 +22,22 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import os
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from tokenizers import Tokenizer
 from transformers import ModernBertForMaskedLM
 
 from diffusion_infill.model import weight_files
 from diffusion_infill.model.precision import pick_precision
+from diffusion_infill.model.training.arguments import parse_args
+from diffusion_infill.model.training.batches import batches, load_texts, padded
 from diffusion_infill.model.training.checkpoint import (
     RunState,
     export,
@@ -56,7 +46,6 @@ from diffusion_infill.model.training.checkpoint import (
     save_checkpoint,
 )
 from diffusion_infill.model.training.config import PRESETS, modernbert_config
-from diffusion_infill.model.training.corpus.records import is_test_path
 from diffusion_infill.model.training.noising import (
     Batch,
     NoiseConfig,
@@ -64,134 +53,24 @@ from diffusion_infill.model.training.noising import (
     Vocab,
     make_batch,
 )
-from diffusion_infill.model.training.parallel import Group, launch, rank_seed
+from diffusion_infill.model.training.objective import estimate_loss, lr_at, weighted_loss
+from diffusion_infill.model.training.parallel import (
+    Group,
+    launch,
+    rank_seed,
+    return_big_buffers_to_the_os,
+)
 
 Autocast = Callable[[], AbstractContextManager]
 VALID_NOISE = NoiseConfig(p_engine_alloc=0.0, p_reveal=0.0)  # the validation batches' noise
 
 
-def load_texts(corpus: Path, split: str, skip_tests: bool = False) -> list[str]:
-    """The texts of a split; `skip_tests` leaves out the corpus's test files.
-
-    Validation reads the validation units' library code only (their tests joined the
-    corpus later), so that the validation loss compares across corpus versions."""
-    with (corpus / f"{split}.jsonl").open() as fh:
-        rows = [json.loads(line) for line in fh]
-    return [r["text"] for r in rows
-            if not (skip_tests and is_test_path(r.get("path", "")))]
-
-
-def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
-                  encoder: Callable | None = None) -> tuple[torch.Tensor, dict]:
-    """Weighted cross-entropy, with the output head run only where there is a loss.
-
-    `encoder` stands in for `model.model` (a torch.compile'd copy, say)."""
-    attention = batch.input_ids != model.config.pad_token_id
-    hidden = (model.model if encoder is None else encoder)(input_ids=batch.input_ids,
-                                      attention_mask=attention.long()).last_hidden_state
-    sel = batch.weights > 0  # (B, T)
-    logits = model.decoder(model.head(hidden[sel]))  # (N, V)
-    ce = F.cross_entropy(logits.float(), batch.targets[sel], reduction="none")  # (N,)
-    loss = (ce * batch.weights[sel]).sum() / attention.sum()
-    with torch.no_grad():
-        masked = batch.masked[sel]
-        correct = logits.argmax(-1) == batch.targets[sel]
-        stats = {
-            "masked_ce": ce[masked].mean().item() if masked.any() else float("nan"),
-            "masked_acc": correct[masked].float().mean().item() if masked.any() else 0.0,
-        }
-    return loss, stats
-
-
 def stream_seed(seed: int, state: RunState) -> int:
     """The seed of a run's windows and masks. A warm restart counts its steps from 0 again,
-    so a seed of `seed + step` gave every session the windows and masks of the one before
-    (three runs in a row trained on the same ~10M tokens); the tokens seen before
-    this run make each session's stream its own, and a resumed run's step its own again."""
+    so a seed of `seed + step` gave every warm restart the windows and masks of the one
+    before (three runs in a row trained on the same ~10M tokens); the tokens seen before
+    this run make each run's stream its own, and a resumed run's step its own again."""
     return seed + state.step + state.tokens_before
-
-
-def lr_at(progress: float, peak: float, warmup: float) -> float:
-    """Linear warm-up then cosine decay to 10% of peak; progress in [0, 1]."""
-    if progress < warmup:
-        return peak * progress / warmup
-    p = min(1.0, (progress - warmup) / max(1e-9, 1 - warmup))
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
-
-
-@torch.no_grad()
-def estimate_loss(model, batches: list[Batch], autocast: Autocast) -> dict[str, float]:
-    model.eval()
-    totals = {"loss": 0.0, "masked_ce": 0.0, "masked_acc": 0.0}
-    for batch in batches:
-        with autocast():
-            loss, stats = weighted_loss(model, batch)
-        totals["loss"] += loss.item()
-        totals["masked_ce"] += stats["masked_ce"]
-        totals["masked_acc"] += stats["masked_acc"]
-    model.train()
-    return {k: v / len(batches) for k, v in totals.items()}
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
-    add("--preset", choices=sorted(PRESETS), default="small", help="network size")
-    add("--corpus", type=Path, default=Path("data/corpus_v2"), help="folder with *.jsonl")
-    add("--tokenizer", type=Path, default=None,
-        help="tokenizer.json (default: --init-from's, else data/tokenizer/tokenizer.json)")
-    add("--init-from", type=Path, default=None,
-        help="warm restart from an exported model directory (weights and history)")
-    add("--out", type=Path, default=Path("runs/small"), help="run folder")
-    add("--batch-size", type=int, default=32, help="sequences per step")
-    add("--seq-len", type=int, default=None, help="canvas length (default: the preset's)")
-    add("--lr", type=float, default=2e-3, help="peak learning rate")
-    add("--warmup", type=float, default=0.03, help="warm-up share of the run")
-    add("--weight-decay", type=float, default=0.01, help="AdamW decay")
-    add("--minutes", type=float, default=None,
-        help="wall-clock budget (sets the schedule); resumes count it")
-    add("--max-steps", type=int, default=1000,
-        help="step budget without --minutes or --tokens")
-    add("--tokens", type=float, default=None,
-        help="token budget of this run (sets the schedule), e.g. 5e6 for an ablation row")
-    add("--eval-every", type=int, default=200, help="steps between evals")
-    add("--save-every", type=int, default=100, help="steps between checkpoints")
-    add("--device", default=None, help="cuda or cpu (default: auto)")
-    add("--dtype", default="auto", choices=["auto", "fp32", "bf16"],
-        help="auto (the faster here), fp32 or bf16")
-    add("--no-bf16", dest="dtype", action="store_const", const="fp32", help="= --dtype fp32")
-    add("--threads", type=int, default=None,
-        help="CPU threads per worker (default: torch's; cores / workers with --workers)")
-    add("--workers", type=int, default=1,
-        help="data-parallel worker processes, one per core (gradients averaged each step)")
-    add("--loader-workers", type=int, default=0,
-        help="processes that build batches beside the training loop (for a GPU: batches "
-             "are made on the CPU, ~0.2M tokens/s per process: benchmarks/bench_loader)")
-    add("--more-corpus", type=Path, default=None,
-        help="a folder whose train.jsonl may appear during the run (a later device call "
-             "brings it: write it elsewhere, then rename it there); its texts join the "
-             "training split's within MORE_CHECK_SECONDS")
-    add("--compile", action="store_true", help="run the encoder under torch.compile")
-    add("--noise", type=noise_config, default=NoiseConfig(),
-        help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)")
-    add("--seed", type=int, default=0, help="random seed")
-    add("--quiet", action="store_true", help="no progress bar")
-    return parser.parse_args(argv)
-
-
-def noise_config(spec: str, base: NoiseConfig | None = None) -> NoiseConfig:
-    """`base` (the defaults: NoiseConfig()) with "field=value,field=value" overrides, values
-    typed by the field's default."""
-    base = NoiseConfig() if base is None else base
-    changes: dict[str, object] = {}
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not hasattr(base, key):
-            raise argparse.ArgumentTypeError(f"{item!r}: expected FIELD=VALUE with a field "
-                                             f"of {sorted(base.__dict__)}")
-        kind = type(getattr(base, key))
-        changes[key] = kind(value)
-    return replace(base, **changes)
 
 
 def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
@@ -314,8 +193,8 @@ class Trainer:
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6,
                                    seed=seed)
         self.more_texts, self.more_at = 0, -1  # files added by --more-corpus, and when
-        # Validation noise is fixed whatever the run trains with (the first session's
-        # recipe), so that ablation rows and sessions are compared on the same kind of batch.
+        # Validation noise is fixed whatever the run trains with (the first run's recipe),
+        # so that ablation rows and runs are compared on the same kind of batch.
         valid = TextSampler(load_texts(args.corpus, "valid", skip_tests=True),
                             self.seq_len * 6, seed=1234)
         valid_rng = random.Random(1234)
@@ -325,7 +204,7 @@ class Trainer:
         # torch's generator draws make_batch's substitutions and identity targets. Until
         # here it is where `args.seed` and building the model left it, which is what
         # the validation batches have always been drawn with (so the validation losses
-        # of all sessions compare); from here each worker and each session draws its own.
+        # of all runs compare); from here each worker and each run draws its own.
         torch.manual_seed(seed)
 
     def add_texts(self, texts: list[str]) -> None:
@@ -454,90 +333,6 @@ def run(trainer: Trainer) -> None:
         print(f"done: {s.step} steps, {s.tokens / 1e6:.1f}M tokens this run "
               f"({s.total_tokens / 1e6:.1f}M in all), {s.elapsed / 60:.1f} min",
               file=sys.stderr)
-
-
-class BatchStream(torch.utils.data.IterableDataset):
-    """Endless training batches, made in --loader-workers processes beside the loop.
-
-    Each process draws its own windows and masks (its seed is the run's stream seed and its
-    number); torch's generator in each is seeded by the DataLoader from the run's. A resumed
-    run draws a new stream (the stream seed counts steps), not the one it would have drawn."""
-
-    def __init__(self, trainer: Trainer) -> None:
-        self.sampler, self.tok, self.vocab = trainer.sampler, trainer.tok, trainer.vocab
-        self.batch_size, self.seq_len = trainer.args.batch_size, trainer.seq_len
-        self.noise, self.seed = trainer.noise, trainer.rng.randrange(2**31)
-
-    def __iter__(self) -> Iterator[Batch]:
-        info = torch.utils.data.get_worker_info()
-        worker = info.id if info is not None else 0
-        rng = random.Random(rank_seed(self.seed, worker))
-        self.sampler.rng = random.Random(rng.randrange(2**31))
-        while True:
-            yield make_batch(self.sampler, self.tok, self.vocab, self.batch_size,
-                             self.seq_len, self.noise, rng)
-
-
-MORE_CHECK_SECONDS = 10.0  # how often a run with --more-corpus looks for its train.jsonl
-
-
-def _stream(trainer: Trainer) -> Iterator[Batch]:
-    """Batches from the trainer's sampler as it is now: made in this process, or by
-    --loader-workers processes."""
-    a = trainer.args
-    if a.loader_workers <= 0:
-        while True:
-            yield make_batch(trainer.sampler, trainer.tok, trainer.vocab, a.batch_size,
-                             trainer.seq_len, trainer.noise, trainer.rng)
-    loader = torch.utils.data.DataLoader(
-        BatchStream(trainer), batch_size=None, num_workers=a.loader_workers,
-        prefetch_factor=4, pin_memory=trainer.device.type == "cuda")
-    yield from loader
-
-
-def batches(trainer: Trainer) -> Iterator[Batch]:
-    """The training batches. With --more-corpus, once its train.jsonl is there, its texts
-    join the sampler's and the batches come from both (the loader processes, which hold
-    copies of the old sampler, are replaced)."""
-    more = trainer.args.more_corpus
-    while True:
-        stream = _stream(trainer)
-        checked = time.monotonic()
-        for batch in stream:
-            yield batch
-            if more is None or trainer.more_texts or \
-                    time.monotonic() - checked < MORE_CHECK_SECONDS:
-                continue
-            checked = time.monotonic()
-            if (more / "train.jsonl").exists():
-                trainer.add_texts(load_texts(more, "train"))
-                break
-        stream.close()  # the old loader's processes end here
-
-
-def padded(batch: Batch, length: int, pad: int) -> Batch:
-    """`batch` widened to `length` positions (padding, no loss): one shape for compile."""
-    extra = length - batch.input_ids.shape[1]
-    if extra <= 0:
-        return batch
-    return Batch(F.pad(batch.input_ids, (0, extra), value=pad),
-                 F.pad(batch.targets, (0, extra), value=pad),
-                 F.pad(batch.weights, (0, extra)), F.pad(batch.masked, (0, extra)))
-
-
-def return_big_buffers_to_the_os() -> None:
-    """Serve allocations of 1 MiB and more by mmap, so that freeing them returns memory.
-
-    Each step allocates logits of a different size (one row per loss position); glibc's
-    heap then fragments and a CPU run grew to 5.8 GB resident on a 0.5 GB corpus. With
-    this (what MALLOC_MMAP_THRESHOLD_=1048576 does) the same run stayed at 1.4 GB."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if sys.platform.startswith("linux") and name:
-        m_mmap_threshold = -3
-        ctypes.CDLL(name).mallopt(m_mmap_threshold, 1 << 20)
 
 
 def train_worker(args: argparse.Namespace, group: Group) -> None:
