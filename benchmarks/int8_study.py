@@ -46,12 +46,7 @@ OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8")
 
 def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
     """`den` (fp32) with its linear layers quantised as `option` says."""
-    from torch.ao.quantization import (  # noqa: PLC0415
-        PerChannelMinMaxObserver,
-        PlaceholderObserver,
-        QConfig,
-        quantize_dynamic,
-    )
+    from torch.ao.quantization import quantize_dynamic  # noqa: PLC0415
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -60,13 +55,7 @@ def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
         elif option == "int8-stock":
             model = quantize_dynamic(den.model, {torch.nn.Linear}, dtype=torch.qint8)
         else:  # int8-channels: the shipped recipe with weights in the full 8 bits
-            qconfig = QConfig(
-                activation=PlaceholderObserver.with_args(dtype=torch.quint8, is_dynamic=True),
-                weight=PerChannelMinMaxObserver.with_args(
-                    dtype=torch.qint8, qscheme=torch.per_channel_symmetric))
-            linear = type(quantise_int8(torch.nn.Sequential(torch.nn.Linear(1, 1)))[0])
-            model = quantize_dynamic(den.model, {torch.nn.Linear: qconfig},
-                                     mapping={torch.nn.Linear: linear})
+            model = quantise_int8(den.model, weight_range=128)
     return HFDenoiser(model, den.tokenizer, den.special, den.max_length, name=den.name,
                       device=den.device, precision=Precision(torch.float32, option, int8=True))
 

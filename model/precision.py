@@ -121,12 +121,13 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
     return _fastest_on_cpu()
 
 
-def quantise_int8(model: torch.nn.Module) -> torch.nn.Module:
+def quantise_int8(model: torch.nn.Module, weight_range: int = 0) -> torch.nn.Module:
     """`model` with every nn.Linear replaced by a dynamically quantised int8 twin, for CPU
-    inference: weights int8 per output channel within -64..63, inputs quantised per call
-    to the full 8 bits (`FullRangeLinear`), fbgemm kernels; the rest stays fp32. The
-    module tree keeps its names and call signatures, so the cached forward
-    (model/cache.py) runs on it unchanged.
+    inference: weights int8 per output channel within -64..63 (-weight_range ..
+    weight_range - 1 when given: 128 for the full 8 bits), inputs quantised per call to
+    the full 8 bits (`FullRangeLinear`), fbgemm kernels; the rest stays fp32. The module
+    tree keeps its names and call signatures, so the cached forward (model/cache.py) runs
+    on it unchanged.
 
     Why those ranges: PyTorch's default (weights per tensor, inputs to 7 bits) cost
     held-out exact match; 8-bit inputs with 8-bit weights can overflow the int16 sums of
@@ -141,11 +142,12 @@ def quantise_int8(model: torch.nn.Module) -> torch.nn.Module:
         quantize_dynamic,
     )
 
+    weight_range = weight_range or WEIGHT_RANGE
     qconfig = QConfig(
         activation=PlaceholderObserver.with_args(dtype=torch.quint8, is_dynamic=True),
         weight=PerChannelMinMaxObserver.with_args(
             dtype=torch.qint8, qscheme=torch.per_channel_symmetric,
-            quant_min=-WEIGHT_RANGE, quant_max=WEIGHT_RANGE - 1))
+            quant_min=-weight_range, quant_max=weight_range - 1))
     with warnings.catch_warnings():  # torch.ao's notice that torchao is its successor
         warnings.simplefilter("ignore")
         return quantize_dynamic(model, {torch.nn.Linear: qconfig},
