@@ -18,7 +18,7 @@ and only the middle and the span slots are recomputed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -42,6 +42,11 @@ class ContextCache:
     ids: torch.Tensor  # (T,) the canvas the cache was computed from
     layers: list[LayerKV]
     carried: int = 0  # requests since the last full pass (entries carried over by `carry`)
+    nbytes: int = field(init=False, repr=False)  # memory of its keys and values
+
+    def __post_init__(self) -> None:
+        self.nbytes = sum(t.element_size() * t.nelement()
+                          for kv in self.layers for t in (kv.keys, kv.values))
 
 
 def common_ends(old: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:

@@ -235,13 +235,13 @@ class HFDenoiser:
                 for i, arr in zip(chunk, arrays, strict=True):
                     out[i] = arr
         for i in groups["alone"]:  # carries: one at a time
-            out[i] = self._with_cache(canvases[i], positions[i], hints[i])  # type: ignore[arg-type]
+            out[i] = self._carried(canvases[i], positions[i], hints[i])  # type: ignore[arg-type]
         return out
 
     def _route(self, canvas: Sequence[int], hint: CacheHint) -> str:
-        """How `_with_cache` would serve this canvas: "partial" (its kept entries serve as
-        they are), "full" (a full pass of its own) or "alone" (a full pass that may carry
-        an earlier request's entries over: one at a time)."""
+        """How this canvas is served: "partial" (its kept entries serve as they are), "full"
+        (a full pass of its own) or "alone" (a refresh that may carry an earlier request's
+        entries over: `_carried`, one at a time)."""
         if hint.refresh and hint.carry is not None:
             source = self._caches.get(hint.carry)
             if source is not None and source.carried < self.carry_limit:
@@ -254,7 +254,8 @@ class HFDenoiser:
     @torch.inference_mode()
     def _many(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
               hints: Sequence[CacheHint], full: bool) -> list[np.ndarray]:
-        """`_with_cache` of several canvases, all partial or all full, in one pass."""
+        """Logits of several canvases with cache hints, all partial or all full, in one
+        pass; their context entries kept under their keys (and carry names)."""
         assert self._cached is not None
         dev = self.device
         ids = [torch.tensor(c, dtype=torch.long, device=dev) for c in canvases]
@@ -284,30 +285,26 @@ class HFDenoiser:
         return self.model.decoder(self.model.head(hidden)).float().cpu().numpy()
 
     @torch.inference_mode()
-    def _with_cache(self, canvas: Sequence[int], pos: Sequence[int], hint: CacheHint
-                    ) -> np.ndarray:
-        assert self._cached is not None
+    def _carried(self, canvas: Sequence[int], pos: Sequence[int], hint: CacheHint
+                 ) -> np.ndarray:
+        """A refresh whose context entries may be carried over from an earlier request's
+        (`_route` said "alone"): those entries moved to this canvas, the rest recomputed;
+        a full pass of its own where too little of the canvas is common to both."""
+        assert self._cached is not None and hint.carry is not None
         ids = torch.tensor(canvas, dtype=torch.long, device=self.device)
-        where = torch.tensor(pos, dtype=torch.long, device=self.device)
-        entry = self._caches.get(hint.key)
         active = torch.tensor(sorted(set(hint.active) | set(pos)), dtype=torch.long,
                               device=self.device)
-        source = self._caches.get(hint.carry) if hint.carry is not None else None
         with self._autocast:
-            carried = (self._cached.carry(ids, source, active)
-                       if hint.refresh and source is not None
-                       and source.carried < self.carry_limit else None)
+            carried = self._cached.carry(ids, self._caches[hint.carry], active)
             if carried is not None:
                 active, hidden, entry = carried
-            elif hint.refresh or entry is None or entry.ids.shape[0] != ids.shape[0]:
-                hidden, entry = self._cached.full(ids)
-                active = torch.arange(ids.shape[0], device=self.device)
-            else:  # the cached entries serve as they are
-                hidden = self._cached.partial(ids, active, entry)  # (n, H)
-            self._keep(hint.key, entry)
-            if hint.refresh and hint.carry is not None:
-                self._keep(hint.carry, entry)  # for the next request of that name
-            return self._project(hidden[torch.searchsorted(active, where)])
+                where = torch.tensor(pos, dtype=torch.long, device=self.device)
+                logits = self._project(hidden[torch.searchsorted(active, where)])
+        if carried is None:
+            return self._many([canvas], [pos], [hint], full=True)[0]
+        self._keep(hint.key, entry)
+        self._keep(hint.carry, entry)  # for the next request of that name
+        return logits
 
     def _keep(self, key: Hashable, entry: ContextCache) -> None:
         self._caches[key] = entry
@@ -318,9 +315,7 @@ class HFDenoiser:
 
     def _cache_nbytes(self) -> int:
         """Memory held by the kept entries (an entry kept under two names counted once)."""
-        entries = {id(e): e for e in self._caches.values()}.values()
-        return sum(t.element_size() * t.nelement()
-                   for e in entries for kv in e.layers for t in (kv.keys, kv.values))
+        return sum({id(e): e.nbytes for e in self._caches.values()}.values())
 
     def forget(self, key: Hashable) -> None:
         """Drop the cached context of a finished canvas."""

@@ -166,6 +166,18 @@ def test_mixed_calls_and_small_budgets_still_match(monkeypatch: pytest.MonkeyPat
     assert sizes == [2, 1, 1] + [2, 2, 1] * 2
 
 
+def test_a_carry_from_a_canvas_with_too_little_in_common_is_a_full_pass() -> None:
+    den = _denoiser(_model())
+    old, new = _canvases(2)[1], _canvases(3)[1]  # two unrelated canvases of 90 tokens
+    den.logits([old], [[5]], [CacheHint(("old", 0), (5,), True, carry="doc")])
+    got = den.logits([new], [[20, 21]], [CacheHint(("new", 0), (20, 21), True,
+                                                  carry="doc")])[0]
+    np.testing.assert_allclose(got, den.logits([new], [[20, 21]])[0], atol=1e-5, rtol=1e-4)
+    # kept under its key and the carry's name, as a fresh entry (nothing carried over)
+    assert den._caches[("new", 0)] is den._caches["doc"]
+    assert den._caches["doc"].carried == 0 and den._caches["doc"].ids.tolist() == new
+
+
 def test_a_padded_key_or_a_far_key_changes_the_result(monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:
     # What the mask hides matters: the shortest canvas's rows would read the keys past its
