@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 from diffusion_infill.infill.core.checks import KINDS
 from diffusion_infill.infill.core.options import (
@@ -102,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="infill", description="Fill masked code regions with a diffusion language model."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_fill_command(commands)
+    _add_fix_command(commands)
+    return parser
+
+
+def _add_fill_command(commands: Any) -> None:
     fill = commands.add_parser(
         "fill",
         help="fill the hole markers of files",
@@ -117,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_language_arg(text)
     _add_sampler_args(fill)
 
+
+def _add_fix_command(commands: Any) -> None:
     fix = commands.add_parser(
         "fix",
         help="find improbable tokens and repair them",
@@ -145,7 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_language_arg(what)
     _add_model_args(fix)
     _add_sampler_args(fix)
-    return parser
 
 
 def sampler_options(args: argparse.Namespace) -> SamplerOptions:
