@@ -35,7 +35,8 @@ So a request costs the primary's passes, plus for a failing hole at most `candid
 (or `lengths - 1`) shorter decodes batched in one more round, plus one scoring pass,
 and `FillStats.candidates` / `nfe` show what it took. The rounds are one job for whoever
 drives it (`requests()` / `advance()` / `done`), so a worker batches them with other
-requests' steps like any DenoiseJob.
+requests' steps like any DenoiseJob. The alternative canvases and the scoring pass are
+built in infill/core/alternatives.py.
 """
 
 from __future__ import annotations
@@ -45,12 +46,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from diffusion_infill.infill.core.canvas import Canvas, SpanSlots, fill_ids
+from diffusion_infill.infill.core.alternatives import (
+    Alternative,
+    Scoring,
+    alternative_canvases,
+    mean_log_probs,
+    scoring_rows,
+)
+from diffusion_infill.infill.core.canvas import Canvas, fill_ids
 from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice, summary
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
-from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.model.denoiser import SpecialIds
 
 # (fill text of every span, the spans to look at) -> their problems in that combination
@@ -89,12 +96,11 @@ class CandidateJob:
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
         self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
                        if options.lengths > 1 else set())
-        self._alts: list[tuple[int, int]] = []  # per alternative canvas: (window, k)
+        self._alts: list[Alternative] = []  # per alternative canvas: (window, k)
         self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size,
                                   ended=ended)
         self.rounds = [self.primary]
-        # scoring pass: (canvas, k, rows), rows: (span, canvas positions of its fill)
-        self._scoring: list[tuple[Canvas, int, list[tuple[int, list[int]]]]] | None = None
+        self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
         self._choices: list[Choice] | None = None
         self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
@@ -209,12 +215,16 @@ class CandidateJob:
             self._primary_ids = self._ids(self.primary_canvases)
             texts, bad = self._texts(self._primary_ids)
             self._failures = self._why(texts, bad)
-            alts = self._alternatives(self.primary.canvases, set(self._failures))
-            if not alts:
+            made = alternative_canvases(self.primary.canvases, set(self._failures),
+                                        raced=self._raced, initial=self._initial,
+                                        options=self.options, mask=self.special.mask)
+            self._alts = [alt for _, alt in made]
+            if not made:
                 self._decide()
                 return
-            self.rounds.append(DenoiseJob(alts, self.options, special=self.special,
-                                          vocab_size=self.vocab_size, ended=self.ended))
+            self.rounds.append(DenoiseJob([c for c, _ in made], self.options,
+                                          special=self.special, vocab_size=self.vocab_size,
+                                          ended=self.ended))
             return
         self._judge()
         if not self._scoring:
@@ -235,38 +245,6 @@ class CandidateJob:
                 out[i] = summary([p for p in problems if p.range == i])
         return out
 
-    def _alternatives(self, canvases: Sequence[Canvas], redo: set[int]) -> list[Canvas]:
-        """The alternative canvases of each of `canvases` that holds a span of `redo`
-        whose length may change, the window's other spans kept as decoded: alternative k
-        re-decodes those spans from `initial >> k` masks. A raced span (its length is the
-        model's guess, `lengths` > 1) gets `lengths - 1` alternatives of exactly that many
-        tokens (with nulls allowed, a model that expects a long fill writes content into
-        every slot and grows the span back); any other gets `candidates - 1`, with nulls
-        and growth. In a window that holds a raced failing span, every failing span gets
-        `lengths - 1` alternatives."""
-        out: list[Canvas] = []
-        for w, c in enumerate(canvases):
-            mine = {s.index for s in c.spans if s.index in redo and not s.exact}
-            if not mine:
-                continue
-            count = (self.options.lengths if mine & self._raced
-                     else self.options.candidates)
-            for k in range(1, count):
-                out.append(Canvas(
-                    left=list(c.left), gaps=[list(g) for g in c.gaps], right=list(c.right),
-                    budget=c.budget,
-                    spans=[self._shorter(s, k, exact=s.index in self._raced)
-                           if s.index in mine else _kept(s) for s in c.spans]))
-                self._alts.append((w, k))
-        return out
-
-    def _shorter(self, s: SpanSlots, k: int, *, exact: bool) -> SpanSlots:
-        """Span `s` from `initial >> k` masks: exactly that many tokens (a raced length),
-        or with nulls and growth."""
-        n = max(1, self._initial[s.index] >> k)
-        return SpanSlots(s.index, [self.special.mask] * n, n if exact else s.cap, exact,
-                         forbidden=s.forbidden, raced=s.raced)
-
     def _judge(self) -> None:
         """Check each alternative canvas (its redone spans in place of the primary's);
         queue a scoring pass for the spans that have several passing candidates."""
@@ -279,15 +257,8 @@ class CandidateJob:
             fails = self._why(texts, bad, [{s.index for s in canvas.spans}])
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
-        several = {i for i, ks in self._passing.items() if len(ks) > 1}
-        scoring = []
-        for canvas, (_, k) in zip(alt_canvases, self._alts, strict=True):
-            rows = [(s.index, [off + j for j, t in enumerate(s.ids) if t != self.special.null])
-                    for s, off in zip(canvas.spans, canvas.offsets(), strict=True)
-                    if s.index in several and k in self._passing[s.index]]
-            if rows:
-                scoring.append((canvas, k, rows))
-        self._scoring = scoring or None
+        self._scoring = scoring_rows(alt_canvases, self._alts, self._passing,
+                                     self.special.null) or None
 
     def _score(self, logits: Sequence[np.ndarray]) -> None:
         """The scoring pass: each passing alternative's mean log-probability."""
@@ -297,14 +268,7 @@ class CandidateJob:
                                 f"{len(self._scoring)} canvases")
         self.scoring_passes += 1
         self._scoring_nfe += len(logits)
-        for (canvas, k, rows), arr in zip(self._scoring, logits, strict=True):
-            logp = log_softmax(arr)  # (rows, V)
-            canvas_ids = canvas.ids()
-            at = 0
-            for i, positions in rows:
-                got = [logp[at + r, canvas_ids[p]] for r, p in enumerate(positions)]
-                at += len(positions)
-                self._scores[(i, k)] = float(np.mean(got)) if got else 0.0
+        self._scores.update(mean_log_probs(self._scoring, logits))
         self._scoring = None
         self._decide()
 
@@ -337,12 +301,6 @@ class CandidateJob:
         fails = self._why(texts, bad)
         return [Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
                 for i, c in enumerate(choices)]
-
-
-def _kept(s: SpanSlots) -> SpanSlots:
-    """A span an alternative does not redo: as the primary decoded it, fixed."""
-    return SpanSlots(s.index, list(s.ids), len(s.ids), s.exact, can_grow=False,
-                     forbidden=s.forbidden)
 
 
 def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[Canvas],

@@ -33,7 +33,9 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
 and only `line` otherwise. One parse of each text and walks limited to the nodes that touch
-the ranges keep a call to a few milliseconds (docs/ARCHITECTURE.md, "Checks").
+the ranges keep a call to a few milliseconds (docs/ARCHITECTURE.md, "Checks"). What the
+checks read of a tree (the nodes around a range, what an identifier binds or loads) is
+infill/core/syntax_tree.py.
 """
 
 from __future__ import annotations
@@ -41,12 +43,20 @@ from __future__ import annotations
 import builtins
 import importlib
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
+from diffusion_infill.infill.core.syntax_tree import (
+    binds,
+    byte_ranges,
+    names_at,
+    overlaps,
+    touches,
+    walk,
+)
 from diffusion_infill.infill.core.visible import name_visible
 
 Range = tuple[int, int]  # [start, end) in characters
@@ -58,27 +68,6 @@ _MODULE_NAMES = {"__file__", "__builtins__", "__path__", "__all__", "__annotatio
                  "__cached__", "__qualname__", "__module__", "__class__", "__dict__"}
 _KNOWN = frozenset(dir(builtins)) | _MODULE_NAMES
 _STAR_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
-
-# Where an identifier binds a name rather than loading it: (parent type, field) pairs and
-# parent types whose identifier children all bind. Patterns in between (x, (y, *z)) are
-# climbed through.
-_BINDING_FIELDS = {
-    ("assignment", "left"), ("augmented_assignment", "left"), ("for_statement", "left"),
-    ("for_in_clause", "left"), ("named_expression", "name"), ("function_definition", "name"),
-    ("class_definition", "name"), ("as_pattern", "alias"), ("default_parameter", "name"),
-    ("typed_default_parameter", "name"), ("type_alias_statement", "left"),
-}
-_BINDING_PARENTS = {
-    "parameters", "lambda_parameters", "typed_parameter", "global_statement",
-    "nonlocal_statement", "import_statement", "import_from_statement", "aliased_import",
-    "type_parameter", "case_pattern", "keyword_pattern", "dict_pattern", "class_pattern",
-    "splat_pattern", "as_pattern_target", "dotted_name",
-}
-_PATTERNS = {"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
-             "dictionary_splat_pattern", "tuple", "list", "parenthesized_expression"}
-_TYPES = {"type", "generic_type"}  # `T` of `class C[T]` and `type A = ...` binds
-# Not loads: the attribute of `x.name`, the keyword of `f(name=1)`.
-_NOT_LOADS = {("attribute", "attribute"), ("keyword_argument", "name")}
 
 
 @dataclass(frozen=True)
@@ -119,13 +108,6 @@ def splice(text: str, ranges: Sequence[Range], fills: Sequence[str]) -> tuple[st
     return "".join(parts), out
 
 
-def _bytes(text: str, ranges: Sequence[Range]) -> list[Range]:
-    """Character ranges as UTF-8 byte ranges (tree-sitter's offsets)."""
-    if text.isascii():
-        return list(ranges)
-    return [(len(text[:a].encode("utf-8")), len(text[:b].encode("utf-8"))) for a, b in ranges]
-
-
 def _widen(data: bytes, r: Range) -> Range:
     """`r` with the spaces on either side, on its lines: an error node next to a fill
     often stops at the space before it (`for x in ` then a fill that hid the colon)."""
@@ -140,60 +122,16 @@ def _widen(data: bytes, r: Range) -> Range:
 def _swallowed(root: Any, data: bytes, r: Range) -> bool:
     """A comment that starts in the fill and runs past it over code on the same line:
     the fill commented out text it was not given."""
-    for n in _walk(root, lambda n: _overlaps(n, r)):
+    for n in walk(root, lambda n: overlaps(n, r)):
         if n.type == "comment" and r[0] <= n.start_byte < r[1] < n.end_byte:
             return data[r[1]:n.end_byte].strip() != b""
     return False
 
 
-def _touches(node: Any, r: Range) -> bool:
-    return node.start_byte <= r[1] and node.end_byte >= r[0]
-
-
-def _overlaps(node: Any, r: Range) -> bool:
-    return node.start_byte < r[1] and node.end_byte > r[0]
-
-
-def _walk(node: Any, keep: Any) -> Iterator[Any]:
-    """`node` and its descendants, entering only the nodes for which `keep` holds."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if keep(n):
-            yield n
-            stack.extend(reversed(n.children))
-
-
 def _errors(root: Any, r: Range) -> int:
     """ERROR and MISSING nodes touching byte range `r`."""
     return sum(n.type == "ERROR" or n.is_missing
-               for n in _walk(root, lambda n: n.has_error and _touches(n, r)))
-
-
-def _field(node: Any) -> str | None:
-    parent = node.parent
-    for i, child in enumerate(parent.children):
-        if child.id == node.id:
-            return parent.field_name_for_child(i)
-    return None
-
-
-def _binds(node: Any) -> bool | None:
-    """True: identifier `node` binds a name; None: it is no load either (x.name, f(name=));
-    False: it loads the name."""
-    parent = node.parent
-    if parent is None or (parent.type, _field(node)) in _NOT_LOADS:
-        return None
-    while parent is not None and parent.type in _PATTERNS:
-        node, parent = parent, parent.parent
-    if parent is not None and parent.type in _TYPES:  # an annotation loads, unless it is
-        while parent is not None and parent.type in _TYPES:  # a type parameter or alias
-            node, parent = parent, parent.parent
-        return parent is not None and (parent.type == "type_parameter" or (
-            (parent.type, _field(node)) == ("type_alias_statement", "left")))
-    if parent is None:
-        return False
-    return parent.type in _BINDING_PARENTS or (parent.type, _field(node)) in _BINDING_FIELDS
+               for n in walk(root, lambda n: n.has_error and touches(n, r)))
 
 
 def _spelled(root: Any, data: bytes) -> set[str]:
@@ -210,28 +148,11 @@ def _spelled(root: Any, data: bytes) -> set[str]:
     return out
 
 
-def _names(root: Any, data: bytes, r: Range) -> tuple[list[tuple[str, int]], set[str]]:
-    """The identifiers overlapping byte range `r`: the loads (name, start byte) and the
-    names bound there."""
-    loads: list[tuple[str, int]] = []
-    bound: set[str] = set()
-    for n in _walk(root, lambda n: _overlaps(n, r)):
-        if n.type != "identifier":
-            continue
-        name = data[n.start_byte:n.end_byte].decode("utf-8", "replace")
-        kind = _binds(n)
-        if kind:
-            bound.add(name)
-        elif kind is False:
-            loads.append((name, n.start_byte))
-    return loads, bound
-
-
 def _repeated_keywords(root: Any, data: bytes, r: Range) -> list[str]:
     """Keyword names given twice in one argument list that touches `r`, where one of the
     two overlaps it."""
     out: list[str] = []
-    for n in _walk(root, lambda n: _touches(n, r)):
+    for n in walk(root, lambda n: touches(n, r)):
         if n.type != "argument_list":
             continue
         seen: set[str] = set()
@@ -240,7 +161,7 @@ def _repeated_keywords(root: Any, data: bytes, r: Range) -> list[str]:
             if name is None:
                 continue
             word = data[name.start_byte:name.end_byte].decode("utf-8", "replace")
-            if word in seen and _touches(arg, r):
+            if word in seen and touches(arg, r):
                 out.append(word)
             seen.add(word)
     return out
@@ -294,7 +215,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     old_data, old_root = prior.data, prior.root
     new_data = after.encode("utf-8")
     new_root = parser.parse(new_data).root_node
-    old_bytes, new_bytes = _bytes(before, before_ranges), _bytes(after, after_ranges)
+    old_bytes, new_bytes = byte_ranges(before, before_ranges), byte_ranges(after, after_ranges)
     python = language == PYTHON
     star = python and _STAR_IMPORT.search(before) is not None
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
@@ -316,7 +237,7 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
             problems.append(Problem("keyword", i, f"keyword argument {word!r} repeated"))
         if star or new[0] == new[1] or "name" not in kinds:
             continue
-        loads, bound = _names(new_root, new_data, new)
+        loads, bound = names_at(new_root, new_data, new)
         for word in dict.fromkeys(w for w, _ in loads if w not in _KNOWN and w not in bound):
             if word not in prior.spelled():
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
@@ -335,8 +256,8 @@ def _visible(word: str, old_root: Any, old_data: bytes, old: Range, new_root: An
         start = new[0] + len(chunk) - len(chunk.lstrip())
         end = new[1] - (len(chunk) - len(chunk.rstrip()))
         if start < end:
-            return name_visible(new_root, new_data, word, (start, end), _binds)
-    return name_visible(old_root, old_data, word, old, _binds)
+            return name_visible(new_root, new_data, word, (start, end), binds)
+    return name_visible(old_root, old_data, word, old, binds)
 
 
 def _inside_line(text: str, r: Range) -> bool:

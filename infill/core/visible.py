@@ -66,7 +66,7 @@ def _binds_here(scope: Any, data: bytes, name: str, binds: Any) -> bool:
 def visible_spelling(root: Any, data: bytes, name: str, at: int, r: Range, binds: Any,
                      memo: dict[int, bool]) -> bool:
     """The spelling of `name` at byte `at` could be seen from range `r`. `binds(node)`
-    says whether an identifier binds (checks._binds); `memo` caches scope answers for one
+    says whether an identifier binds (syntax_tree.binds); `memo` caches scope answers for one
     name across its spellings."""
     node = root.descendant_for_byte_range(at, at + len(name.encode("utf-8")))
     while node is not None:

@@ -1,0 +1,120 @@
+"""A prepared fill (`PreparedFill`): a request's DenoiseJob, and what turns the job's slots
+into a FillResult once it is done.
+
+The result is the original text with each span's range replaced by the decoded fill (null
+tokens dropped); text outside the spans is copied, never decoded, so it comes back byte
+for byte. With the checks on, a span whose every candidate failed keeps its own text and
+says why (infill/core/candidates.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from diffusion_infill.infill.core.candidates import CandidateJob
+from diffusion_infill.infill.core.canvas import fill_ids, render
+from diffusion_infill.infill.core.diff import minimal_edits
+from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
+from diffusion_infill.infill.core.lines import Frame, framed
+from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TraceStep
+from diffusion_infill.infill.core.sampler import DenoiseJob
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.core.window import Window
+from diffusion_infill.model.denoiser import Denoiser
+
+
+class PreparedFill:
+    """A request ready to denoise: its DenoiseJob, and what turns the job's slots into a
+    result once it is done."""
+
+    def __init__(self, text: str, spans: list[Span], windows: list[Window],
+                 job: DenoiseJob | CandidateJob, denoiser: Denoiser, *, rewrite: bool,
+                 started: float, keys: list[str | None],
+                 frames: Sequence[Frame | None] | None = None) -> None:
+        self.text = text
+        self.spans = spans
+        self.keys = keys  # per span: the code after it on its line, None when exact
+        #                   (infill/core/echo.py)
+        self.windows = windows
+        self.job = job
+        self.denoiser = denoiser
+        self.rewrite = rewrite
+        self.started = started
+        # per span: what the engine writes around its fill (a selection of whole lines:
+        # infill/core/lines.py), None when the model writes it all
+        self.frames = list(frames) if frames is not None else [None] * len(spans)
+
+    def span_texts(self) -> list[tuple[int, str]]:
+        """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
+        what a live view shows after a step."""
+        canvases = (self.job.primary_canvases if isinstance(self.job, CandidateJob)
+                    else self.job.canvases)
+        return sorted((s.index, self._render(s.ids)) for c in canvases for s in c.spans)
+
+    def result(self) -> FillResult:
+        if not self.job.done:
+            raise RuntimeError("the fill's job is not done")
+        fills = self._span_fills()
+        parts: list[str] = []
+        pos = 0
+        for f in fills:
+            parts += [self.text[pos : f.span.start], f.text]
+            pos = f.span.end
+        parts.append(self.text[pos:])
+        edits = minimal_edits(self.text, [(f.span.start, f.span.end, f.text, self.rewrite)
+                                          for f in fills if f.rejected is None])
+        return FillResult("".join(parts), self.text, edits, fills, self.windows,
+                          self._stats(fills), self._trace())
+
+    def _render(self, ids: Sequence[int]) -> str:
+        return render(ids, self.denoiser.special, self.denoiser.decode)
+
+    def _span_fills(self) -> list[SpanFill]:
+        """Each span's fill; with the checks on, the winning candidate's, or the span's
+        own text and the reason when every candidate failed."""
+        if isinstance(self.job, CandidateJob):
+            chosen = [c.ids for c in self.job.choices()]
+            why = [c.rejected for c in self.job.choices()]
+        else:
+            slots = {s.index: s for c in self.job.canvases for s in c.spans}
+            chosen = [fill_ids(slots[i].ids, self.denoiser.special)
+                      for i in range(len(self.spans))]
+            why = [None] * len(self.spans)
+        fills: list[SpanFill] = []
+        for i, (span, ids) in enumerate(zip(self.spans, chosen, strict=True)):
+            if ids is None:
+                fills.append(SpanFill(span, self.text[span.start:span.end], 0, why[i]))
+                continue
+            text, n = decoded_fill(ids, self.denoiser.decode, REPLACEMENT in self.text, i,
+                                   self.keys[i])
+            fills.append(SpanFill(span, framed(text, self.frames[i]), n))
+        return fills
+
+    def _stats(self, fills: list[SpanFill]) -> FillStats:
+        job = self.job
+        tokens = sum(f.tokens for f in fills)
+        return FillStats(
+            model=getattr(self.denoiser, "name", type(self.denoiser).__name__),
+            spans=len(self.spans),
+            windows=len(self.windows),
+            tokens=tokens,
+            nfe=job.nfe,
+            steps=job.steps,
+            ms=round((time.perf_counter() - self.started) * 1000, 3),
+            nfe_per_token=job.nfe / max(tokens, 1),
+            scored=job.scored,
+            remasks=job.remasks,
+            grown=sum(n for r in job.trace for _, n in r.grown),
+            trimmed=sum(c.trimmed for c in job.canvases),
+            candidates=job.candidates if isinstance(job, CandidateJob) else 0,
+            rejected=sum(f.rejected is not None for f in fills),
+        )
+
+    def _trace(self) -> list[TraceStep]:
+        return [
+            TraceStep(step=r.step, canvas=r.canvas, scored=r.scored, committed=r.committed,
+                      remasked=r.remasked, grown=r.grown,
+                      spans=tuple((k, self._render(ids)) for k, ids in r.spans))
+            for r in self.job.trace
+        ]
