@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.serve.frames import read_frame
 from diffusion_infill.infill.serve.protocol import (
     BAD_REQUEST,
     CANCELLED,
@@ -37,7 +38,6 @@ from diffusion_infill.infill.serve.protocol import (
     WorkerInfo,
     decode_request,
     pack,
-    read_frame,
 )
 from diffusion_infill.infill.serve.requests import ModelRequest
 

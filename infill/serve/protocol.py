@@ -1,18 +1,17 @@
 """The worker protocol: every message between the worker and its clients, typed once.
 
-A frame is a 4-byte big-endian length and a msgpack map of that many bytes. Every map
-carries `v` (PROTOCOL_VERSION) and `type`; the other keys are the fields of the message
-class registered for that type, each checked by its field kind (infill/serve/wire.py).
-Decoding validates every field and raises a `ProtocolError` whose `code` is the error code
-to reply with. docs/PROTOCOL.md is the specification; the worker, the client and the tests
-all use these classes, never raw dicts, carrying the engine's value types (spans, edits,
-fills, stats, scores, sampler options). No pickle: msgpack carries only plain data.
+A frame is a 4-byte big-endian length and a msgpack map of that many bytes (read off a
+stream by infill/serve/frames.py). Every map carries `v` (PROTOCOL_VERSION) and `type`;
+the other keys are the fields of the message class registered for that type, each checked
+by its field kind (infill/serve/wire.py). Decoding validates every field and raises a
+`ProtocolError` whose `code` is the error code to reply with. docs/PROTOCOL.md is the
+specification; the worker, the client and the tests all use these classes, never raw
+dicts, carrying the engine's value types (spans, edits, fills, stats, scores, sampler
+options). No pickle: msgpack carries only plain data.
 """
 
 from __future__ import annotations
 
-import asyncio
-import struct
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
@@ -25,6 +24,7 @@ from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TokenScore
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
+from diffusion_infill.infill.serve.frames import HEADER, read_frame
 from diffusion_infill.infill.serve.wire import (
     BAD_REQUEST,
     BOOL,
@@ -55,13 +55,13 @@ from diffusion_infill.infill.serve.wire import (
     record,
 )
 
-__all__ = [  # the error codes, with the messages, for the worker, the client and tests
+__all__ = [  # for the worker, the client and tests: the error codes and messages, frames
     "BAD_REQUEST", "CANCELLED", "CODES", "DEADLINE", "INPUT", "INTERNAL", "MODEL",
     "SHUTTING_DOWN", "TOO_LARGE", "UNAUTHORIZED", "VERSION", "ProtocolError",
+    "HEADER", "read_frame",
 ]
 
 PROTOCOL_VERSION = 1
-HEADER = struct.Struct(">I")  # the frame length prefix
 
 
 def _f(kind: Kind, **kw: Any) -> Any:
@@ -365,36 +365,3 @@ def decode_request(body: bytes) -> Message:
 
 def decode_reply(body: bytes) -> Message:
     return decode(body, REPLIES)
-
-
-async def read_frame(reader: asyncio.StreamReader, max_size: int,
-                     idle: float | None = None) -> bytes | None:
-    """The next frame's body; None at a clean end of stream (between frames). Waiting
-    for a frame is unbounded; inside one, `idle` seconds without a byte (half a frame,
-    then silence) or the stream's end is a ConnectionError. ProtocolError(too_large) when
-    the length prefix exceeds `max_size` (the body is not read: the stream is lost)."""
-    first = await reader.read(1)
-    if not first:
-        return None
-    head = first + await _read_more(reader, HEADER.size - 1, idle, "frame header")
-    (size,) = HEADER.unpack(head)
-    if size > max_size:
-        raise ProtocolError(f"a frame of {size} bytes exceeds the limit of {max_size} bytes",
-                            code=TOO_LARGE)
-    return await _read_more(reader, size, idle, "frame")
-
-
-async def _read_more(reader: asyncio.StreamReader, n: int, idle: float | None,
-                     what: str) -> bytes:
-    """`n` bytes of a frame already begun, each chunk within `idle` seconds."""
-    out = bytearray()
-    while len(out) < n:
-        try:
-            async with asyncio.timeout(idle):
-                chunk = await reader.read(min(n - len(out), 1 << 20))
-        except TimeoutError:
-            raise ConnectionError(f"no byte for {idle:g} s inside a {what}") from None
-        if not chunk:
-            raise ConnectionError(f"the connection ended inside a {what}")
-        out += chunk
-    return bytes(out)
