@@ -83,7 +83,7 @@ def many(cached: CachedModernBert, ids: Sequence[torch.Tensor],
     fresh caches are returned too. The last layer's keys and values are computed for every
     active row, its attention and MLP only for the wanted ones (the others' outputs would
     not be read)."""
-    b, device, last = len(ids), ids[0].device, len(cached.body.layers) - 1
+    device, last = ids[0].device, len(cached.body.layers) - 1
     positions = pad_sequence(list(actives), batch_first=True)  # (B, n), padding at 0
     counts = [a.shape[0] for a in (wanted if wanted is not None else actives)]
     rows = (torch.arange(positions.shape[1], device=device)[None, :]
@@ -111,18 +111,30 @@ def many(cached: CachedModernBert, ids: Sequence[torch.Tensor],
             masks = {}
         if not masks:
             masks = _masks(cached, positions, lengths, q.dtype)
-        out = F.scaled_dot_product_attention(
-            q.transpose(1, 2), keys.to(q.dtype).transpose(1, 2),
-            values.to(q.dtype).transpose(1, 2),
-            attn_mask=masks[cached.layer_types[li]])  # (B, h, n, d)
-        hidden = hidden + layer.attn.Wo(out.transpose(1, 2).reshape(b, q.shape[1], -1))
-        hidden = hidden + layer.mlp(layer.mlp_norm(hidden))
+        hidden = _attend(layer, hidden, q, keys, values, masks[cached.layer_types[li]])
     hidden = cached.body.final_norm(hidden)
     states = [hidden[i, :c] for i, c in enumerate(counts)]
-    if caches is not None:
-        return states, None
-    fresh = [ContextCache(t.clone(), [LayerKV(k[i, :len(t)].transpose(0, 1).contiguous(),
-                                              v[i, :len(t)].transpose(0, 1).contiguous())
-                                      for k, v in store])
-             for i, t in enumerate(ids)]
-    return states, fresh
+    return states, (None if caches is not None else _fresh_caches(ids, store))
+
+
+def _attend(layer: torch.nn.Module, hidden: torch.Tensor, q: torch.Tensor,
+            keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
+            ) -> torch.Tensor:
+    """The rest of one layer after its queries, keys and values: attention over `keys`
+    and `values` under the additive `mask`, the output projection and the MLP, each added
+    to `hidden` (B, n, H)."""
+    out = F.scaled_dot_product_attention(
+        q.transpose(1, 2), keys.to(q.dtype).transpose(1, 2),
+        values.to(q.dtype).transpose(1, 2), attn_mask=mask)  # (B, h, n, d)
+    hidden = hidden + layer.attn.Wo(out.transpose(1, 2).reshape(hidden.shape[0], q.shape[1], -1))
+    return hidden + layer.mlp(layer.mlp_norm(hidden))
+
+
+def _fresh_caches(ids: Sequence[torch.Tensor],
+                  store: list[tuple[torch.Tensor, torch.Tensor]]) -> list[ContextCache]:
+    """Each canvas's context entry from a full pass's keys and values per layer (`store`:
+    (B, n, heads, head_dim) each, padded past a canvas's end)."""
+    return [ContextCache(t.clone(), [LayerKV(k[i, :len(t)].transpose(0, 1).contiguous(),
+                                             v[i, :len(t)].transpose(0, 1).contiguous())
+                                     for k, v in store])
+            for i, t in enumerate(ids)]

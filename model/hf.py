@@ -5,7 +5,8 @@ Loads the shipped checkpoint (model/weights) or a user's local directory holding
 code lives in the directory, only when the user opts in to `trust_remote_code`. Weights
 are read from safetensors only (model.loading refuses a directory with nothing but pickled
 `.bin` / `.pt` weights, because unpickling runs arbitrary code). Nothing is downloaded:
-every load is `local_files_only`. Programs load through `model.loading.load_denoiser`.
+every load is `local_files_only`. Programs load through `model.loading.load_denoiser`;
+reading the directory (tokenizer, network, special ids) is model/hf_loading.py's.
 """
 
 from __future__ import annotations
@@ -15,21 +16,24 @@ import os
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from diffusion_infill.model import cache_batch, modernbert, weight_files
+from diffusion_infill.model import cache_batch
 from diffusion_infill.model.cache import CachedModernBert, ContextCache
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
+from diffusion_infill.model.hf_loading import (
+    load_network,
+    load_tokenizer,
+    pick_device,
+    set_threads,
+    special_ids,
+)
 from diffusion_infill.model.precision import Precision, pick_precision, quantise_int8
 
 log = logging.getLogger(__name__)
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach a hub
-
 
 # Requests in a row (keystrokes) whose context entries may be carried over from the last
 # one before a full pass; see benchmarks/results/lsp_carry.json for what it was chosen by.
@@ -37,116 +41,11 @@ CARRY_LIMIT = 8
 # Memory the context entries may hold: a 512-token canvas of the shipped model takes 6 MiB
 # in fp32 (6 layers of keys and values), so about 170 canvases.
 CACHE_BYTES = 1 << 30
-# Diffusion models in transformers that denoise a block *after* a prompt (encoder-decoder,
-# uniform noise) rather than masked positions inside a sequence: they have their own
-# adapter (model/diffusion_gemma.py), which model.loading.load_denoiser picks.
-PROMPT_TO_BLOCK = frozenset({"diffusion_gemma"})
 # Canvases of one call whose cached passes run as one batch, in padded tokens (canvases
 # times the longest): a partial pass holds every layer's padded keys and values of its
 # batch, a full pass its (canvases x heads x T x T) attention scores.
 PARTIAL_BATCH_TOKENS = 1 << 16
 FULL_BATCH_TOKENS = 1 << 12
-
-
-def _pick_device(device: str | None) -> torch.device:
-    if device:
-        return torch.device(device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def _load_tokenizer(path: Path) -> Tokenizer:
-    try:
-        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-    except Exception as exc:  # tokenizers raises plain Exception on bad JSON
-        raise ModelLoadError(f"corrupt tokenizer.json in {path}: {exc}") from exc
-    tokenizer.encode_special_tokens = True  # "<mask>" in user code is text
-    return tokenizer
-
-
-def _load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Module]:
-    """(config, model) of the directory, offline, from safetensors only: a ModernBERT like
-    the shipped one runs in model/modernbert.py (no transformers import: seconds of
-    start-up), anything else through transformers."""
-    try:
-        own = modernbert.load(path)
-    except Exception as exc:  # corrupt safetensors, shape mismatch, unreadable config ...
-        raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
-    if own is not None:
-        return own
-    if not (path / weight_files.WEIGHTS).is_file() and (path / weight_files.PACKED).is_file():
-        raise ModelLoadError(f"cannot load model from {path}: packed int8 weights "
-                             f"({weight_files.PACKED}) load only for the ModernBERT this project "
-                             "trains; unpack them "
-                             "(python -m diffusion_infill.model.training.packing unpack)")
-    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    kwargs: dict[str, Any] = dict(local_files_only=True, trust_remote_code=trust_remote_code)
-    try:
-        config = AutoConfig.from_pretrained(path, **kwargs)
-        if config.model_type in PROMPT_TO_BLOCK:
-            raise ModelLoadError(
-                f"{path} holds a {config.model_type} model, which model.diffusion_gemma "
-                "loads (model.loading.load_denoiser picks it), not HFDenoiser")
-        weights = dict(kwargs, use_safetensors=True, dtype=torch.float32)
-        try:
-            model = AutoModelForMaskedLM.from_pretrained(path, **weights)
-        except ValueError:
-            if not trust_remote_code:
-                raise
-            # LLaDA / Dream register AutoModel (with an LM head) in their remote code.
-            model = AutoModel.from_pretrained(path, **weights)
-    except ModelLoadError:
-        raise
-    except ValueError as exc:
-        msg = str(exc)
-        if "trust_remote_code" in msg:
-            msg = ("this model needs its own code; pass trust_remote_code=True "
-                   "(--trust-remote-code) only if you trust the directory")
-        raise ModelLoadError(f"cannot load model from {path}: {msg}") from exc
-    except Exception as exc:  # corrupt safetensors, shape mismatch, ...
-        raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
-    return config, model
-
-
-def _special_ids(tokenizer: Tokenizer, config: Any, path: Path) -> SpecialIds:
-    """Mask, null and pad ids, asked of the tokenizer (and the config for the mask)."""
-
-    def token_id(*names: str) -> int | None:
-        for n in names:
-            if n and (found := tokenizer.token_to_id(n)) is not None:
-                return found
-        return None
-
-    mask = token_id("<mask>", "[MASK]", "<|mdm_mask|>", "<|mask|>")
-    if mask is None and getattr(config, "mask_token_id", None) is not None:
-        mask = int(config.mask_token_id)
-    if mask is None:
-        raise ModelLoadError(f"the tokenizer in {path} has no mask token")
-    # External models have no <null>; they pad a short answer with EOS / pad instead.
-    null = token_id("<null>", "<|endoftext|>", "<|eot_id|>", "</s>", "[PAD]", "<pad>")
-    pad = token_id("<pad>", "[PAD]")
-    if pad is None:
-        pad = null
-    if null is None or pad is None:
-        raise ModelLoadError(f"the tokenizer in {path} has no null/eos/pad token")
-    return SpecialIds(mask=mask, null=null, pad=pad)
-
-
-def _set_threads(value: str | None) -> None:
-    """$INFILL_THREADS: the CPU threads torch computes with (default: torch's, one per
-    core). One thread is faster when other CPU-bound work shares the cores (a 256-token
-    pass took 55 ms with 1 thread and 384 ms with 2 beside two busy processes)."""
-    if not value:
-        return
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ModelLoadError(f"INFILL_THREADS must be a positive whole number, not {value!r}")
-    torch.set_num_threads(n)
 
 
 class HFDenoiser:
@@ -189,9 +88,9 @@ class HFDenoiser:
         """The model in `path`, a directory `model.loading.check_model_dir` accepted (call
         `model.loading.load_denoiser`, which checks it first)."""
         path = Path(path)
-        dev = _pick_device(device)
-        tokenizer = _load_tokenizer(path)
-        config, model = _load_network(path, trust_remote_code)
+        dev = pick_device(device)
+        tokenizer = load_tokenizer(path)
+        config, model = load_network(path, trust_remote_code)
         model.to(dev).eval()
         max_length = int(getattr(config, "max_position_embeddings", 0) or 2048)
         try:
@@ -200,10 +99,10 @@ class HFDenoiser:
             raise ModelLoadError(str(exc)) from exc
         if precision.int8:
             model = quantise_int8(model)
-        _set_threads(os.environ.get("INFILL_THREADS"))
+        set_threads(os.environ.get("INFILL_THREADS"))
         log.info("model %s on %s in %s (%s), %d CPU threads", path, dev, precision.name,
                  precision.reason, torch.get_num_threads())
-        return cls(model, tokenizer, _special_ids(tokenizer, config, path), max_length,
+        return cls(model, tokenizer, special_ids(tokenizer, config, path), max_length,
                    name=path.name if path.name != "weights" else "shipped", device=dev,
                    precision=precision)
 
