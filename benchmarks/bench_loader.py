@@ -30,9 +30,9 @@ from tqdm import tqdm
 
 from benchmarks.bench_train import cpu_model, cpu_tag
 from benchmarks.results_file import RESULTS, write_results
-from diffusion_infill.model.training import noising
 from diffusion_infill.model.training.arguments import noise_config
 from diffusion_infill.model.training.batches import load_texts
+from diffusion_infill.model.training.corruptions import swaps_of
 from diffusion_infill.model.training.noising import NoiseConfig, TextSampler, Vocab, make_batch
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "model" / "weights"
@@ -52,7 +52,7 @@ def time_batches(sampler: TextSampler, tok: Tokenizer, cfg: NoiseConfig, batch_s
     vocab = Vocab.of(tok)
     rng = random.Random(seed)
     make_batch(sampler, tok, vocab, batch_size, seq_len, cfg, rng)  # swap tables, caches
-    swaps = noising._swaps_of(tok)
+    swaps = swaps_of(tok)
     pick, in_pick = swaps.pick, [0.0]
 
     def timed_pick(*args, **kwargs):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from diffusion_infill.model.training.config import PRESETS
 from diffusion_infill.model.training.noising import NoiseConfig
@@ -16,6 +18,24 @@ DESCRIPTION = ("Train a masked-diffusion code model (ModernBERT, MDLM objective)
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=DESCRIPTION)
     add = parser.add_argument
+    _run_arguments(add)
+    _budget_arguments(add)
+    _machine_arguments(add)
+    add("--more-corpus", type=Path, default=None,
+        help="a folder whose train.jsonl may appear during the run (a later device call "
+             "brings it: write it elsewhere, then rename it there); its texts join the "
+             "training split's within MORE_CHECK_SECONDS")
+    add("--compile", action="store_true", help="run the encoder under torch.compile")
+    add("--noise", type=noise_config, default=NoiseConfig(),
+        help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)")
+    add("--seed", type=int, default=0, help="random seed")
+    add("--quiet", action="store_true", help="no progress bar")
+    return parser.parse_args(argv)
+
+
+def _run_arguments(add: Callable[..., Any]) -> None:
+    """What the run reads and writes: the network, the corpus, the tokenizer, a model to
+    start from, the run folder."""
     add("--preset", choices=sorted(PRESETS), default="small", help="network size")
     add("--corpus", type=Path, default=Path("data/corpus_v2"), help="folder with *.jsonl")
     add("--tokenizer", type=Path, default=None,
@@ -23,6 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--init-from", type=Path, default=None,
         help="warm restart from an exported model directory (weights and history)")
     add("--out", type=Path, default=Path("runs/small"), help="run folder")
+
+
+def _budget_arguments(add: Callable[..., Any]) -> None:
+    """Batches, the learning-rate schedule, the budget, and how often to evaluate and save."""
     add("--batch-size", type=int, default=32, help="sequences per step")
     add("--seq-len", type=int, default=None, help="canvas length (default: the preset's)")
     add("--lr", type=float, default=2e-3, help="peak learning rate")
@@ -36,6 +60,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="token budget of this run (sets the schedule), e.g. 5e6 for an ablation row")
     add("--eval-every", type=int, default=200, help="steps between evals")
     add("--save-every", type=int, default=100, help="steps between checkpoints")
+
+
+def _machine_arguments(add: Callable[..., Any]) -> None:
+    """Where and how it computes: device, precision, threads, processes."""
     add("--device", default=None, help="cuda or cpu (default: auto)")
     add("--dtype", default="auto", choices=["auto", "fp32", "bf16"],
         help="auto (the faster here), fp32 or bf16")
@@ -47,16 +75,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--loader-workers", type=int, default=0,
         help="processes that build batches beside the training loop (for a GPU: batches "
              "are made on the CPU, ~0.2M tokens/s per process: benchmarks/bench_loader)")
-    add("--more-corpus", type=Path, default=None,
-        help="a folder whose train.jsonl may appear during the run (a later device call "
-             "brings it: write it elsewhere, then rename it there); its texts join the "
-             "training split's within MORE_CHECK_SECONDS")
-    add("--compile", action="store_true", help="run the encoder under torch.compile")
-    add("--noise", type=noise_config, default=NoiseConfig(),
-        help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)")
-    add("--seed", type=int, default=0, help="random seed")
-    add("--quiet", action="store_true", help="no progress bar")
-    return parser.parse_args(argv)
 
 
 def noise_config(spec: str, base: NoiseConfig | None = None) -> NoiseConfig:

@@ -18,8 +18,8 @@ from diffusion_infill.model.training.corpus.records import is_test_path
 from diffusion_infill.model.training.noising import Batch, make_batch
 from diffusion_infill.model.training.parallel import rank_seed
 
-# `trainer` below is a model.training.train.Trainer (its sampler, tokenizer, vocabulary,
-# arguments and generator), not imported here: train imports this module.
+# `trainer` below is a model.training.trainer.Trainer (its sampler, tokenizer, vocabulary,
+# arguments and generator), not imported here: trainer imports this module.
 Trainer = Any
 
 

@@ -17,13 +17,14 @@ Three kinds of corruption, mixed per sequence (shares in `NoiseConfig`):
   shown part-decoded (each slot, content or null, revealed with probability 1 - t), the
   canvas the sampler feeds back after its first pass.
 
-On top of any of these, a share of the clean positions is replaced by tokens drawn from
-the batch (random-token substitution) with the original as target, and a few clean
-positions are trained to predict themselves, so that one pass over a clean buffer scores
-every token (bug finding). With `p_plausible`, some rows also get bug-shaped swaps
-(model/training/swaps.py), the subtle corruptions the fixer must find, and with `p_negation` a
-` not` where it does not belong, whose target is `<null>` (delete it). `end_weight` gives
-the slot where a hole's fill ends (its first `<null>`) a loss weight of its own.
+On top of any of these (model/training/corruptions.py), a share of the clean positions is
+replaced by tokens drawn from the batch (random-token substitution) with the original as
+target, and a few clean positions are trained to predict themselves, so that one pass over
+a clean buffer scores every token (bug finding). With `p_plausible`, some rows also get
+bug-shaped swaps (model/training/swaps.py), the subtle corruptions the fixer must find, and
+with `p_negation` a ` not` where it does not belong, whose target is `<null>` (delete it).
+`end_weight` gives the slot where a hole's fill ends (its first `<null>`) a loss weight of
+its own.
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ from dataclasses import dataclass
 import torch
 from tokenizers import Tokenizer
 
+from diffusion_infill.model.training.corruptions import (
+    insert_negations,
+    plausible_swaps,
+    substitute,
+    swaps_of,
+)
 from diffusion_infill.model.training.hole_spans import line_spans
-from diffusion_infill.model.training.swaps import PlausibleSwaps
 
 
 @dataclass(frozen=True)
@@ -254,36 +260,6 @@ def _masked_example(
     return ids, targets, weights
 
 
-_SWAPS: dict[int, tuple[Tokenizer, PlausibleSwaps]] = {}
-
-
-def _swaps_of(tok: Tokenizer) -> PlausibleSwaps:
-    """The swap tables of `tok`, built once (the entry keeps `tok` alive, so its id is
-    never reused by another tokenizer)."""
-    hit = _SWAPS.get(id(tok))
-    if hit is None or hit[0] is not tok:
-        hit = _SWAPS[id(tok)] = (tok, PlausibleSwaps(tok))
-    return hit[1]
-
-
-def _insert_negations(input_ids: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor,
-                      masked: torch.Tensor, real: torch.Tensor, swaps: PlausibleSwaps,
-                      vocab: Vocab, share: float, rng: random.Random) -> None:
-    """In place: a `share` of the rows get one ` not` where it does not belong, with
-    `<null>` as its target (the token should go)."""
-    for b in range(input_ids.shape[0]):
-        if rng.random() >= share:
-            continue
-        spots = swaps.negations(input_ids[b].tolist(), real[b].tolist())
-        if not spots:
-            continue
-        p = rng.choice(spots)
-        for t in (input_ids, targets, weights, masked, real):
-            t[b, p + 1:] = t[b, p:-1].clone()
-        input_ids[b, p], targets[b, p], weights[b, p] = swaps.not_id, vocab.null, 1.0
-        masked[b, p] = real[b, p] = False
-
-
 def make_batch(
     sampler: TextSampler, tok: Tokenizer, vocab: Vocab, batch_size: int, seq_len: int,
     cfg: NoiseConfig, rng: random.Random,
@@ -315,30 +291,14 @@ def make_batch(
 
     real = (input_ids != vocab.pad) & ~masked
     if cfg.p_negation > 0:
-        _insert_negations(input_ids, targets, weights, masked, real, _swaps_of(tok), vocab,
-                          cfg.p_negation, rng)
+        insert_negations(input_ids, targets, weights, masked, real, swaps_of(tok), vocab.null,
+                         cfg.p_negation, rng)
     # Bug-shaped swaps (drawn before the random substitution, which then avoids them).
     if cfg.p_plausible > 0:
-        swaps = _swaps_of(tok)
-        for b in range(B):
-            if rng.random() >= cfg.p_plausible:
-                continue
-            n = rng.randint(1, cfg.max_plausible)
-            for pos, new in swaps.pick(input_ids[b].tolist(), real[b].tolist(), n, rng):
-                input_ids[b, pos] = new
-                weights[b, pos] = 1.0
-                real[b, pos] = False
-    # Random-token substitution: clean tokens replaced by tokens drawn from the batch.
-    pool = targets[real & (targets != vocab.null)]
-    for b in range(B):
-        if rng.random() >= cfg.p_substitute or pool.numel() == 0:
-            continue
-        share = rng.uniform(0, cfg.max_substitute)
-        pick = real[b] & (torch.rand(T) < share)
-        n = int(pick.sum())
-        if n:
-            input_ids[b, pick] = pool[torch.randint(pool.numel(), (n,))]
-            weights[b, pick] = 1.0
+        plausible_swaps(input_ids, weights, real, swaps_of(tok), cfg.p_plausible,
+                        cfg.max_plausible, rng)
+    substitute(input_ids, targets, weights, real, vocab.null, cfg.p_substitute,
+               cfg.max_substitute, rng)
     # A few clean positions learn to keep their token (calibrates the bug-finding score).
     keep = real & (weights == 0) & (torch.rand(B, T) < cfg.p_identity)
     weights[keep] = 1.0

@@ -1,8 +1,10 @@
 """The training objective: the weighted masked-token loss (model.training.noising's weights),
-its average over fixed validation batches, and the learning-rate schedule."""
+one optimiser step on it, its average over fixed validation batches; the optimiser (AdamW,
+no weight decay on norms and biases) and the learning-rate schedule."""
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -12,6 +14,7 @@ import torch.nn.functional as F
 from transformers import ModernBertForMaskedLM
 
 from diffusion_infill.model.training.noising import Batch
+from diffusion_infill.model.training.parallel import Group
 
 Autocast = Callable[[], AbstractContextManager]
 
@@ -36,6 +39,31 @@ def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
             "masked_acc": correct[masked].float().mean().item() if masked.any() else 0.0,
         }
     return loss, stats
+
+
+def make_optimizer(model: torch.nn.Module, args: argparse.Namespace) -> torch.optim.AdamW:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "norm" not in n]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or "norm" in n]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": args.weight_decay},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr, betas=(0.9, 0.98), eps=1e-8,
+    )
+
+
+def train_step(model: ModernBertForMaskedLM, optim: torch.optim.Optimizer, batch: Batch,
+               autocast: Autocast, encoder: Callable | None = None,
+               group: Group | None = None) -> tuple[float, dict]:
+    """One optimiser step on one batch (this worker's share of it): (loss, stats)."""
+    with autocast():
+        loss, stats = weighted_loss(model, batch, encoder)
+    optim.zero_grad(set_to_none=True)
+    loss.backward()
+    if group is not None:
+        group.average_gradients(model)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optim.step()
+    return loss.item(), stats
 
 
 def lr_at(progress: float, peak: float, warmup: float) -> float:

@@ -68,10 +68,12 @@ def card(training: dict, ev: dict, size: int, notes: str = NOTES + "\n",
     """The model card: generated from `training` and `ev`, then `notes` (the hand-written
     part of the card it replaces, from its NOTES line on: `hand_written`).
     `canvas`: the model's longest input (config.json), not the last run's batch length."""
-    t = training
+    return _card_head(training, size, canvas, form) + _card_evaluation(ev) + _card_end(notes)
+
+
+def _card_head(t: dict, size: int, canvas: int | None, form: str) -> str:
+    """The card's title, what the model is, and its table: size, data, compute, loss."""
     threads = t.get("threads", "?")
-    acc = ev["masked_token_accuracy"]
-    b = ev["bugs"]
     return f"""# Model card: the shipped default (`model/weights`)
 
 A masked-diffusion code model: `ModernBertForMaskedLM` trained from scratch by
@@ -91,7 +93,14 @@ tails) and random-token substitution (model/training/noising.py). Loads with
 | peak learning rate | {t['lr']} (AdamW, warm-up then cosine to 10%) |
 | validation loss | weighted {t['valid']['loss']:.3f}, masked CE {t['valid']['masked_ce']:.3f}, masked accuracy {_pct(t['valid']['masked_acc'])} |
 
-## Evaluation (held-out test packages, engine's default sampler)
+"""
+
+
+def _card_evaluation(ev: dict) -> str:
+    """The card's held-out figures: infill exact match, masked-token accuracy, bugs."""
+    acc = ev["masked_token_accuracy"]
+    b = ev["bugs"]
+    return f"""## Evaluation (held-out test packages, engine's default sampler)
 
 Command: `python -m benchmarks.eval_model` (results in
 `benchmarks/results/eval_shipped.json`); {ev['seconds']:.0f} s on this machine.
@@ -110,7 +119,12 @@ repair {_pct(b['exact_repair'])} (n={b['n']}).
 |---|---|---|---|
 {_bug_rows(b)}
 
-## Learning curve across runs
+"""
+
+
+def _card_end(notes: str) -> str:
+    """The card's learning curve and limits, then the hand-written `notes`."""
+    return f"""## Learning curve across runs
 
 Held-out figures and validation loss of every shipped or kept checkpoint against the tokens
 it has seen (`benchmarks/results/learning_curve.json`, drawn by `model/training/release.py`):
