@@ -25,7 +25,8 @@ corpus) and times, from request sent to response received:
   off-by-one) selected and fixed.
 
 One warm-up fill (the model load) is not counted. Prints p50/p95/mean per case and
-writes benchmarks/results/lsp_<model>.json.
+writes benchmarks/results/lsp_<model>.json. The client that times the requests is
+benchmarks/lsp_bench_client.py.
 """
 
 from __future__ import annotations
@@ -39,24 +40,16 @@ import platform
 import statistics
 import sys
 import textwrap
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from benchmarks.heldout import (
-    bug_examples,
-    first_line,
-    infill_examples,
-    load_test_files,
-    mid_line_cut,
-)
+from benchmarks.heldout import bug_examples, infill_examples, load_test_files, mid_line_cut
+from benchmarks.lsp_bench_client import Bench, capabilities
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.docstring import missing_docstrings
-from diffusion_infill.lsp.positions import Lines
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus_v2"
@@ -74,134 +67,6 @@ def summary(ms: list[float], errors: int) -> dict[str, Any]:
         return {"n": 0, "errors": errors}
     return {"n": len(ms), "errors": errors, "p50_ms": round(percentile(ms, 50), 1),
             "p95_ms": round(percentile(ms, 95), 1), "mean_ms": round(statistics.fmean(ms), 1)}
-
-
-def capabilities() -> types.ClientCapabilities:
-    return types.ClientCapabilities(
-        general=types.GeneralClientCapabilities(
-            position_encodings=[types.PositionEncodingKind.Utf16]),
-        text_document=types.TextDocumentClientCapabilities(
-            code_action=types.CodeActionClientCapabilities(
-                code_action_literal_support=types.ClientCodeActionLiteralOptions(
-                    code_action_kind=types.ClientCodeActionKindOptions(value_set=[
-                        types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite])),
-                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])),
-            inline_completion=types.InlineCompletionClientCapabilities()))
-
-
-class Bench:
-    def __init__(self, client: LanguageClient) -> None:
-        self.client = client
-        self.docs = 0
-        self.times: dict[str, list[float]] = {}
-        self.errors: dict[str, int] = {}
-        # per case: offered text (None: nothing offered), what was deleted
-        self.completions: dict[str, list[str | None]] = {}
-        self.truths: dict[str, list[str]] = {}
-
-    def open(self, text: str) -> tuple[str, Lines]:
-        self.docs += 1
-        uri = f"file:///bench/doc{self.docs}.py"
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
-                                                 text=text)))
-        return uri, Lines(text)
-
-    def close(self, uri: str) -> None:
-        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))
-
-    async def timed(self, case: str, call: Callable[[], Awaitable[Any]]) -> Any:
-        started = time.perf_counter()
-        try:
-            result = await call()
-        except Exception as exc:  # counted, shown, and the run goes on
-            self.errors[case] = self.errors.get(case, 0) + 1
-            print(f"  {case}: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return None
-        self.times.setdefault(case, []).append((time.perf_counter() - started) * 1000)
-        return result
-
-    async def action(self, case: str, text: str, start: int, end: int, kind: str) -> None:
-        """List the actions at [start, end) (timed as "code action list"), then resolve
-        the one of `kind` (timed as `case`)."""
-        uri, lines = self.open(text)
-        try:
-            params = types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), range=lines.range(start, end),
-                context=types.CodeActionContext(
-                    diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked))
-            found = await self.timed("code action list",
-                                     lambda: self.client.text_document_code_action_async(params))
-            picked = [a for a in found or [] if isinstance(a, types.CodeAction) and a.kind == kind]
-            if not picked:
-                self.errors[case] = self.errors.get(case, 0) + 1
-                titles = [a.title for a in found or []]
-                print(f"  {case}: not offered (offered: {titles})", file=sys.stderr)
-                return
-            await self.timed(case, lambda: self.client.code_action_resolve_async(picked[0]))
-        finally:
-            self.close(uri)
-
-    async def inline(self, case: str, text: str, at: int, truth: str) -> None:
-        uri, lines = self.open(text)
-        try:
-            params = self._inline_params(uri, lines.position(at))
-            got = await self.timed(
-                case,
-                lambda: self.client.text_document_inline_completion_async(params))
-            self._offered(case, got, truth)
-        finally:
-            self.close(uri)
-
-    async def typing(self, case: str, text: str, at: int, truth: str, keys: int) -> None:
-        """Type the first `keys` characters of `truth` at `at`, one per change, and time a
-        completion after each (the one before the first keystroke is not timed)."""
-        uri, _ = self.open(text)
-        try:
-            await self.client.text_document_inline_completion_async(
-                self._inline_params(uri, Lines(text).position(at)))
-            for i, ch in enumerate(truth[:keys]):
-                here = Lines(text).position(at)
-                text, at = text[:at] + ch + text[at:], at + 1
-                self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
-                    content_changes=[types.TextDocumentContentChangePartial(
-                        range=types.Range(start=here, end=here), text=ch)]))
-                params = self._inline_params(uri, Lines(text).position(at))
-                got = await self.timed(
-                    case, lambda p=params: self.client.text_document_inline_completion_async(p))
-                self._offered(case, got, truth[i + 1:])
-        finally:
-            self.close(uri)
-
-    @staticmethod
-    def _inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
-        return types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), position=position,
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic))
-
-    def _offered(self, case: str, got: Any, truth: str) -> None:
-        items = got.items if isinstance(got, types.InlineCompletionList) else got or []
-        offered = items[0].insert_text if items else None
-        self.completions.setdefault(case, []).append(
-            offered if isinstance(offered, str) or offered is None else offered.value)
-        self.truths.setdefault(case, []).append(truth)
-
-    def completion_quality(self, case: str) -> dict[str, Any]:
-        got, truths = self.completions.get(case, []), self.truths.get(case, [])
-        n = len(truths)
-        exact = sum(c is not None and c.strip() == t.strip()
-                    for c, t in zip(got, truths, strict=True))
-        # an empty line's offer may run on past the deleted line (lsp/completion.py
-        # shapes it to its first blank line): its first line is what can be compared
-        first = sum(c is not None and first_line(c) == first_line(t)
-                    for c, t in zip(got, truths, strict=True))
-        empty = sum(c is None for c in got)
-        return {"n": n, "exact_match": exact / n if n else None,
-                "first_line_right": first / n if n else None,
-                "no_completion": empty / n if n else None, "offered": got}
 
 
 def documents(n: int, seed: int) -> dict[str, list[Any]]:
@@ -222,7 +87,37 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
     return {"lines": lines, "bugs": bugs, "docstrings": docstrings}
 
 
+INLINE = ["inline completion", "inline completion (empty line)", "inline completion (typing)"]
+CASES = [*INLINE, "code action list", "fill holes", "rewrite selection", "insert docstring",
+         "fix selection"]
+
+
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    client = await _started(args)
+    b = Bench(client)
+    docs = documents(args.requests, args.seed)
+    try:
+        await _run_cases(b, docs, args)
+        info = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="infill.workerInfo"))
+    finally:
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+    return {
+        "model": str(args.model or args.worker or "shipped"),
+        "worker": info if isinstance(info, dict) else None,
+        "requests": args.requests,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "settings": args.setting,
+        "cases": {c: summary(b.times.get(c, []), b.errors.get(c, 0)) for c in CASES},
+        "completion quality": {c: b.completion_quality(c) for c in INLINE},
+    }
+
+
+async def _started(args: argparse.Namespace) -> LanguageClient:
+    """The server over stdio, initialized with --setting's settings and its worker: one it
+    spawns (with --model and --device) or --worker's."""
     client = LanguageClient("bench-lsp", "1")
     await client.start_io(sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(ROOT))
     settings: dict[str, Any] = {"progressDelay": 60_000, **args.setting}
@@ -235,56 +130,40 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     await client.initialize_async(types.InitializeParams(
         capabilities=capabilities(), initialization_options=settings))
     client.initialized(types.InitializedParams())
-    b = Bench(client)
-    docs = documents(args.requests, args.seed)
-    try:
-        print("warming up (model load) ...", file=sys.stderr)
-        warm = docs["lines"][0]
-        await b.action("warm-up", warm.text[:warm.start] + "<mask>" + warm.text[warm.end:],
-                       warm.start, warm.start, "refactor.rewrite.infill.fillHoles")
-        b.times.clear()
-        for ex in docs["lines"]:
-            cut = ex.start + mid_line_cut(ex.truth)
-            await b.inline("inline completion", ex.text[:cut] + ex.text[ex.end:], cut,
-                           ex.text[cut:ex.end])
-            await b.inline("inline completion (empty line)",
-                           ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth)
-            await b.typing("inline completion (typing)", ex.text[:cut] + ex.text[ex.end:],
-                           cut, ex.text[cut:ex.end], args.keystrokes)
-            if args.only_completion:
-                continue
-            await b.action("fill holes", ex.text[:ex.start] + "<mask>" + ex.text[ex.end:],
-                           ex.start, ex.start, "refactor.rewrite.infill.fillHoles")
-            await b.action("rewrite selection", ex.text, ex.start, ex.end,
-                           "refactor.rewrite.infill.rewriteSelection")
-        for text, at in [] if args.only_completion else docs["docstrings"]:
-            await b.action("insert docstring", text, at, at,
-                           "refactor.rewrite.infill.insertDocstring")
-        for bug in [] if args.only_completion else docs["bugs"]:
-            line_start = bug.buggy.rfind("\n", 0, bug.start) + 1
-            line_end = bug.buggy.find("\n", bug.end)
-            await b.action("fix selection", bug.buggy, line_start,
-                           len(bug.buggy) if line_end < 0 else line_end,
-                           "refactor.rewrite.infill.fixSelection")
-        info = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="infill.workerInfo"))
-    finally:
-        await client.shutdown_async(None)
-        client.exit(None)
-        await client.stop()
-    inline = ["inline completion", "inline completion (empty line)",
-              "inline completion (typing)"]
-    cases = [*inline, "code action list", "fill holes", "rewrite selection",
-             "insert docstring", "fix selection"]
-    return {
-        "model": str(args.model or args.worker or "shipped"),
-        "worker": info if isinstance(info, dict) else None,
-        "requests": args.requests,
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
-        "settings": args.setting,
-        "cases": {c: summary(b.times.get(c, []), b.errors.get(c, 0)) for c in cases},
-        "completion quality": {c: b.completion_quality(c) for c in inline},
-    }
+    return client
+
+
+async def _run_cases(b: Bench, docs: dict[str, list[Any]], args: argparse.Namespace) -> None:
+    """One warm-up fill (the model load, not counted), then every case on its documents
+    (with --only-completion, the inline completion cases alone)."""
+    print("warming up (model load) ...", file=sys.stderr)
+    warm = docs["lines"][0]
+    await b.action("warm-up", warm.text[:warm.start] + "<mask>" + warm.text[warm.end:],
+                   warm.start, warm.start, "refactor.rewrite.infill.fillHoles")
+    b.times.clear()
+    for ex in docs["lines"]:
+        cut = ex.start + mid_line_cut(ex.truth)
+        await b.inline("inline completion", ex.text[:cut] + ex.text[ex.end:], cut,
+                       ex.text[cut:ex.end])
+        await b.inline("inline completion (empty line)",
+                       ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth)
+        await b.typing("inline completion (typing)", ex.text[:cut] + ex.text[ex.end:],
+                       cut, ex.text[cut:ex.end], args.keystrokes)
+        if args.only_completion:
+            continue
+        await b.action("fill holes", ex.text[:ex.start] + "<mask>" + ex.text[ex.end:],
+                       ex.start, ex.start, "refactor.rewrite.infill.fillHoles")
+        await b.action("rewrite selection", ex.text, ex.start, ex.end,
+                       "refactor.rewrite.infill.rewriteSelection")
+    for text, at in [] if args.only_completion else docs["docstrings"]:
+        await b.action("insert docstring", text, at, at,
+                       "refactor.rewrite.infill.insertDocstring")
+    for bug in [] if args.only_completion else docs["bugs"]:
+        line_start = bug.buggy.rfind("\n", 0, bug.start) + 1
+        line_end = bug.buggy.find("\n", bug.end)
+        await b.action("fix selection", bug.buggy, line_start,
+                       len(bug.buggy) if line_end < 0 else line_end,
+                       "refactor.rewrite.infill.fixSelection")
 
 
 def parse_setting(kv: str) -> tuple[str, Any]:

@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.eval_model import infill_scores, same_code
 from benchmarks.heldout import HELDOUT_WINDOW_CHARS, heldout_arguments, heldout_files
+from benchmarks.infill_scores import infill_scores, same_code
 from benchmarks.real_files import load as load_real
 from benchmarks.results_file import write_results
 from benchmarks.shapes import SHAPES, real_file_examples, shape_examples

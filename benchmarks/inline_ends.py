@@ -23,8 +23,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from benchmarks.eval_model import argument_examples
 from benchmarks.heldout import infill_examples, load_test_files
+from benchmarks.infill_scores import argument_examples
 from benchmarks.length_study import null_profile
 from benchmarks.results_file import write_results
 from diffusion_infill import infill

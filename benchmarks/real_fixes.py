@@ -26,7 +26,7 @@ Record: {"package", "old_version", "new_version", "path", "line" (1-based, old f
 "buggy_line", "fixed_line", "window" (old text), "fixed_window", "window_line" (0-based,
 in the window), "words_changed", "notes_fix", "notes_line"}.
 
-The evaluation runs the fixer as the injected-bug figures do (benchmarks/eval_model.py
+The evaluation runs the fixer as the injected-bug figures do (benchmarks/model_scores.py
 `bug_scores`): each window is scored (`score_text`, through `fix_text`) and its tokens
 taken worst first by `preference`; the lines in the order of their worst token are the
 fixer's ranking. It reports top-1 and top-3 line localisation against a random ranking

@@ -160,7 +160,7 @@ def curve_point(training: dict, ev: dict, where: str) -> dict:
             "bug_top1": ev["bugs"]["top1_localisation"],
             "bug_repair": ev["bugs"]["exact_repair"],
             # multi-line exact match has been 0% at every checkpoint; how near the fills
-            # come is what moves (benchmarks/eval_model.py `closeness`; None in older records)
+            # come is what moves (benchmarks/infill_scores.py `closeness`; None in older records)
             "multi_line_similarity": ev.get("multi_line_true_length", {}).get("similarity")}
 
 

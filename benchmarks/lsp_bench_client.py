@@ -1,0 +1,145 @@
+"""The language-server client of benchmarks.bench_lsp: it opens documents, lists and
+resolves code actions, asks inline completions (typing a line key by key, too), and keeps
+each case's times, errors and offered completions; `capabilities` are those of an editor
+that resolves code actions and shows inline completions."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from benchmarks.heldout import first_line
+from diffusion_infill.lsp.positions import Lines
+
+
+def capabilities() -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(
+            position_encodings=[types.PositionEncodingKind.Utf16]),
+        text_document=types.TextDocumentClientCapabilities(
+            code_action=types.CodeActionClientCapabilities(
+                code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                    code_action_kind=types.ClientCodeActionKindOptions(value_set=[
+                        types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite])),
+                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])),
+            inline_completion=types.InlineCompletionClientCapabilities()))
+
+
+class Bench:
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.docs = 0
+        self.times: dict[str, list[float]] = {}
+        self.errors: dict[str, int] = {}
+        # per case: offered text (None: nothing offered), what was deleted
+        self.completions: dict[str, list[str | None]] = {}
+        self.truths: dict[str, list[str]] = {}
+
+    def open(self, text: str) -> tuple[str, Lines]:
+        self.docs += 1
+        uri = f"file:///bench/doc{self.docs}.py"
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
+                                                 text=text)))
+        return uri, Lines(text)
+
+    def close(self, uri: str) -> None:
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def timed(self, case: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        started = time.perf_counter()
+        try:
+            result = await call()
+        except Exception as exc:  # counted, shown, and the run goes on
+            self.errors[case] = self.errors.get(case, 0) + 1
+            print(f"  {case}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
+        self.times.setdefault(case, []).append((time.perf_counter() - started) * 1000)
+        return result
+
+    async def action(self, case: str, text: str, start: int, end: int, kind: str) -> None:
+        """List the actions at [start, end) (timed as "code action list"), then resolve
+        the one of `kind` (timed as `case`)."""
+        uri, lines = self.open(text)
+        try:
+            params = types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), range=lines.range(start, end),
+                context=types.CodeActionContext(
+                    diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked))
+            found = await self.timed("code action list",
+                                     lambda: self.client.text_document_code_action_async(params))
+            picked = [a for a in found or [] if isinstance(a, types.CodeAction) and a.kind == kind]
+            if not picked:
+                self.errors[case] = self.errors.get(case, 0) + 1
+                titles = [a.title for a in found or []]
+                print(f"  {case}: not offered (offered: {titles})", file=sys.stderr)
+                return
+            await self.timed(case, lambda: self.client.code_action_resolve_async(picked[0]))
+        finally:
+            self.close(uri)
+
+    async def inline(self, case: str, text: str, at: int, truth: str) -> None:
+        uri, lines = self.open(text)
+        try:
+            params = self._inline_params(uri, lines.position(at))
+            got = await self.timed(
+                case,
+                lambda: self.client.text_document_inline_completion_async(params))
+            self._offered(case, got, truth)
+        finally:
+            self.close(uri)
+
+    async def typing(self, case: str, text: str, at: int, truth: str, keys: int) -> None:
+        """Type the first `keys` characters of `truth` at `at`, one per change, and time a
+        completion after each (the one before the first keystroke is not timed)."""
+        uri, _ = self.open(text)
+        try:
+            await self.client.text_document_inline_completion_async(
+                self._inline_params(uri, Lines(text).position(at)))
+            for i, ch in enumerate(truth[:keys]):
+                here = Lines(text).position(at)
+                text, at = text[:at] + ch + text[at:], at + 1
+                self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                    content_changes=[types.TextDocumentContentChangePartial(
+                        range=types.Range(start=here, end=here), text=ch)]))
+                params = self._inline_params(uri, Lines(text).position(at))
+                got = await self.timed(
+                    case, lambda p=params: self.client.text_document_inline_completion_async(p))
+                self._offered(case, got, truth[i + 1:])
+        finally:
+            self.close(uri)
+
+    @staticmethod
+    def _inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
+        return types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position,
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+
+    def _offered(self, case: str, got: Any, truth: str) -> None:
+        items = got.items if isinstance(got, types.InlineCompletionList) else got or []
+        offered = items[0].insert_text if items else None
+        self.completions.setdefault(case, []).append(
+            offered if isinstance(offered, str) or offered is None else offered.value)
+        self.truths.setdefault(case, []).append(truth)
+
+    def completion_quality(self, case: str) -> dict[str, Any]:
+        got, truths = self.completions.get(case, []), self.truths.get(case, [])
+        n = len(truths)
+        exact = sum(c is not None and c.strip() == t.strip()
+                    for c, t in zip(got, truths, strict=True))
+        # an empty line's offer may run on past the deleted line (lsp/completion.py
+        # shapes it to its first blank line): its first line is what can be compared
+        first = sum(c is not None and first_line(c) == first_line(t)
+                    for c, t in zip(got, truths, strict=True))
+        empty = sum(c is None for c in got)
+        return {"n": n, "exact_match": exact / n if n else None,
+                "first_line_right": first / n if n else None,
+                "no_completion": empty / n if n else None, "offered": got}
