@@ -141,18 +141,29 @@ def _long_functions(path: Path, limit: int) -> list[str]:
             and n.end_lineno - n.lineno + 1 > limit]
 
 
-@pytest.mark.parametrize("package", ["infill", "lsp", "model"])
-def test_engine_worker_server_and_serving_model_are_made_of_short_pieces(package: str) -> None:
-    files = sorted(p for p in (ROOT / package).rglob("*.py")
-                   if not _within(_module(p), TRAINING))
-    long_files = [f"{p.relative_to(ROOT)} ({n} lines)" for p in files
-                  if (n := len(p.read_text().splitlines())) > 400]
-    assert not long_files
-    assert not [f for p in files for f in _long_functions(p, 60)]
+# Every Python file outside tests/ is held to the file rule: the packages, the benchmarks,
+# the editors' tools and the examples (installed or fetched tools under dot folders and
+# node_modules are not ours).
+SOURCE_FOLDERS = (*FOLDERS, "benchmarks", "editors", "examples")
 
 
-def test_training_is_made_of_files_of_at_most_400_lines() -> None:
-    files = sorted((ROOT / "model" / "training").rglob("*.py"))
+def _python_files(folder: str) -> list[Path]:
+    return sorted(p for p in (ROOT / folder).rglob("*.py")
+                  if not any(part.startswith(".") or part == "node_modules"
+                             for part in p.relative_to(ROOT).parts))
+
+
+@pytest.mark.parametrize("folder", SOURCE_FOLDERS)
+def test_every_source_file_has_at_most_400_lines(folder: str) -> None:
+    files = _python_files(folder)
     assert files
     assert not [f"{p.relative_to(ROOT)} ({n} lines)" for p in files
                 if (n := len(p.read_text().splitlines())) > 400]
+
+
+@pytest.mark.parametrize("package", FOLDERS)
+def test_the_server_engine_worker_model_and_training_are_made_of_short_functions(
+        package: str) -> None:
+    """The language server, the engine, the worker, the serving model and training:
+    no function or method over 60 lines."""
+    assert not [f for p in _python_files(package) for f in _long_functions(p, 60)]
