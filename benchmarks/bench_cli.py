@@ -52,7 +52,7 @@ def one_hole_files(texts: list[str], n: int, seed: int, folder: Path) -> list[tu
     out = []
     for i, ex in enumerate(infill_examples(texts, "single-line", n, seed=seed)):
         path = folder / f"hole_{i:03d}.py"
-        path.write_text(ex.text[:ex.start] + MARKER + ex.text[ex.end:])
+        path.write_text(ex.text[: ex.start] + MARKER + ex.text[ex.end :])
         out.append((path, ex.truth))
     return out
 
@@ -79,21 +79,31 @@ def many_holes_file(texts: list[str], holes: int) -> tuple[str, list[str]]:
     raise SystemExit(f"no held-out file has {3 * holes} usable lines")
 
 
-def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
-             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run_fill(
+    paths: list[Path], model: Path | None, fill_args: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One `infill fill --json` process over `paths`: its JSON objects, and its wall
     seconds, CPU seconds (user + system: what it costs on a machine others share too),
     seconds to its first JSON line and peak memory."""
-    cmd = [sys.executable, "-m", "diffusion_infill.infill.cli", "fill", "--json",
-           *fill_args, *(["--model", str(model)] if model else []), *map(str, paths)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "diffusion_infill.infill.cli",
+        "fill",
+        "--json",
+        *fill_args,
+        *(["--model", str(model)] if model else []),
+        *map(str, paths),
+    ]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     first = None
     objs = []
     # the model loaded in the process, unless --fill-args names a worker
     env = {**os.environ, "INFILL_WORKER": "on" if "--worker" in fill_args else "off"}
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=env) as proc:
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             if first is None:
@@ -106,8 +116,12 @@ def run_fill(paths: list[Path], model: Path | None, fill_args: list[str]
     now = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime
     # the largest child so far (Linux: KiB): this process's when it is the first or largest
-    return objs, {"wall_s": wall, "cpu_s": cpu, "first_fill_s": first,
-                  "peak_rss_mib": now.ru_maxrss / 1024}
+    return objs, {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "first_fill_s": first,
+        "peak_rss_mib": now.ru_maxrss / 1024,
+    }
 
 
 def _fills(obj: dict[str, Any]) -> list[str | None]:
@@ -121,10 +135,14 @@ def _figures(objs: list[dict[str, Any]], truths: list[str]) -> dict[str, Any]:
     tokens = sum(obj["stats"]["tokens"] for obj in objs)
     return {
         "holes": len(truths),
-        "exact_match": sum(f is not None and f.strip() == t.strip()
-                           for f, t in zip(fills, truths, strict=True)) / len(truths),
+        "exact_match": sum(
+            f is not None and f.strip() == t.strip() for f, t in zip(fills, truths, strict=True)
+        )
+        / len(truths),
         "left_as_they_were": sum(f is None for f in fills) / len(truths),
-        "nfe": nfe, "tokens": tokens, "nfe_per_token": nfe / max(1, tokens),
+        "nfe": nfe,
+        "tokens": tokens,
+        "nfe_per_token": nfe / max(1, tokens),
         "candidates": sum(obj["stats"].get("candidates", 0) for obj in objs),
     }
 
@@ -134,10 +152,12 @@ def bench_files(texts: list[str], args: argparse.Namespace, folder: Path) -> dic
     objs, times = run_fill([p for p, _ in holes], args.model, args.fill_args)
     fig = _figures(objs, [t for _, t in holes]) | times
     fig.update(s_per_hole=times["wall_s"] / len(holes), cpu_s_per_hole=times["cpu_s"] / len(holes))
-    print(f"{len(holes)} files of one hole, one process: {times['wall_s']:.1f} s "
-          f"({fig['s_per_hole']:.2f} s per hole; CPU {fig['cpu_s_per_hole']:.2f} s), "
-          f"first fill after {times['first_fill_s']:.2f} s, exact match "
-          f"{fig['exact_match']:.1%}, {fig['nfe_per_token']:.2f} passes/token")
+    print(
+        f"{len(holes)} files of one hole, one process: {times['wall_s']:.1f} s "
+        f"({fig['s_per_hole']:.2f} s per hole; CPU {fig['cpu_s_per_hole']:.2f} s), "
+        f"first fill after {times['first_fill_s']:.2f} s, exact match "
+        f"{fig['exact_match']:.1%}, {fig['nfe_per_token']:.2f} passes/token"
+    )
     return fig
 
 
@@ -148,29 +168,47 @@ def bench_one_file(texts: list[str], args: argparse.Namespace, folder: Path) -> 
     objs, times = run_fill([path], args.model, args.fill_args)
     fig = _figures(objs, truths) | times
     fig.update(s_per_hole=times["wall_s"] / len(truths), chars=len(text))
-    print(f"one file of {len(truths)} holes ({len(text):,} characters): "
-          f"{times['wall_s']:.1f} s (CPU {times['cpu_s']:.1f} s), "
-          f"{fig['nfe']} forward passes ({fig['nfe_per_token']:.2f}/token), "
-          f"exact match {fig['exact_match']:.1%}")
+    print(
+        f"one file of {len(truths)} holes ({len(text):,} characters): "
+        f"{times['wall_s']:.1f} s (CPU {times['cpu_s']:.1f} s), "
+        f"{fig['nfe']} forward passes ({fig['nfe_per_token']:.2f}/token), "
+        f"exact match {fig['exact_match']:.1%}"
+    )
     return fig
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     heldout_arguments(parser)
-    parser.add_argument("--files", type=int, default=100,
-                        help="files of one one-line hole, filled by one process (0: skip)")
-    parser.add_argument("--holes", type=int, default=70,
-                        help="one-line holes in one file, filled by one process (0: skip)")
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=100,
+        help="files of one one-line hole, filled by one process (0: skip)",
+    )
+    parser.add_argument(
+        "--holes",
+        type=int,
+        default=70,
+        help="one-line holes in one file, filled by one process (0: skip)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="hole selection seed")
-    parser.add_argument("--fill-args", type=shlex.split, default=[],
-                        help="more arguments for `infill fill` (one string)")
+    parser.add_argument(
+        "--fill-args",
+        type=shlex.split,
+        default=[],
+        help="more arguments for `infill fill` (one string)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     texts = heldout_files(parser, args)
     command = ["python -m benchmarks.bench_cli", *(sys.argv[1:] if argv is None else argv)]
-    results: dict[str, Any] = {"command": " ".join(command), "split": args.split,
-                               "seed": args.seed, "fill_args": args.fill_args}
+    results: dict[str, Any] = {
+        "command": " ".join(command),
+        "split": args.split,
+        "seed": args.seed,
+        "fill_args": args.fill_args,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         if args.files:
             results["files"] = bench_files(texts, args, Path(tmp))

@@ -45,16 +45,16 @@ def _lines_example(files: list[str], n_lines: int, count: int, seed: int) -> lis
     """Examples whose span is `n_lines` consecutive non-blank lines."""
     out = []
     for ex in infill_examples(files, "multi-line", count * 20, seed=seed):
-        if ex.truth.count("\n") == n_lines - 1 and all(ln.strip() for ln in
-                                                       ex.truth.split("\n")):
+        if ex.truth.count("\n") == n_lines - 1 and all(ln.strip() for ln in ex.truth.split("\n")):
             out.append(ex)
         if len(out) == count:
             break
     return out
 
 
-def _token_span_examples(den, files: list[str], tokens: int, count: int, seed: int
-                         ) -> list[Example]:
+def _token_span_examples(
+    den, files: list[str], tokens: int, count: int, seed: int
+) -> list[Example]:
     """Examples whose span is about `tokens` tokens of whole lines."""
     out = []
     for ex in infill_examples(files, "multi-line", count * 40, seed=seed, window_chars=900):
@@ -95,8 +95,9 @@ def three_hole_requests(examples: list[Example]) -> list[Request]:
             b = lines[k]
             indent = len(ex.text[a:b]) - len(ex.text[a:b].lstrip())
             if b - a - indent > 0:
-                spans.append(infill.Span(a + indent, b,
-                                         length=SamplerOptions().default_span_tokens))
+                spans.append(
+                    infill.Span(a + indent, b, length=SamplerOptions().default_span_tokens)
+                )
         out.append((ex.text, spans))
     return out
 
@@ -110,22 +111,27 @@ def run_case(den, requests: list[Request], sampler: dict) -> dict[str, float]:
         nfe += result.stats.nfe
         tokens += max(1, result.stats.tokens)
         hits += result.text == text
-    return {"n": len(requests), "ms_p50": statistics.median(ms),
-            "ms_p95": sorted(ms)[int(0.95 * (len(ms) - 1))], "nfe_per_token": nfe / tokens,
-            "exact_match": hits / len(requests)}
+    return {
+        "n": len(requests),
+        "ms_p50": statistics.median(ms),
+        "ms_p95": sorted(ms)[int(0.95 * (len(ms) - 1))],
+        "nfe_per_token": nfe / tokens,
+        "exact_match": hits / len(requests),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=None, help="model directory")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="corpus folder with test.jsonl")
+    parser.add_argument(
+        "--corpus", type=Path, default=Path("data/corpus_v2"), help="corpus folder with test.jsonl"
+    )
     parser.add_argument("--repeats", type=int, default=20, help="examples per case")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
-    parser.add_argument("--samplers", default=",".join(SAMPLERS),
-                        help=f"comma-separated, of: {', '.join(SAMPLERS)}")
-    parser.add_argument("--cases", default=None,
-                        help="comma-separated case names (default: all)")
+    parser.add_argument(
+        "--samplers", default=",".join(SAMPLERS), help=f"comma-separated, of: {', '.join(SAMPLERS)}"
+    )
+    parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     args = parser.parse_args(argv)
     samplers = {k: SAMPLERS[k] for k in args.samplers.split(",")}
 
@@ -134,15 +140,17 @@ def main(argv: list[str] | None = None) -> None:
     n = args.repeats
     cases = {
         "one-line hole": span_requests(
-            den, infill_examples(files, "single-line", n, seed=10), False),
+            den, infill_examples(files, "single-line", n, seed=10), False
+        ),
         "five-line hole": span_requests(den, _lines_example(files, 5, n, seed=11), False),
-        "64-token span": span_requests(
-            den, _token_span_examples(den, files, 64, n, seed=12), True),
+        "64-token span": span_requests(den, _token_span_examples(den, files, 64, n, seed=12), True),
         "128-token span": span_requests(
-            den, _token_span_examples(den, files, 128, n, seed=13), True),
+            den, _token_span_examples(den, files, 128, n, seed=13), True
+        ),
         # Three one-line holes at once, filled jointly in one canvas.
         "three one-line holes": three_hole_requests(
-            infill_examples(files, "single-line", n * 3, seed=14, window_chars=900)[:n]),
+            infill_examples(files, "single-line", n * 3, seed=14, window_chars=900)[:n]
+        ),
     }
     if args.cases:
         cases = {k: cases[k] for k in args.cases.split(",")}
@@ -154,17 +162,25 @@ def main(argv: list[str] | None = None) -> None:
             bar.update()
     bar.close()
 
-    print(f"{'case':22s} {'sampler':13s} {'NFE/token':>9s} {'p50 ms':>8s} {'p95 ms':>8s} "
-          f"{'EM':>6s}")
+    print(
+        f"{'case':22s} {'sampler':13s} {'NFE/token':>9s} {'p50 ms':>8s} {'p95 ms':>8s} {'EM':>6s}"
+    )
     for name, by_sampler in results["cases"].items():
         for sname, r in by_sampler.items():
-            print(f"{name:22s} {sname:13s} {r['nfe_per_token']:9.3f} {r['ms_p50']:8.1f} "
-                  f"{r['ms_p95']:8.1f} {100 * r['exact_match']:5.1f}%")
-    for name in [c for c in ("64-token span", "128-token span") if c in results["cases"]
-                 and "one-per-step" in samplers]:
+            print(
+                f"{name:22s} {sname:13s} {r['nfe_per_token']:9.3f} {r['ms_p50']:8.1f} "
+                f"{r['ms_p95']:8.1f} {100 * r['exact_match']:5.1f}%"
+            )
+    for name in [
+        c
+        for c in ("64-token span", "128-token span")
+        if c in results["cases"] and "one-per-step" in samplers
+    ]:
         d, o = results["cases"][name]["default"], results["cases"][name]["one-per-step"]
-        print(f"{name}: speed-up {o['ms_p50'] / d['ms_p50']:.1f}x wall-clock, "
-              f"{o['nfe_per_token'] / d['nfe_per_token']:.1f}x fewer passes")
+        print(
+            f"{name}: speed-up {o['ms_p50'] / d['ms_p50']:.1f}x wall-clock, "
+            f"{o['nfe_per_token'] / d['nfe_per_token']:.1f}x fewer passes"
+        )
     write_results("engine", args.model, results, args.out)
 
 

@@ -46,8 +46,15 @@ def shipped_noise() -> NoiseConfig:
     return NoiseConfig(**{k: v for k, v in recorded.items() if k in names})
 
 
-def time_batches(sampler: TextSampler, tok: Tokenizer, cfg: NoiseConfig, batch_size: int,
-                 seq_len: int, batches: int, seed: int) -> dict[str, float]:
+def time_batches(
+    sampler: TextSampler,
+    tok: Tokenizer,
+    cfg: NoiseConfig,
+    batch_size: int,
+    seq_len: int,
+    batches: int,
+    seed: int,
+) -> dict[str, float]:
     """Tokens/s of `make_batch` here, and the seconds spent in the swaps' `pick`."""
     vocab = Vocab.of(tok)
     rng = random.Random(seed)
@@ -71,8 +78,12 @@ def time_batches(sampler: TextSampler, tok: Tokenizer, cfg: NoiseConfig, batch_s
     finally:
         del swaps.pick
     seconds = time.perf_counter() - start
-    return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
-            "swap_share": in_pick[0] / seconds}
+    return {
+        "tokens": tokens,
+        "seconds": seconds,
+        "tokens_per_s": tokens / seconds,
+        "swap_share": in_pick[0] / seconds,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,10 +94,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seq-len", type=int, default=512)
     parser.add_argument("--batches", type=int, default=8, help="timed batches")
     parser.add_argument("--noise", default="", help="overrides of the shipped noise, k=v,...")
-    parser.add_argument("--device-rate", type=float, default=1.4e6,
-                        help="tokens/s the device trains at (an H200: 1.4e6)")
-    parser.add_argument("--texts", type=int, default=2000,
-                        help="training files to sample from (all: 0)")
+    parser.add_argument(
+        "--device-rate",
+        type=float,
+        default=1.4e6,
+        help="tokens/s the device trains at (an H200: 1.4e6)",
+    )
+    parser.add_argument(
+        "--texts", type=int, default=2000, help="training files to sample from (all: 0)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -94,8 +110,10 @@ def main(argv: list[str] | None = None) -> None:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if not (args.corpus / "train.jsonl").exists():
-        raise SystemExit(f"no {args.corpus}/train.jsonl: build it with "
-                         "python -m diffusion_infill.model.training.corpus")
+        raise SystemExit(
+            f"no {args.corpus}/train.jsonl: build it with "
+            "python -m diffusion_infill.model.training.corpus"
+        )
 
     torch.set_num_threads(1)  # as in each loader process
     try:
@@ -107,17 +125,28 @@ def main(argv: list[str] | None = None) -> None:
         texts = random.Random(args.seed).sample(texts, min(args.texts, len(texts)))
     sampler = TextSampler(texts, args.seq_len * 6, seed=args.seed)
     tok = Tokenizer.from_file(str(args.tokenizer))
-    r = time_batches(sampler, tok, cfg, args.batch_size, args.seq_len, args.batches,
-                     args.seed)
+    r = time_batches(sampler, tok, cfg, args.batch_size, args.seq_len, args.batches, args.seed)
     needed = math.ceil(args.device_rate / r["tokens_per_s"])
-    print(f"{r['tokens_per_s']:,.0f} tokens/s per process ({r['tokens']:,} tokens in "
-          f"{r['seconds']:.1f} s, swaps {r['swap_share']:.0%} of it); "
-          f"{args.device_rate:,.0f} tokens/s needs {needed} such processes")
-    write_results("loader", None, {
-        "cpu": cpu_model(), "batch_size": args.batch_size, "seq_len": args.seq_len,
-        "batches": args.batches, "noise": cfg.__dict__, **r,
-        "device_rate": args.device_rate, "processes_needed": needed,
-    }, args.out or RESULTS / f"loader_{cpu_tag()}.json")
+    print(
+        f"{r['tokens_per_s']:,.0f} tokens/s per process ({r['tokens']:,} tokens in "
+        f"{r['seconds']:.1f} s, swaps {r['swap_share']:.0%} of it); "
+        f"{args.device_rate:,.0f} tokens/s needs {needed} such processes"
+    )
+    write_results(
+        "loader",
+        None,
+        {
+            "cpu": cpu_model(),
+            "batch_size": args.batch_size,
+            "seq_len": args.seq_len,
+            "batches": args.batches,
+            "noise": cfg.__dict__,
+            **r,
+            "device_rate": args.device_rate,
+            "processes_needed": needed,
+        },
+        args.out or RESULTS / f"loader_{cpu_tag()}.json",
+    )
 
 
 if __name__ == "__main__":

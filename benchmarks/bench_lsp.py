@@ -65,8 +65,13 @@ def percentile(values: list[float], q: float) -> float:
 def summary(ms: list[float], errors: int) -> dict[str, Any]:
     if not ms:
         return {"n": 0, "errors": errors}
-    return {"n": len(ms), "errors": errors, "p50_ms": round(percentile(ms, 50), 1),
-            "p95_ms": round(percentile(ms, 95), 1), "mean_ms": round(statistics.fmean(ms), 1)}
+    return {
+        "n": len(ms),
+        "errors": errors,
+        "p50_ms": round(percentile(ms, 50), 1),
+        "p95_ms": round(percentile(ms, 95), 1),
+        "mean_ms": round(statistics.fmean(ms), 1),
+    }
 
 
 def documents(n: int, seed: int) -> dict[str, list[Any]]:
@@ -88,8 +93,14 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
 
 
 INLINE = ["inline completion", "inline completion (empty line)", "inline completion (typing)"]
-CASES = [*INLINE, "code action list", "fill holes", "rewrite selection", "insert docstring",
-         "fix selection"]
+CASES = [
+    *INLINE,
+    "code action list",
+    "fill holes",
+    "rewrite selection",
+    "insert docstring",
+    "fix selection",
+]
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,7 +110,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     try:
         await _run_cases(b, docs, args)
         info = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="infill.workerInfo"))
+            types.ExecuteCommandParams(command="infill.workerInfo")
+        )
     finally:
         await client.shutdown_async(None)
         client.exit(None)
@@ -127,8 +139,9 @@ async def _started(args: argparse.Namespace) -> LanguageClient:
         settings["modelDir"] = str(args.model)
     if args.device:
         settings["device"] = args.device
-    await client.initialize_async(types.InitializeParams(
-        capabilities=capabilities(), initialization_options=settings))
+    await client.initialize_async(
+        types.InitializeParams(capabilities=capabilities(), initialization_options=settings)
+    )
     client.initialized(types.InitializedParams())
     return client
 
@@ -138,32 +151,60 @@ async def _run_cases(b: Bench, docs: dict[str, list[Any]], args: argparse.Namesp
     (with --only-completion, the inline completion cases alone)."""
     print("warming up (model load) ...", file=sys.stderr)
     warm = docs["lines"][0]
-    await b.action("warm-up", warm.text[:warm.start] + "<mask>" + warm.text[warm.end:],
-                   warm.start, warm.start, "refactor.rewrite.infill.fillHoles")
+    await b.action(
+        "warm-up",
+        warm.text[: warm.start] + "<mask>" + warm.text[warm.end :],
+        warm.start,
+        warm.start,
+        "refactor.rewrite.infill.fillHoles",
+    )
     b.times.clear()
     for ex in docs["lines"]:
         cut = ex.start + mid_line_cut(ex.truth)
-        await b.inline("inline completion", ex.text[:cut] + ex.text[ex.end:], cut,
-                       ex.text[cut:ex.end])
-        await b.inline("inline completion (empty line)",
-                       ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth)
-        await b.typing("inline completion (typing)", ex.text[:cut] + ex.text[ex.end:],
-                       cut, ex.text[cut:ex.end], args.keystrokes)
+        await b.inline(
+            "inline completion", ex.text[:cut] + ex.text[ex.end :], cut, ex.text[cut : ex.end]
+        )
+        await b.inline(
+            "inline completion (empty line)",
+            ex.text[: ex.start] + ex.text[ex.end :],
+            ex.start,
+            ex.truth,
+        )
+        await b.typing(
+            "inline completion (typing)",
+            ex.text[:cut] + ex.text[ex.end :],
+            cut,
+            ex.text[cut : ex.end],
+            args.keystrokes,
+        )
         if args.only_completion:
             continue
-        await b.action("fill holes", ex.text[:ex.start] + "<mask>" + ex.text[ex.end:],
-                       ex.start, ex.start, "refactor.rewrite.infill.fillHoles")
-        await b.action("rewrite selection", ex.text, ex.start, ex.end,
-                       "refactor.rewrite.infill.rewriteSelection")
+        await b.action(
+            "fill holes",
+            ex.text[: ex.start] + "<mask>" + ex.text[ex.end :],
+            ex.start,
+            ex.start,
+            "refactor.rewrite.infill.fillHoles",
+        )
+        await b.action(
+            "rewrite selection",
+            ex.text,
+            ex.start,
+            ex.end,
+            "refactor.rewrite.infill.rewriteSelection",
+        )
     for text, at in [] if args.only_completion else docs["docstrings"]:
-        await b.action("insert docstring", text, at, at,
-                       "refactor.rewrite.infill.insertDocstring")
+        await b.action("insert docstring", text, at, at, "refactor.rewrite.infill.insertDocstring")
     for bug in [] if args.only_completion else docs["bugs"]:
         line_start = bug.buggy.rfind("\n", 0, bug.start) + 1
         line_end = bug.buggy.find("\n", bug.end)
-        await b.action("fix selection", bug.buggy, line_start,
-                       len(bug.buggy) if line_end < 0 else line_end,
-                       "refactor.rewrite.infill.fixSelection")
+        await b.action(
+            "fix selection",
+            bug.buggy,
+            line_start,
+            len(bug.buggy) if line_end < 0 else line_end,
+            "refactor.rewrite.infill.fixSelection",
+        )
 
 
 def parse_setting(kv: str) -> tuple[str, Any]:
@@ -184,14 +225,24 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", help="device of the spawned worker (default: cuda if present)")
     p.add_argument("--requests", type=int, default=20, help="requests per case")
     p.add_argument("--seed", type=int, default=0, help="seed of the example choice")
-    p.add_argument("--out", type=Path, help="results JSON (default: "
-                   "benchmarks/results/lsp_<model>.json)")
-    p.add_argument("--keystrokes", type=int, default=6,
-                   help="characters typed per line in the typing case")
-    p.add_argument("--only-completion", action="store_true",
-                   help="time inline completion only (faster, for tuning its settings)")
-    p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
-                   help="a server setting, e.g. completionSteps=8 (repeatable)")
+    p.add_argument(
+        "--out", type=Path, help="results JSON (default: benchmarks/results/lsp_<model>.json)"
+    )
+    p.add_argument(
+        "--keystrokes", type=int, default=6, help="characters typed per line in the typing case"
+    )
+    p.add_argument(
+        "--only-completion",
+        action="store_true",
+        help="time inline completion only (faster, for tuning its settings)",
+    )
+    p.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a server setting, e.g. completionSteps=8 (repeatable)",
+    )
     args = p.parse_args(argv)
     args.setting = dict(parse_setting(kv) for kv in args.setting)
     logging.basicConfig(level=logging.ERROR)
@@ -199,15 +250,19 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'case':30s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")
     for case, r in results["cases"].items():
         if r["n"]:
-            print(f"{case:30s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
-                  f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}")
+            print(
+                f"{case:30s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
+                f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}"
+            )
         else:
             print(f"{case:30s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
     for case, q in results["completion quality"].items():
         if q["n"]:
-            print(f"{case}: exact match {q['exact_match']:.0%}, first line "
-                  f"{q['first_line_right']:.0%}, no completion "
-                  f"{q['no_completion']:.0%} (n={q['n']})")
+            print(
+                f"{case}: exact match {q['exact_match']:.0%}, first line "
+                f"{q['first_line_right']:.0%}, no completion "
+                f"{q['no_completion']:.0%} (n={q['n']})"
+            )
     if results.get("worker"):
         print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
     write_results("lsp_via_worker" if args.worker else "lsp", args.model, results, args.out)

@@ -33,29 +33,59 @@ def parse_layout(text: str) -> tuple[int, int]:
     return int(workers), int(threads)
 
 
-def run_layout(workers: int, threads: int, steps: int, init_from: Path, corpus: Path,
-               out: Path) -> dict:
-    cmd = [sys.executable, "-m", "diffusion_infill.model.training.train",
-           "--init-from", str(init_from),
-           "--corpus", str(corpus), "--out", str(out), "--max-steps", str(steps),
-           "--eval-every", "100000", "--save-every", "100000", "--workers", str(workers),
-           "--threads", str(threads), "--lr", "1.5e-4", "--quiet"]
+def run_layout(
+    workers: int, threads: int, steps: int, init_from: Path, corpus: Path, out: Path
+) -> dict:
+    cmd = [
+        sys.executable,
+        "-m",
+        "diffusion_infill.model.training.train",
+        "--init-from",
+        str(init_from),
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--max-steps",
+        str(steps),
+        "--eval-every",
+        "100000",
+        "--save-every",
+        "100000",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--lr",
+        "1.5e-4",
+        "--quiet",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
     record = json.loads((out / "export" / "training.json").read_text())
     seconds = record["minutes"] * 60
-    return {"layout": f"{workers}x{threads}", "workers": workers, "threads": threads,
-            "steps": record["step"], "tokens": record["tokens"], "seconds": seconds,
-            "tokens_per_s": record["tokens"] / seconds}
+    return {
+        "layout": f"{workers}x{threads}",
+        "workers": workers,
+        "threads": threads,
+        "steps": record["step"],
+        "tokens": record["tokens"],
+        "seconds": seconds,
+        "tokens_per_s": record["tokens"] / seconds,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=16, help="optimiser steps per layout")
-    parser.add_argument("--layouts", type=lambda s: [parse_layout(x) for x in s.split(",")],
-                        default=[(1, 1), (1, 2), (2, 1)], help="e.g. 1x1,1x2,2x1")
+    parser.add_argument(
+        "--layouts",
+        type=lambda s: [parse_layout(x) for x in s.split(",")],
+        default=[(1, 1), (1, 2), (2, 1)],
+        help="e.g. 1x1,1x2,2x1",
+    )
     parser.add_argument("--init-from", type=Path, default=Path("model/weights"))
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--out", type=Path, default=RESULTS / "train_parallel.json")
@@ -64,17 +94,37 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-parallel-") as tmp:
         for workers, threads in tqdm(args.layouts, desc="layouts", file=sys.stderr):
-            rows.append(run_layout(workers, threads, args.steps, args.init_from,
-                                   args.corpus, Path(tmp) / f"{workers}x{threads}"))
+            rows.append(
+                run_layout(
+                    workers,
+                    threads,
+                    args.steps,
+                    args.init_from,
+                    args.corpus,
+                    Path(tmp) / f"{workers}x{threads}",
+                )
+            )
     base = rows[0]["tokens_per_s"]
-    print(f"{'workers x threads':>18} {'steps':>6} {'tokens':>9} {'seconds':>8} "
-          f"{'tokens/s':>9} {'vs first':>9}")
+    print(
+        f"{'workers x threads':>18} {'steps':>6} {'tokens':>9} {'seconds':>8} "
+        f"{'tokens/s':>9} {'vs first':>9}"
+    )
     for r in rows:
-        print(f"{r['layout']:>18} {r['steps']:>6} {r['tokens']:>9,} {r['seconds']:>8.1f} "
-              f"{r['tokens_per_s']:>9,.0f} {r['tokens_per_s'] / base:>8.2f}x")
-    write_results("train", None, {"cpu": platform.processor() or platform.machine(),
-                                  "cores": os.cpu_count(), "steps": args.steps,
-                                  "rows": rows}, out=args.out)
+        print(
+            f"{r['layout']:>18} {r['steps']:>6} {r['tokens']:>9,} {r['seconds']:>8.1f} "
+            f"{r['tokens_per_s']:>9,.0f} {r['tokens_per_s'] / base:>8.2f}x"
+        )
+    write_results(
+        "train",
+        None,
+        {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "steps": args.steps,
+            "rows": rows,
+        },
+        out=args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -78,23 +78,30 @@ class Config:
 
 def configs() -> dict[str, Config]:
     base = Config("fp32")
-    return {c.name: c for c in [
-        replace(base, name="today", dtype=torch.bfloat16),
-        base,
-        replace(base, name="compile", compile=True),
-        replace(base, name="compile-bf16", dtype=torch.bfloat16, compile=True),
-        replace(base, name="threads1", threads=1),
-        # one thread is how the long run trains beside other work on the machine
-        replace(base, name="compile-threads1", compile=True, threads=1),
-        replace(base, name="full-head", full_head=True),
-        replace(base, name="b16x512", batch=16, seq_len=512),
-        replace(base, name="b64x128", batch=64, seq_len=128),
-        replace(base, name="b8x1024", batch=8, seq_len=1024),
-        # the recipe ablation's other shape and vocabulary, on one thread like its rows
-        replace(base, name="deep-threads1", threads=1, preset="small-deep"),
-        replace(base, name="vocab8k-threads1", threads=1,
-                tokenizer="data/tokenizer8k/tokenizer.json"),
-    ]}
+    return {
+        c.name: c
+        for c in [
+            replace(base, name="today", dtype=torch.bfloat16),
+            base,
+            replace(base, name="compile", compile=True),
+            replace(base, name="compile-bf16", dtype=torch.bfloat16, compile=True),
+            replace(base, name="threads1", threads=1),
+            # one thread is how the long run trains beside other work on the machine
+            replace(base, name="compile-threads1", compile=True, threads=1),
+            replace(base, name="full-head", full_head=True),
+            replace(base, name="b16x512", batch=16, seq_len=512),
+            replace(base, name="b64x128", batch=64, seq_len=128),
+            replace(base, name="b8x1024", batch=8, seq_len=1024),
+            # the recipe ablation's other shape and vocabulary, on one thread like its rows
+            replace(base, name="deep-threads1", threads=1, preset="small-deep"),
+            replace(
+                base,
+                name="vocab8k-threads1",
+                threads=1,
+                tokenizer="data/tokenizer8k/tokenizer.json",
+            ),
+        ]
+    }
 
 
 def flops_per_step(preset: Preset, vocab: int, batch: Batch) -> float:
@@ -113,6 +120,7 @@ def flops_per_step(preset: Preset, vocab: int, batch: Batch) -> float:
 @dataclass
 class Text:
     """A vocabulary's tokenizer, ids and training windows."""
+
     tok: Tokenizer
     vocab: Vocab
     sampler: TextSampler
@@ -136,11 +144,17 @@ class Bench:
         if path not in self._text:
             tok = Tokenizer.from_file(path)
             tok.encode_special_tokens = True
-            per_token = (chars_per_token(tok, self.corpus)
-                         if (self.corpus / "valid.jsonl").exists() else float("nan"))
-            self._text[path] = Text(tok, Vocab.of(tok),
-                                    TextSampler(self.texts, window_chars=1024 * 6, seed=0),
-                                    per_token)
+            per_token = (
+                chars_per_token(tok, self.corpus)
+                if (self.corpus / "valid.jsonl").exists()
+                else float("nan")
+            )
+            self._text[path] = Text(
+                tok,
+                Vocab.of(tok),
+                TextSampler(self.texts, window_chars=1024 * 6, seed=0),
+                per_token,
+            )
         return self._text[path]
 
     def batches_for(self, cfg: Config, n: int = 4) -> list[Batch]:
@@ -148,13 +162,25 @@ class Bench:
         key = (cfg.batch, cfg.seq_len, cfg.tokenizer or "")
         if key not in self.batches:
             rng = random.Random(0)
-            self.batches[key] = [make_batch(text.sampler, text.tok, text.vocab, cfg.batch,
-                                            cfg.seq_len, NoiseConfig(), rng) for _ in range(n)]
+            self.batches[key] = [
+                make_batch(
+                    text.sampler, text.tok, text.vocab, cfg.batch, cfg.seq_len, NoiseConfig(), rng
+                )
+                for _ in range(n)
+            ]
         got = self.batches[key]
         if cfg.full_head:
-            got = [Batch(b.input_ids, b.targets,
-                         torch.where(b.input_ids != text.vocab.pad, b.weights.clamp(min=1e-6),
-                                     b.weights), b.masked) for b in got]
+            got = [
+                Batch(
+                    b.input_ids,
+                    b.targets,
+                    torch.where(
+                        b.input_ids != text.vocab.pad, b.weights.clamp(min=1e-6), b.weights
+                    ),
+                    b.masked,
+                )
+                for b in got
+            ]
         return got
 
     def measure(self, cfg: Config, seconds: float) -> list[float]:
@@ -165,15 +191,19 @@ class Bench:
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(0)
         vocab = self.text(cfg).vocab
-        config = modernbert_config(replace(self.preset(cfg), seq_len=max(cfg.seq_len, 256)),
-                                   vocab.size, vocab.pad, vocab.mask, vocab.eos)
+        config = modernbert_config(
+            replace(self.preset(cfg), seq_len=max(cfg.seq_len, 256)),
+            vocab.size,
+            vocab.pad,
+            vocab.mask,
+            vocab.eos,
+        )
         model = ModernBertForMaskedLM(config)
         optim = make_optimizer(model, parse_args([]))
         encoder = torch.compile(model.model) if cfg.compile else None
 
         def autocast():
-            return torch.autocast("cpu", dtype=torch.bfloat16,
-                                  enabled=cfg.dtype == torch.bfloat16)
+            return torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.dtype == torch.bfloat16)
 
         batches = self.batches_for(cfg)
         times: list[float] = []
@@ -207,10 +237,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="small", choices=sorted(PRESETS))
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--tokenizer", type=Path, default=WEIGHTS / "tokenizer.json")
-    parser.add_argument("--seconds", type=float, default=30.0,
-                        help="timed seconds per configuration and round (at least 1 step)")
-    parser.add_argument("--configs", default=",".join(configs()),
-                        help="comma-separated names (see the module docstring)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=30.0,
+        help="timed seconds per configuration and round (at least 1 step)",
+    )
+    parser.add_argument(
+        "--configs",
+        default=",".join(configs()),
+        help="comma-separated names (see the module docstring)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results file")
     args = parser.parse_args(argv)
 
@@ -230,31 +267,50 @@ def main(argv: list[str] | None = None) -> None:
         step = statistics.median(times[cfg.name])
         batches, text = bench.batches_for(cfg), bench.text(cfg)
         tokens = statistics.mean(int((b.input_ids != text.vocab.pad).sum()) for b in batches)
-        flops = statistics.mean(flops_per_step(bench.preset(cfg), text.vocab.size, b)
-                                for b in batches)
-        rows[cfg.name] = {"step_ms": 1000 * step, "tokens_per_s": tokens / step,
-                          # what a vocabulary change must be compared on
-                          "chars_per_s": tokens / step * text.chars_per_token,
-                          "preset": cfg.preset or args.preset,
-                          "vocab": text.vocab.size,
-                          "gflop_per_s": flops / step / 1e9, "steps_timed": len(times[cfg.name]),
-                          "dtype": str(cfg.dtype).removeprefix("torch."),
-                          "compile": cfg.compile, "threads": cfg.threads or
-                          torch.get_num_threads(), "batch": cfg.batch,
-                          "seq_len": cfg.seq_len, "full_head": cfg.full_head}
-    print(f"{'config':16s} {'ms/step':>9s} {'tokens/s':>9s} {'chars/s':>9s} {'GFLOP/s':>8s} "
-          f"{'steps':>5s}")
+        flops = statistics.mean(
+            flops_per_step(bench.preset(cfg), text.vocab.size, b) for b in batches
+        )
+        rows[cfg.name] = {
+            "step_ms": 1000 * step,
+            "tokens_per_s": tokens / step,
+            # what a vocabulary change must be compared on
+            "chars_per_s": tokens / step * text.chars_per_token,
+            "preset": cfg.preset or args.preset,
+            "vocab": text.vocab.size,
+            "gflop_per_s": flops / step / 1e9,
+            "steps_timed": len(times[cfg.name]),
+            "dtype": str(cfg.dtype).removeprefix("torch."),
+            "compile": cfg.compile,
+            "threads": cfg.threads or torch.get_num_threads(),
+            "batch": cfg.batch,
+            "seq_len": cfg.seq_len,
+            "full_head": cfg.full_head,
+        }
+    print(
+        f"{'config':16s} {'ms/step':>9s} {'tokens/s':>9s} {'chars/s':>9s} {'GFLOP/s':>8s} "
+        f"{'steps':>5s}"
+    )
     for name, r in rows.items():
-        print(f"{name:16s} {r['step_ms']:9.0f} {r['tokens_per_s']:9.0f} "
-              f"{r['chars_per_s']:9.0f} {r['gflop_per_s']:8.1f} {r['steps_timed']:5d}")
+        print(
+            f"{name:16s} {r['step_ms']:9.0f} {r['tokens_per_s']:9.0f} "
+            f"{r['chars_per_s']:9.0f} {r['gflop_per_s']:8.1f} {r['steps_timed']:5d}"
+        )
     picked = "bf16" if auto.name == "bf16" else "fp32"
-    result = {"machine": _machine(), "preset": args.preset, "auto_dtype": auto.name,
-              "auto_reason": auto.reason, "configs": rows}
+    result = {
+        "machine": _machine(),
+        "preset": args.preset,
+        "auto_dtype": auto.name,
+        "auto_reason": auto.reason,
+        "configs": rows,
+    }
     if "today" in rows and picked in rows:
-        result["speedup_auto_over_today"] = (rows[picked]["tokens_per_s"]
-                                             / rows["today"]["tokens_per_s"])
-        print(f"automatic choice: {auto.name} ({auto.reason}); "
-              f"{result['speedup_auto_over_today']:.1f}x today's tokens/s")
+        result["speedup_auto_over_today"] = (
+            rows[picked]["tokens_per_s"] / rows["today"]["tokens_per_s"]
+        )
+        print(
+            f"automatic choice: {auto.name} ({auto.reason}); "
+            f"{result['speedup_auto_over_today']:.1f}x today's tokens/s"
+        )
     write_results("train", None, result, args.out or RESULTS / f"train_{cpu_tag()}.json")
 
 
@@ -274,9 +330,12 @@ def cpu_tag() -> str:
 
 
 def _machine() -> dict:
-    return {"cpu": cpu_model(), "threads": torch.get_num_threads(),
-            "bf16_flags": sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"}),
-            "torch": torch.__version__}
+    return {
+        "cpu": cpu_model(),
+        "threads": torch.get_num_threads(),
+        "bf16_flags": sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"}),
+        "torch": torch.__version__,
+    }
 
 
 if __name__ == "__main__":

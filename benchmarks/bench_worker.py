@@ -43,7 +43,7 @@ def load_requests(corpus: Path, n: int, seed: int) -> tuple[list[str], str]:
     if (corpus / "test.jsonl").is_file():
         texts = []
         for ex in infill_examples(load_test_files(corpus), "single-line", n * 2, seed=seed):
-            text = ex.text[:ex.start] + "<mask>" + ex.text[ex.end:]
+            text = ex.text[: ex.start] + "<mask>" + ex.text[ex.end :]
             try:
                 if len(find_holes(text)) == 1:  # the code itself may spell a marker
                     texts.append(text)
@@ -59,8 +59,9 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
 
 
-async def run_clients(address: str, texts: list[str], clients: int, deadline: float,
-                      bar: tqdm) -> dict[str, float]:
+async def run_clients(
+    address: str, texts: list[str], clients: int, deadline: float, bar: tqdm
+) -> dict[str, float]:
     """Send `texts` from `clients` concurrent connections; latency and throughput."""
     todo = iter(texts)
     latencies: list[float] = []
@@ -89,16 +90,24 @@ async def run_clients(address: str, texts: list[str], clients: int, deadline: fl
     finally:
         for c in conns:
             await c.close()
-    return {"requests": len(latencies), "errors": errors, "seconds": wall,
-            "requests_per_s": len(latencies) / wall, "tokens_per_s": tokens / wall,
-            "tokens": tokens, "ms_p50": statistics.median(latencies),
-            "ms_p95": _p(latencies, 0.95)}
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "seconds": wall,
+        "requests_per_s": len(latencies) / wall,
+        "tokens_per_s": tokens / wall,
+        "tokens": tokens,
+        "ms_p50": statistics.median(latencies),
+        "ms_p95": _p(latencies, 0.95),
+    }
 
 
-async def run_mode(args: argparse.Namespace, extra: list[str], texts: list[str],
-                   bar: tqdm) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    owner = WorkerClient.spawned(model=args.model, device=args.device, args=extra,
-                                 connect_timeout=args.connect_timeout)
+async def run_mode(
+    args: argparse.Namespace, extra: list[str], texts: list[str], bar: tqdm
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    owner = WorkerClient.spawned(
+        model=args.model, device=args.device, args=extra, connect_timeout=args.connect_timeout
+    )
     try:
         await owner.fill(texts[0])  # warm-up: the first pass allocates and loads kernels
         info = await owner.info()
@@ -117,30 +126,56 @@ async def run_mode(args: argparse.Namespace, extra: list[str], texts: list[str],
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the shipped model)")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
     parser.add_argument("--device", help="torch device for the worker (default: auto)")
-    parser.add_argument("--corpus", type=Path, default=ROOT / "data" / "corpus",
-                        help="corpus folder with test.jsonl")
-    parser.add_argument("--requests", type=int, default=64,
-                        help="requests per mode and client count")
-    parser.add_argument("--clients", type=lambda s: [int(x) for x in s.split(",")],
-                        default=[1, 4, 16], help="comma-separated client counts")
-    parser.add_argument("--deadline", type=float, default=300.0,
-                        help="per-request deadline in seconds (the worker's maximum)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=ROOT / "data" / "corpus",
+        help="corpus folder with test.jsonl",
+    )
+    parser.add_argument(
+        "--requests", type=int, default=64, help="requests per mode and client count"
+    )
+    parser.add_argument(
+        "--clients",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 4, 16],
+        help="comma-separated client counts",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=300.0,
+        help="per-request deadline in seconds (the worker's maximum)",
+    )
     parser.add_argument("--seed", type=int, default=20, help="example selection seed")
-    parser.add_argument("--connect-timeout", type=float, default=120.0,
-                        help="seconds a worker may take to load the model")
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a worker may take to load the model",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     if args.requests < 1 or min(args.clients) < 1:
         parser.error("--requests and --clients must be positive")
 
     texts, source = load_requests(args.corpus, args.requests, args.seed)
-    results: dict = {"model_dir": str(args.model or "shipped"), "examples": source,
-                     "requests": args.requests, "modes": {}}
-    bar = tqdm(total=len(MODES) * len(args.clients) * len(texts), file=sys.stderr,
-               desc="bench_worker", unit="req")
+    results: dict = {
+        "model_dir": str(args.model or "shipped"),
+        "examples": source,
+        "requests": args.requests,
+        "modes": {},
+    }
+    bar = tqdm(
+        total=len(MODES) * len(args.clients) * len(texts),
+        file=sys.stderr,
+        desc="bench_worker",
+        unit="req",
+    )
     try:
         for mode, extra in MODES.items():
             rows, meta = asyncio.run(run_mode(args, extra, texts, bar))
@@ -151,15 +186,21 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"bench_worker: {exc.message}")
     bar.close()
 
-    print(f"model {results['model']} on {results['device']}, {args.requests} requests "
-          f"per row ({source})")
-    print(f"{'mode':10s} {'clients':>7s} {'req/s':>8s} {'tok/s':>8s} {'p50 ms':>8s} "
-          f"{'p95 ms':>8s} {'canv/pass':>9s} {'errors':>6s}")
+    print(
+        f"model {results['model']} on {results['device']}, {args.requests} requests "
+        f"per row ({source})"
+    )
+    print(
+        f"{'mode':10s} {'clients':>7s} {'req/s':>8s} {'tok/s':>8s} {'p50 ms':>8s} "
+        f"{'p95 ms':>8s} {'canv/pass':>9s} {'errors':>6s}"
+    )
     for mode, rows in results["modes"].items():
         for n, r in rows.items():
-            print(f"{mode:10s} {n:>7s} {r['requests_per_s']:8.2f} {r['tokens_per_s']:8.1f} "
-                  f"{r['ms_p50']:8.1f} {r['ms_p95']:8.1f} {r['canvases_per_pass']:9.2f} "
-                  f"{r['errors']:6d}")
+            print(
+                f"{mode:10s} {n:>7s} {r['requests_per_s']:8.2f} {r['tokens_per_s']:8.1f} "
+                f"{r['ms_p50']:8.1f} {r['ms_p95']:8.1f} {r['canvases_per_pass']:9.2f} "
+                f"{r['errors']:6d}"
+            )
     write_results("worker", args.model, results, args.out)
 
 

@@ -55,15 +55,17 @@ MAX_CHANGED = 0.10  # the requirement: at most 1 clean file in 10 changed
 # -- the rule on arrays: the first token the fixer would pick, per text -----------------
 
 
-def _arrays(scores: list[TokenScore], bug: BugExample | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _arrays(
+    scores: list[TokenScore], bug: BugExample | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(suspicion, p_likely, on the bug) of the non-whitespace tokens, worst first (the
     order `suspicious_spans` picks in)."""
     kept = worst_first(scores)
     sus = np.array([s.suspicion for s in kept], dtype=np.float64)
     lik = np.array([s.p_likely for s in kept], dtype=np.float64)
-    hit = np.array([bug is not None and s.start < bug.end and s.end > bug.start
-                    for s in kept], dtype=bool)
+    hit = np.array(
+        [bug is not None and s.start < bug.end and s.end > bug.start for s in kept], dtype=bool
+    )
     return sus, lik, hit
 
 
@@ -93,14 +95,23 @@ def _row(data: dict[str, list], passes) -> dict[str, float | None]:
 
 
 def grid(split: Split) -> tuple[list[dict], list[dict]]:
-    data = {"files": [_arrays(s) for s in split.file_scores],
-            "bugs": [_arrays(s, b) for s, b in zip(split.bug_scores, split.bugs, strict=True)],
-            "clean": [_arrays(s) for s in split.clean_scores]}
-    rule = [{"min_suspicion": t, "min_likely": r,
-             **_row(data, lambda s, q, t=t, r=r: (s >= t) & (q >= r))}
-            for r in LIKELY_GRID for t in SUSPICION_GRID]
-    margin = [{"min_margin": m, **_row(data, lambda s, q, m=m: q - (1 - s) >= m)}
-              for m in MARGIN_GRID]
+    data = {
+        "files": [_arrays(s) for s in split.file_scores],
+        "bugs": [_arrays(s, b) for s, b in zip(split.bug_scores, split.bugs, strict=True)],
+        "clean": [_arrays(s) for s in split.clean_scores],
+    }
+    rule = [
+        {
+            "min_suspicion": t,
+            "min_likely": r,
+            **_row(data, lambda s, q, t=t, r=r: (s >= t) & (q >= r)),
+        }
+        for r in LIKELY_GRID
+        for t in SUSPICION_GRID
+    ]
+    margin = [
+        {"min_margin": m, **_row(data, lambda s, q, m=m: q - (1 - s) >= m)} for m in MARGIN_GRID
+    ]
     return rule, margin
 
 
@@ -109,8 +120,15 @@ def pick_default(rows: list[dict]) -> dict:
     most MAX_CHANGED of the clean files. Among equal recalls, the one that changes the
     fewest clean files (changing more buys nothing), then the lowest thresholds."""
     safe = [r for r in rows if r["clean_files_changed"] <= MAX_CHANGED]
-    return max(safe, key=lambda r: (r["recall"], -r["clean_files_changed"],
-                                    -r["min_suspicion"], -r["min_likely"]))
+    return max(
+        safe,
+        key=lambda r: (
+            r["recall"],
+            -r["clean_files_changed"],
+            -r["min_suspicion"],
+            -r["min_likely"],
+        ),
+    )
 
 
 # -- output -----------------------------------------------------------------------------
@@ -122,13 +140,17 @@ def _pct(x: float | None) -> str:
 
 def print_grid(rows: list[dict], default: dict) -> None:
     print("validation: the rule suspicion >= t AND p(likely) >= r")
-    print(f"{'t':>7} {'r':>5}  {'clean files changed':>19}  {'clean windows':>13}  "
-          f"{'recall':>7}  {'precision':>9}")
+    print(
+        f"{'t':>7} {'r':>5}  {'clean files changed':>19}  {'clean windows':>13}  "
+        f"{'recall':>7}  {'precision':>9}"
+    )
     for row in rows:
         mark = "  <- default" if row is default else ""
-        print(f"{row['min_suspicion']:7.4f} {row['min_likely']:5.2f}  "
-              f"{_pct(row['clean_files_changed']):>19}  {_pct(row['clean_windows_changed']):>13}"
-              f"  {_pct(row['recall']):>7}  {_pct(row['precision']):>9}{mark}")
+        print(
+            f"{row['min_suspicion']:7.4f} {row['min_likely']:5.2f}  "
+            f"{_pct(row['clean_files_changed']):>19}  {_pct(row['clean_windows_changed']):>13}"
+            f"  {_pct(row['recall']):>7}  {_pct(row['precision']):>9}{mark}"
+        )
 
 
 def plot(rows: list[dict], margin: list[dict], default: dict, test: dict, path: Path) -> None:
@@ -140,20 +162,29 @@ def plot(rows: list[dict], margin: list[dict], default: dict, test: dict, path: 
     import matplotlib.pyplot as plt
 
     fig, (pr, fp) = plt.subplots(1, 2, figsize=(11, 4.4))
-    lines = [(f"r = {r:g}", [x for x in rows if x["min_likely"] == r], ".-")
-             for r in LIKELY_GRID[::2]] + [("p(likely) - p(written) >= m", margin, "k.:")]
+    lines = [
+        (f"r = {r:g}", [x for x in rows if x["min_likely"] == r], ".-") for r in LIKELY_GRID[::2]
+    ] + [("p(likely) - p(written) >= m", margin, "k.:")]
     for label, line, style in lines:
         pts = [x for x in line if x["precision"] is not None]
         pr.plot([x["recall"] for x in pts], [x["precision"] for x in pts], style, label=label)
-        fp.plot([x["clean_files_changed"] for x in line], [x["recall"] for x in line], style,
-                label=label)
-    star = (f"default: t = {default['min_suspicion']:g}, r = {default['min_likely']:g} "
-            "(validation)")
+        fp.plot(
+            [x["clean_files_changed"] for x in line],
+            [x["recall"] for x in line],
+            style,
+            label=label,
+        )
+    star = f"default: t = {default['min_suspicion']:g}, r = {default['min_likely']:g} (validation)"
     pr.plot([default["recall"]], [default["precision"]], "r*", markersize=14, label=star)
-    fp.plot([default["clean_files_changed"]], [default["recall"]], "r*", markersize=14,
-            label=star)
-    fp.plot([test["clean_files_changed"]], [test["recall"]], "bx", markersize=10, mew=2,
-            label="the default on the test split")
+    fp.plot([default["clean_files_changed"]], [default["recall"]], "r*", markersize=14, label=star)
+    fp.plot(
+        [test["clean_files_changed"]],
+        [test["recall"]],
+        "bx",
+        markersize=10,
+        mew=2,
+        label="the default on the test split",
+    )
     fp.axvline(MAX_CHANGED, color="r", lw=0.8, ls="--")
     pr.set_xlabel("recall: the fixer's first pick is the injected bug")
     pr.set_ylabel("precision (bug and clean windows pooled)")
@@ -165,8 +196,11 @@ def plot(rows: list[dict], margin: list[dict], default: dict, test: dict, path: 
     fp.set_xlim(-0.02, 1.02)
     pr.legend(fontsize=7)
     fp.legend(fontsize=7, loc="upper left")
-    fig.suptitle("Fixer calibration, validation split (suspicion >= t AND p(likely) >= r; "
-                 "each line sweeps t from 0.5 to 0.9995)", fontsize=10)
+    fig.suptitle(
+        "Fixer calibration, validation split (suspicion >= t AND p(likely) >= r; "
+        "each line sweeps t from 0.5 to 0.9995)",
+        fontsize=10,
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -175,55 +209,80 @@ def plot(rows: list[dict], margin: list[dict], default: dict, test: dict, path: 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the shipped model)")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="corpus folder with valid.jsonl and test.jsonl")
-    parser.add_argument("--n-bugs", type=int, default=80,
-                        help="injected-bug windows per split (and as many clean ones)")
-    parser.add_argument("--max-chars", type=int, default=8000,
-                        help="each clean file cut to its first whole lines within this")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path("data/corpus_v2"),
+        help="corpus folder with valid.jsonl and test.jsonl",
+    )
+    parser.add_argument(
+        "--n-bugs",
+        type=int,
+        default=80,
+        help="injected-bug windows per split (and as many clean ones)",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=8000,
+        help="each clean file cut to its first whole lines within this",
+    )
     parser.add_argument("--seed", type=int, default=0, help="bug selection seed")
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="folder keeping the scores between runs")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="folder keeping the scores between runs"
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     parser.add_argument("--plot", type=Path, default=PLOT, help="curve PNG path")
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
     den = load_denoiser(args.model)
-    valid = collect(den, args.corpus, "valid", args.n_bugs, args.seed, args.max_chars,
-                    args.cache)
+    valid = collect(den, args.corpus, "valid", args.n_bugs, args.seed, args.max_chars, args.cache)
     rows, margin = grid(valid)
     default = pick_default(rows)
     print_grid(rows, default)
     t, r = default["min_suspicion"], default["min_likely"]
     valid_fix = at_setting(den, valid, t, r, "valid")
-    test = collect(den, args.corpus, "test", args.n_bugs, args.seed + 1, args.max_chars,
-                   args.cache)
+    test = collect(den, args.corpus, "test", args.n_bugs, args.seed + 1, args.max_chars, args.cache)
     test_fix = at_setting(den, test, t, r, "test")
     for name, row in (("validation", valid_fix), ("test", test_fix)):
-        print(f"{name:>10} at t = {t:g}, r = {r:g}: clean files flagged "
-              f"{_pct(row['clean_files_flagged'])}, changed {_pct(row['clean_files_changed'])} "
-              f"(of {row['files']}); bug windows: recall {_pct(row['recall'])}, precision "
-              f"{_pct(row['precision'])}, exact repair {_pct(row['exact_repair'])} "
-              f"(of {row['bug_windows']})")
+        print(
+            f"{name:>10} at t = {t:g}, r = {r:g}: clean files flagged "
+            f"{_pct(row['clean_files_flagged'])}, changed {_pct(row['clean_files_changed'])} "
+            f"(of {row['files']}); bug windows: recall {_pct(row['recall'])}, precision "
+            f"{_pct(row['precision'])}, exact repair {_pct(row['exact_repair'])} "
+            f"(of {row['bug_windows']})"
+        )
     shipped = (DEFAULT_MIN_SUSPICION, DEFAULT_MIN_LIKELY)
     if shipped != (t, r):
-        print(f"note: infill/core/repair.py ships t = {shipped[0]:g}, r = {shipped[1]:g}, "
-              f"not the calibrated t = {t:g}, r = {r:g}")
+        print(
+            f"note: infill/core/repair.py ships t = {shipped[0]:g}, r = {shipped[1]:g}, "
+            f"not the calibrated t = {t:g}, r = {r:g}"
+        )
     plot(rows, margin, default, test_fix, args.plot)
-    write_results("fix_calibration", args.model, {
-        "model": str(args.model or default_model_dir()),
-        "command": "python -m benchmarks.calibrate_fix " + " ".join(sys.argv[1:]),
-        "corpus": str(args.corpus), "max_chars": args.max_chars, "n_bugs": args.n_bugs,
-        "rule": "suspicion >= min_suspicion AND p_likely >= min_likely",
-        "default": {"min_suspicion": t, "min_likely": r},
-        "shipped": {"min_suspicion": shipped[0], "min_likely": shipped[1]},
-        "validation_grid": rows, "validation_margin_grid": margin,
-        "validation_at_default": valid_fix, "test_at_default": test_fix,
-        "seconds": round(time.perf_counter() - t0, 1),
-    }, args.out or ROOT / "benchmarks" / "results" / "fix_calibration.json")
+    write_results(
+        "fix_calibration",
+        args.model,
+        {
+            "model": str(args.model or default_model_dir()),
+            "command": "python -m benchmarks.calibrate_fix " + " ".join(sys.argv[1:]),
+            "corpus": str(args.corpus),
+            "max_chars": args.max_chars,
+            "n_bugs": args.n_bugs,
+            "rule": "suspicion >= min_suspicion AND p_likely >= min_likely",
+            "default": {"min_suspicion": t, "min_likely": r},
+            "shipped": {"min_suspicion": shipped[0], "min_likely": shipped[1]},
+            "validation_grid": rows,
+            "validation_margin_grid": margin,
+            "validation_at_default": valid_fix,
+            "test_at_default": test_fix,
+            "seconds": round(time.perf_counter() - t0, 1),
+        },
+        args.out or ROOT / "benchmarks" / "results" / "fix_calibration.json",
+    )
 
 
 if __name__ == "__main__":

@@ -65,10 +65,18 @@ def _ablation_row(records: list[dict], kinds: set[str]) -> dict[str, float]:
         parse_ok += "parse" not in fails
         clean += not fails
     n = len(records)
-    return {"exact_match": hits / n, "parse_rate": parse_ok / max(1, n - rejected),
-            "broken": (n - rejected - parse_ok) / n, "clean": clean / n,
-            "rejected": rejected / n, "nfe_per_token": nfe / tokens, "nfe_per_fill": nfe / n,
-            "ms_p50": statistics.median(ms), "ms_mean": statistics.fmean(ms), "n": n}
+    return {
+        "exact_match": hits / n,
+        "parse_rate": parse_ok / max(1, n - rejected),
+        "broken": (n - rejected - parse_ok) / n,
+        "clean": clean / n,
+        "rejected": rejected / n,
+        "nfe_per_token": nfe / tokens,
+        "nfe_per_fill": nfe / n,
+        "ms_p50": statistics.median(ms),
+        "ms_mean": statistics.fmean(ms),
+        "n": n,
+    }
 
 
 def truth_false_alarms(files: list[str], n: int, seed: int) -> dict[str, object]:
@@ -91,9 +99,13 @@ def truth_false_alarms(files: list[str], n: int, seed: int) -> dict[str, object]
         ms.append((time.perf_counter() - t0) * 1000)
         for kind in found:
             fails[kind] += 1
-    return {"n": len(ms), "fails": {k: v / len(ms) for k, v in fails.items()},
-            "check_ms_p50": statistics.median(ms), "check_ms_max": max(ms),
-            "file_chars_p50": statistics.median(len(f) for f in files)}
+    return {
+        "n": len(ms),
+        "fails": {k: v / len(ms) for k, v in fails.items()},
+        "check_ms_p50": statistics.median(ms),
+        "check_ms_max": max(ms),
+        "file_chars_p50": statistics.median(len(f) for f in files),
+    }
 
 
 def ablate_checks(den, examples, *, candidates: int, desc: str) -> dict[str, object]:
@@ -107,8 +119,9 @@ def ablate_checks(den, examples, *, candidates: int, desc: str) -> dict[str, obj
         span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
         before = neutralise(ex.text, [span])
         t0 = time.perf_counter()
-        fill = prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
-                            parse_text=before)
+        fill = prepare_fill(
+            ex.text, [span], denoiser=den, options=options, rewrite=True, parse_text=before
+        )
         primary_s = _drive(fill, den)
         fill.result()  # what the engine returns, in the time measured
         total_s = time.perf_counter() - t0
@@ -117,42 +130,56 @@ def ablate_checks(den, examples, *, candidates: int, desc: str) -> dict[str, obj
         primary = den.decode(p_ids) if p_ids else ""
         a_ids = _fill_ids(den, job.rounds[1].canvases[0]) if len(job.rounds) > 1 else None
         alt = (den.decode(a_ids) if a_ids else "") if a_ids is not None else None
-        records.append({
-            "truth": ex.truth, "primary": primary, "alt": alt,
-            "primary_fails": failed_checks(ex, before, primary),
-            "alt_fails": failed_checks(ex, before, alt) if alt is not None else set(),
-            "truth_fails": failed_checks(ex, before, ex.truth),
-            "tokens_primary": len(p_ids), "tokens_alt": len(a_ids or []),
-            "nfe_primary": job.primary.nfe, "nfe_all": job.nfe,
-            "ms_primary": primary_s * 1000, "ms_all": total_s * 1000})
+        records.append(
+            {
+                "truth": ex.truth,
+                "primary": primary,
+                "alt": alt,
+                "primary_fails": failed_checks(ex, before, primary),
+                "alt_fails": failed_checks(ex, before, alt) if alt is not None else set(),
+                "truth_fails": failed_checks(ex, before, ex.truth),
+                "tokens_primary": len(p_ids),
+                "tokens_alt": len(a_ids or []),
+                "nfe_primary": job.primary.nfe,
+                "nfe_all": job.nfe,
+                "ms_primary": primary_s * 1000,
+                "ms_all": total_s * 1000,
+            }
+        )
     rows = {"off": _ablation_row(records, set())}
     for kind in KINDS:
         rows[kind] = _ablation_row(records, {kind})
     rows["all"] = _ablation_row(records, set(KINDS))
     truth = {k: sum(k in r["truth_fails"] for r in records) / len(records) for k in KINDS}
-    examples_out = [{k: sorted(v) if isinstance(v, set) else v for k, v in r.items()}
-                    for r in records]
-    return {"candidates": candidates, "rows": rows, "truth_fails": truth,
-            "examples": examples_out}
+    examples_out = [
+        {k: sorted(v) if isinstance(v, set) else v for k, v in r.items()} for r in records
+    ]
+    return {"candidates": candidates, "rows": rows, "truth_fails": truth, "examples": examples_out}
+
 
 def run_ablation(args, den, files, single, multi, args_ex, parts, t0) -> None:
     """The command's ablation run: the false alarms in whole files, then the ablation on
     each kind of hole of `parts`; a table on stdout and a results file."""
-    out: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
-                 "command": "python -m benchmarks.eval_model " + " ".join(sys.argv[1:])}
+    out: dict = {
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+        "command": "python -m benchmarks.eval_model " + " ".join(sys.argv[1:]),
+    }
     out["truth_in_whole_files"] = truth_false_alarms(files, n=500, seed=args.seed)
     print("truth in whole files: " + json.dumps(out["truth_in_whole_files"]))
-    for key, examples in (("single_line", single), ("multi_line", multi),
-                          ("arguments", args_ex)):
+    for key, examples in (("single_line", single), ("multi_line", multi), ("arguments", args_ex)):
         if key in parts:
             out[key] = ablate_checks(den, examples, candidates=args.candidates, desc=key)
-            print(f"{key}: truth fails " + ", ".join(
-                f"{k} {100 * v:.1f}%" for k, v in out[key]["truth_fails"].items()))
+            print(
+                f"{key}: truth fails "
+                + ", ".join(f"{k} {100 * v:.1f}%" for k, v in out[key]["truth_fails"].items())
+            )
             for name, r in out[key]["rows"].items():
-                print(f"  {name:8s} EM {100 * r['exact_match']:5.1f}%  parse "
-                      f"{100 * r['parse_rate']:5.1f}%  broken {100 * r['broken']:5.1f}%  "
-                      f"clean {100 * r['clean']:5.1f}%  rejected {100 * r['rejected']:5.1f}%  "
-                      f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms")
+                print(
+                    f"  {name:8s} EM {100 * r['exact_match']:5.1f}%  parse "
+                    f"{100 * r['parse_rate']:5.1f}%  broken {100 * r['broken']:5.1f}%  "
+                    f"clean {100 * r['clean']:5.1f}%  rejected {100 * r['rejected']:5.1f}%  "
+                    f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms"
+                )
     out["seconds"] = round(time.perf_counter() - t0, 1)
     write_results("checks_ablation", args.model, out, args.out)
-

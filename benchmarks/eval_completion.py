@@ -67,31 +67,35 @@ def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
     for ex in examples:
         if case == "mid-line":
             cut = ex.start + mid_line_cut(ex.truth)
-            out.append((ex.text[:cut] + ex.text[ex.end:], cut, ex.text[cut:ex.end]))
+            out.append((ex.text[:cut] + ex.text[ex.end :], cut, ex.text[cut : ex.end]))
         else:
-            out.append((ex.text[:ex.start] + ex.text[ex.end:], ex.start, ex.truth))
+            out.append((ex.text[: ex.start] + ex.text[ex.end :], ex.start, ex.truth))
     return out
 
 
-def offer(den, text: str, at: int, settings: Settings, alternatives: int = 0,
-          temperature: float = 0.7) -> tuple[str, int, list[str]]:
+def offer(
+    den, text: str, at: int, settings: Settings, alternatives: int = 0, temperature: float = 0.7
+) -> tuple[str, int, list[str]]:
     """The text the server would offer at `at` ("" for none), the passes it took, and the
     distinct other offers of `alternatives` more decodes at `temperature` (seeds 0..k-1):
     what a list of inline suggestions to cycle through could hold."""
     line_end = text.find("\n", at)
-    ask = completion_ask(text, at, (text.rfind("\n", 0, at) + 1,
-                                    len(text) if line_end < 0 else line_end), settings)
+    ask = completion_ask(
+        text, at, (text.rfind("\n", 0, at) + 1, len(text) if line_end < 0 else line_end), settings
+    )
     if ask is None:
         return "", 0, []
     offers, nfe = [], 0
     for k in range(alternatives + 1):
-        options = (ask.options if k == 0 else
-                   replace(ask.options, temperature=temperature, seed=k - 1, carry_key=""))
+        options = (
+            ask.options
+            if k == 0
+            else replace(ask.options, temperature=temperature, seed=k - 1, carry_key="")
+        )
         try:
-            result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den,
-                                       options=options)
+            result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den, options=options)
         except infill.InfillError:  # e.g. tokens that decode to no text: the server
-            if k == 0:               # offers nothing (lsp/completion.py)
+            if k == 0:  # offers nothing (lsp/completion.py)
                 offers.append("")
             continue
         got = ask.offer(result.fills[0].text if result.fills else "")
@@ -107,25 +111,31 @@ def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, An
     return {
         "n": n,
         "exact_match": sum(o.strip() == t.strip() for o, t in zip(offers, truths, strict=True)) / n,
-        "first_line_right": sum(f == first_line(t)
-                                for f, t in zip(first, truths, strict=True)) / n,
-        "similarity": statistics.fmean(difflib.SequenceMatcher(None, o.strip(), t.strip())
-                                       .ratio() for o, t in zip(offers, truths, strict=True)),
+        "first_line_right": sum(f == first_line(t) for f, t in zip(first, truths, strict=True)) / n,
+        "similarity": statistics.fmean(
+            difflib.SequenceMatcher(None, o.strip(), t.strip()).ratio()
+            for o, t in zip(offers, truths, strict=True)
+        ),
         "lines_offered": statistics.fmean(o.count("\n") + 1 if o else 0 for o in offers),
         "blank_line_runs": sum(bool(_BLANK_RUN.search(o)) for o in offers) / n,
         "no_offer": sum(not o for o in offers) / n,
-        "ms_p50": statistics.median(ms), "ms_p95": sorted(ms)[int(0.95 * (n - 1))],
+        "ms_p50": statistics.median(ms),
+        "ms_p95": sorted(ms)[int(0.95 * (n - 1))],
     }
 
 
-def alternatives_score(offers: list[str], others: list[list[str]], truths: list[str]
-                       ) -> dict[str, float]:
+def alternatives_score(
+    offers: list[str], others: list[list[str]], truths: list[str]
+) -> dict[str, float]:
     """With alternatives: how often the truth is among all the offers (the greedy one and
     its distinct alternatives), and how many distinct offers there are per request."""
     n = len(truths)
     return {
-        "any_exact": sum(any(o.strip() == t.strip() for o in [first, *more])
-                         for first, more, t in zip(offers, others, truths, strict=True)) / n,
+        "any_exact": sum(
+            any(o.strip() == t.strip() for o in [first, *more])
+            for first, more, t in zip(offers, others, truths, strict=True)
+        )
+        / n,
         "offers_per_request": statistics.fmean(1 + len(more) for more in others),
     }
 
@@ -135,13 +145,24 @@ def main(argv: list[str] | None = None) -> None:
     heldout_arguments(parser)
     parser.add_argument("--n", type=int, default=100, help="lines (and blocks) per case")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
-    parser.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
-                        help="a server setting, e.g. multilineSteps=16 (repeatable)")
-    parser.add_argument("--alternatives", type=int, default=0, metavar="K",
-                        help="K more decodes per request at --temperature (seeds 0..K-1): "
-                             "is the truth among the distinct offers? (0: none)")
-    parser.add_argument("--temperature", type=float, default=0.7,
-                        help="sampling temperature of the alternatives")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a server setting, e.g. multilineSteps=16 (repeatable)",
+    )
+    parser.add_argument(
+        "--alternatives",
+        type=int,
+        default=0,
+        metavar="K",
+        help="K more decodes per request at --temperature (seeds 0..K-1): "
+        "is the truth among the distinct offers? (0: none)",
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=0.7, help="sampling temperature of the alternatives"
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     if args.n < 1:
@@ -155,21 +176,28 @@ def main(argv: list[str] | None = None) -> None:
     if problems:
         parser.error("; ".join(problems))
     files = heldout_files(parser, args)
-    lines = infill_examples(files, "single-line", args.n, seed=args.seed,
-                            window_chars=WINDOW_CHARS)
-    blocks = infill_examples(files, "multi-line", args.n, seed=args.seed + 1,
-                             window_chars=WINDOW_CHARS)
+    lines = infill_examples(files, "single-line", args.n, seed=args.seed, window_chars=WINDOW_CHARS)
+    blocks = infill_examples(
+        files, "multi-line", args.n, seed=args.seed + 1, window_chars=WINDOW_CHARS
+    )
     den = load_denoiser(args.model)
     t0 = time.perf_counter()
-    results: dict[str, Any] = {"model": str(args.model or default_model_dir()),
-                               "split": args.split, "settings": overrides, "cases": {}}
+    results: dict[str, Any] = {
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+        "settings": overrides,
+        "cases": {},
+    }
     for case in CASES:
         offers, truths, ms, nfe, others = [], [], [], 0, []
-        for text, at, truth in tqdm(requests(lines if case != CASES[2] else blocks, case),
-                                    desc=case, file=sys.stderr, leave=False):
+        for text, at, truth in tqdm(
+            requests(lines if case != CASES[2] else blocks, case),
+            desc=case,
+            file=sys.stderr,
+            leave=False,
+        ):
             t = time.perf_counter()
-            got, passes, more = offer(den, text, at, settings, args.alternatives,
-                                      args.temperature)
+            got, passes, more = offer(den, text, at, settings, args.alternatives, args.temperature)
             ms.append((time.perf_counter() - t) * 1000)
             offers.append(got)
             truths.append(truth)
@@ -178,19 +206,27 @@ def main(argv: list[str] | None = None) -> None:
         r = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms)}
         if args.alternatives:
             r.update(alternatives_score(offers, others, truths))
-        r["records"] = [{"truth": t, "offer": o, **({"alternatives": a} if args.alternatives
-                                                    else {})}
-                        for t, o, a in zip(truths, offers, others, strict=True)]
+        r["records"] = [
+            {"truth": t, "offer": o, **({"alternatives": a} if args.alternatives else {})}
+            for t, o, a in zip(truths, offers, others, strict=True)
+        ]
         results["cases"][case] = r
     results["seconds"] = round(time.perf_counter() - t0, 1)
-    print(f"{'case':22} {'n':>4} {'exact':>6} {'1st line':>8} {'similar':>7} {'lines':>5} "
-          f"{'blanks':>6} {'none':>5} {'p50 ms':>7}")
+    print(
+        f"{'case':22} {'n':>4} {'exact':>6} {'1st line':>8} {'similar':>7} {'lines':>5} "
+        f"{'blanks':>6} {'none':>5} {'p50 ms':>7}"
+    )
     for case, r in results["cases"].items():
-        print(f"{case:22} {r['n']:4d} {r['exact_match']:6.1%} {r['first_line_right']:8.1%} "
-              f"{r['similarity']:7.3f} {r['lines_offered']:5.1f} {r['blank_line_runs']:6.1%} "
-              f"{r['no_offer']:5.1%} {r['ms_p50']:7.0f}"
-              + (f"   any of {r['offers_per_request']:.1f} offers: {r['any_exact']:.1%}"
-                 if args.alternatives else ""))
+        print(
+            f"{case:22} {r['n']:4d} {r['exact_match']:6.1%} {r['first_line_right']:8.1%} "
+            f"{r['similarity']:7.3f} {r['lines_offered']:5.1f} {r['blank_line_runs']:6.1%} "
+            f"{r['no_offer']:5.1%} {r['ms_p50']:7.0f}"
+            + (
+                f"   any of {r['offers_per_request']:.1f} offers: {r['any_exact']:.1%}"
+                if args.alternatives
+                else ""
+            )
+        )
     write_results("completion", args.model, results, args.out)
 
 

@@ -103,13 +103,17 @@ def name_summary(name: str) -> str:
 def scores(written: str, truth: str) -> dict[str, float]:
     """How near a docstring body comes to the author's (`written` may be empty)."""
     ws, ts = words(summary(written)), words(summary(truth))
-    return {"summary_rouge_l": rouge_l(ws, ts), "summary_word_f1": word_f1(ws, ts),
-            "summary_exact": float(bool(ws) and ws == ts),
-            "body_rouge_l": rouge_l(words(written), words(truth))}
+    return {
+        "summary_rouge_l": rouge_l(ws, ts),
+        "summary_word_f1": word_f1(ws, ts),
+        "summary_exact": float(bool(ws) and ws == ts),
+        "body_rouge_l": rouge_l(words(written), words(truth)),
+    }
 
 
-def write_docstring(den, ex: DocstringExample, settings: Settings,
-                    options: infill.SamplerOptions) -> tuple[str, infill.FillResult]:
+def write_docstring(
+    den, ex: DocstringExample, settings: Settings, options: infill.SamplerOptions
+) -> tuple[str, infill.FillResult]:
     """The body the server would insert for `ex` ("" when it would insert nothing)."""
     slot = docstring_slot(ex.text, ex.at, marker=settings.hole_marker)
     if slot is None:
@@ -135,18 +139,41 @@ def evaluate(den, examples: list[DocstringExample], settings: Settings) -> dict[
         sums.update(got)
         sums["written"] += bool(body.strip())
         base.update(scores(name_summary(ex.name), ex.truth))
-        records.append({"name": ex.name, "kind": ex.kind, "truth": ex.truth, "written": body,
-                        "ms": round(ms[-1], 1), "nfe": result.stats.nfe,
-                        "tokens": result.stats.tokens,
-                        **{k: round(v, 4) for k, v in got.items()}})
+        records.append(
+            {
+                "name": ex.name,
+                "kind": ex.kind,
+                "truth": ex.truth,
+                "written": body,
+                "ms": round(ms[-1], 1),
+                "nfe": result.stats.nfe,
+                "tokens": result.stats.tokens,
+                **{k: round(v, 4) for k, v in got.items()},
+            }
+        )
     n = len(examples)
-    return {"n": n, "functions": sum(ex.kind == "function" for ex in examples),
-            **{k: sums[k] / n for k in ("written", "summary_rouge_l", "summary_word_f1",
-                                         "summary_exact", "body_rouge_l")},
-            "name_baseline": {k: base[k] / n for k in ("summary_rouge_l", "summary_word_f1",
-                                                        "summary_exact", "body_rouge_l")},
-            "nfe_per_token": nfe / max(1, tokens), "ms_p50": statistics.median(ms),
-            "ms_mean": statistics.fmean(ms), "records": records}
+    return {
+        "n": n,
+        "functions": sum(ex.kind == "function" for ex in examples),
+        **{
+            k: sums[k] / n
+            for k in (
+                "written",
+                "summary_rouge_l",
+                "summary_word_f1",
+                "summary_exact",
+                "body_rouge_l",
+            )
+        },
+        "name_baseline": {
+            k: base[k] / n
+            for k in ("summary_rouge_l", "summary_word_f1", "summary_exact", "body_rouge_l")
+        },
+        "nfe_per_token": nfe / max(1, tokens),
+        "ms_p50": statistics.median(ms),
+        "ms_mean": statistics.fmean(ms),
+        "records": records,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -164,18 +191,26 @@ def main(argv: list[str] | None = None) -> None:
     den = load_denoiser(args.model)
     t0 = time.perf_counter()
     result = evaluate(den, examples, Settings())
-    out = {"model": str(args.model or default_model_dir()), "split": args.split,
-           "seed": args.seed, "docstrings": result,
-           "seconds": round(time.perf_counter() - t0, 1)}
+    out = {
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+        "seed": args.seed,
+        "docstrings": result,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     base = result["name_baseline"]
-    print(f"{result['n']} definitions ({result['functions']} functions), "
-          f"{args.split} split, {out['seconds']} s")
+    print(
+        f"{result['n']} definitions ({result['functions']} functions), "
+        f"{args.split} split, {out['seconds']} s"
+    )
     print(f"{'':24} {'model':>8} {'name baseline':>14}")
     print(f"{'written':24} {result['written']:8.1%} {'':>14}")
     for key in ("summary_rouge_l", "summary_word_f1", "summary_exact", "body_rouge_l"):
         print(f"{key:24} {result[key]:8.3f} {base[key]:14.3f}")
-    print(f"ms per docstring p50 {result['ms_p50']:.0f}, forward passes per token "
-          f"{result['nfe_per_token']:.2f}")
+    print(
+        f"ms per docstring p50 {result['ms_p50']:.0f}, forward passes per token "
+        f"{result['nfe_per_token']:.2f}"
+    )
     write_results("docstrings", args.model, out, args.out)
 
 

@@ -46,7 +46,12 @@ from diffusion_infill import infill
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 __all__ = [  # with what the tests and benchmarks.ablate import from here
-    "PARTS", "SHIP_PARTS", "closeness", "main", "merge_results", "split_parts",
+    "PARTS",
+    "SHIP_PARTS",
+    "closeness",
+    "main",
+    "merge_results",
+    "split_parts",
 ]
 
 
@@ -57,16 +62,22 @@ def main(argv: list[str] | None = None) -> None:
     _check_args(parser, args, parts)
     if args.jobs > 1:
         argv = sys.argv[1:] if argv is None else list(argv)
-        results = run_jobs(_without(argv, "--jobs", "--parts", "--out"), split_parts(
-            parts, args.jobs))
+        results = run_jobs(
+            _without(argv, "--jobs", "--parts", "--out"), split_parts(parts, args.jobs)
+        )
         _print(results)
         write_results("eval", args.model, results, args.out)
         return
-    options = infill.SamplerOptions(checks=args.checks, candidates=args.candidates,
-                                    lengths=args.lengths, cache_refresh=args.cache_refresh,
-                                    grow_cap=args.grow_cap, order=args.order,
-                                    threshold=args.threshold,
-                                    remask_threshold=args.remask_threshold)
+    options = infill.SamplerOptions(
+        checks=args.checks,
+        candidates=args.candidates,
+        lengths=args.lengths,
+        cache_refresh=args.cache_refresh,
+        grow_cap=args.grow_cap,
+        order=args.order,
+        threshold=args.threshold,
+        remask_threshold=args.remask_threshold,
+    )
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
@@ -75,11 +86,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.ablate_checks:
         run_ablation(args, den, files, single, multi, args_ex, parts, t0)
         return
-    results = _measure(args, parts, den, files, options,
-                       {"single_line": single, "multi_line": multi, "arguments": args_ex},
-                       bugs)
+    results = _measure(
+        args,
+        parts,
+        den,
+        files,
+        options,
+        {"single_line": single, "multi_line": multi, "arguments": args_ex},
+        bugs,
+    )
     results["seconds"] = round(time.perf_counter() - t0, 1)
-    training = (Path(results["model"]) / "training.json")
+    training = Path(results["model"]) / "training.json"
     if training.exists():
         results["training"] = json.loads(training.read_text())
 
@@ -87,19 +104,40 @@ def main(argv: list[str] | None = None) -> None:
     write_results("eval", args.model, results, args.out)
 
 
-def _examples(args: argparse.Namespace, files: list[str], parts: set[str]
-              ) -> tuple[list, list, list, list]:
+def _examples(
+    args: argparse.Namespace, files: list[str], parts: set[str]
+) -> tuple[list, list, list, list]:
     """The held-out examples drawn from `files` with the run's seed: single-line holes,
     multi-line holes, injected bugs, and holes inside a line ("arguments", only when that
     part runs)."""
-    single = infill_examples(files, "single-line", args.n, seed=args.seed,
-                             window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
-    multi = infill_examples(files, "multi-line", args.n_multi, seed=args.seed + 1,
-                            window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
+    single = infill_examples(
+        files,
+        "single-line",
+        args.n,
+        seed=args.seed,
+        window_chars=args.window_chars,
+        draw_chars=HELDOUT_WINDOW_CHARS,
+    )
+    multi = infill_examples(
+        files,
+        "multi-line",
+        args.n_multi,
+        seed=args.seed + 1,
+        window_chars=args.window_chars,
+        draw_chars=HELDOUT_WINDOW_CHARS,
+    )
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
-    args_ex = (argument_examples(files, args.n, seed=args.seed + 3,
-                                 window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
-               if "arguments" in parts else [])
+    args_ex = (
+        argument_examples(
+            files,
+            args.n,
+            seed=args.seed + 3,
+            window_chars=args.window_chars,
+            draw_chars=HELDOUT_WINDOW_CHARS,
+        )
+        if "arguments" in parts
+        else []
+    )
     return single, multi, bugs, args_ex
 
 
@@ -110,54 +148,98 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--n-multi", type=int, default=100, help="multi-line examples")
     parser.add_argument("--n-bugs", type=int, default=200, help="injected-bug examples")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
-    parser.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
-                        help="characters of the test file around each infill example (the "
-                        "same holes at any size; the engine cuts what exceeds the model's "
-                        "context by scopes, as in the editor)")
+    parser.add_argument(
+        "--window-chars",
+        type=int,
+        default=HELDOUT_WINDOW_CHARS,
+        help="characters of the test file around each infill example (the "
+        "same holes at any size; the engine cuts what exceeds the model's "
+        "context by scopes, as in the editor)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     _engine_arguments(parser)
-    parser.add_argument("--ablate-checks", action="store_true",
-                        help="only the checks' ablation on single-line, multi-line and "
-                        "'arguments' holes (--parts); --out names its JSON")
-    parser.add_argument("--bug-order", choices=("preference", "suspicion"),
-                        default="preference",
-                        help="which token top-1 localisation names: the fixer's order "
-                        "(preference), or the highest suspicion")
-    parser.add_argument("--parts", default=",".join(SHIP_PARTS),
-                        help=f"measures to run, comma-separated, of: {', '.join(PARTS)}")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="processes that share out the parts (one result is written)")
+    parser.add_argument(
+        "--ablate-checks",
+        action="store_true",
+        help="only the checks' ablation on single-line, multi-line and "
+        "'arguments' holes (--parts); --out names its JSON",
+    )
+    parser.add_argument(
+        "--bug-order",
+        choices=("preference", "suspicion"),
+        default="preference",
+        help="which token top-1 localisation names: the fixer's order "
+        "(preference), or the highest suspicion",
+    )
+    parser.add_argument(
+        "--parts",
+        default=",".join(SHIP_PARTS),
+        help=f"measures to run, comma-separated, of: {', '.join(PARTS)}",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="processes that share out the parts (one result is written)",
+    )
     return parser
 
 
 def _engine_arguments(parser: argparse.ArgumentParser) -> None:
     """The engine's options the fills run with: checks, candidates, lengths, the cache,
     growth and the sampler's order and thresholds."""
-    parser.add_argument("--checks", default=infill.SamplerOptions().checks,
-                        help="the engine's checks, comma-separated ('' for none)")
-    parser.add_argument("--candidates", type=int, default=infill.SamplerOptions().candidates,
-                        help="candidates per fill when the checks are on")
-    parser.add_argument("--lengths", type=int, default=infill.SamplerOptions().lengths,
-                        help="allocations raced per hole (1: the engine's one allocation)")
-    parser.add_argument("--cache-refresh", type=int,
-                        default=infill.SamplerOptions().cache_refresh,
-                        help="reuse the context's keys/values, a full pass every K steps "
-                        "(0: every pass exact, the default)")
-    parser.add_argument("--grow-cap", type=int, default=infill.SamplerOptions().grow_cap,
-                        help="the most tokens a hole grows to (default: the engine's, "
-                        f"{infill.SamplerOptions().grow_cap})")
-    parser.add_argument("--order", default=infill.SamplerOptions().order,
-                        help="the sampler's commit order (default: "
-                        f"{infill.SamplerOptions().order})")
-    parser.add_argument("--threshold", type=float, default=None,
-                        help="commit threshold of the sampler's order (default: the order's)")
-    parser.add_argument("--remask-threshold", type=float, default=None,
-                        help="remask committed tokens whose probability fell below this "
-                        "(ReMDM-style self-correction; default: off)")
+    parser.add_argument(
+        "--checks",
+        default=infill.SamplerOptions().checks,
+        help="the engine's checks, comma-separated ('' for none)",
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        default=infill.SamplerOptions().candidates,
+        help="candidates per fill when the checks are on",
+    )
+    parser.add_argument(
+        "--lengths",
+        type=int,
+        default=infill.SamplerOptions().lengths,
+        help="allocations raced per hole (1: the engine's one allocation)",
+    )
+    parser.add_argument(
+        "--cache-refresh",
+        type=int,
+        default=infill.SamplerOptions().cache_refresh,
+        help="reuse the context's keys/values, a full pass every K steps "
+        "(0: every pass exact, the default)",
+    )
+    parser.add_argument(
+        "--grow-cap",
+        type=int,
+        default=infill.SamplerOptions().grow_cap,
+        help="the most tokens a hole grows to (default: the engine's, "
+        f"{infill.SamplerOptions().grow_cap})",
+    )
+    parser.add_argument(
+        "--order",
+        default=infill.SamplerOptions().order,
+        help=f"the sampler's commit order (default: {infill.SamplerOptions().order})",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="commit threshold of the sampler's order (default: the order's)",
+    )
+    parser.add_argument(
+        "--remask-threshold",
+        type=float,
+        default=None,
+        help="remask committed tokens whose probability fell below this "
+        "(ReMDM-style self-correction; default: off)",
+    )
 
 
-def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                parts: set[str]) -> None:
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace, parts: set[str]) -> None:
     """Usage errors (argparse's exit status 2) for values the parser cannot refuse."""
     if parts - set(PARTS):
         parser.error(f"unknown part(s): {', '.join(sorted(parts - set(PARTS)))}")
@@ -169,31 +251,51 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace,
         parser.error("--jobs does not apply to --ablate-checks")
 
 
-def _measure(args: argparse.Namespace, parts: set[str], den, files: list[str],
-             options: infill.SamplerOptions, holes: dict[str, list], bugs: list) -> dict:
+def _measure(
+    args: argparse.Namespace,
+    parts: set[str],
+    den,
+    files: list[str],
+    options: infill.SamplerOptions,
+    holes: dict[str, list],
+    bugs: list,
+) -> dict:
     """The figures of `parts`: each kind of hole of `holes` filled (with the engine's length
     and with the true length), masked tokens, injected bugs."""
-    results: dict = {"model": str(args.model or default_model_dir()), "split": args.split,
-                     "checks": args.checks, "candidates": args.candidates,
-                     "lengths": args.lengths, "cache_refresh": args.cache_refresh,
-                     "window_chars": args.window_chars,
-                     "grow_cap": args.grow_cap, "order": args.order,
-                     "threshold": args.threshold, "remask_threshold": args.remask_threshold}
+    results: dict = {
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+        "checks": args.checks,
+        "candidates": args.candidates,
+        "lengths": args.lengths,
+        "cache_refresh": args.cache_refresh,
+        "window_chars": args.window_chars,
+        "grow_cap": args.grow_cap,
+        "order": args.order,
+        "threshold": args.threshold,
+        "remask_threshold": args.remask_threshold,
+    }
     for key, examples in holes.items():
         for true_length in (False, True):
             name = key + ("_true_length" if true_length else "")
             if name in parts:
-                results[name] = infill_scores(den, examples, true_length=true_length,
-                                              desc=name.replace("_", " "), options=options)
+                results[name] = infill_scores(
+                    den,
+                    examples,
+                    true_length=true_length,
+                    desc=name.replace("_", " "),
+                    options=options,
+                )
     if "masked" in parts:
         results["masked_token_accuracy"] = masked_accuracy(
-            den, files, [0.15, 0.3, 0.5, 0.7, 0.9], n=100, seed=args.seed)
+            den, files, [0.15, 0.3, 0.5, 0.7, 0.9], n=100, seed=args.seed
+        )
     if parts & {"bugs", "bugs_top1"}:
-        results["bugs"] = bug_scores(den, bugs, desc="bugs", repair="bugs" in parts,
-                                     order=args.bug_order)
+        results["bugs"] = bug_scores(
+            den, bugs, desc="bugs", repair="bugs" in parts, order=args.bug_order
+        )
         results["bug_order"] = args.bug_order
     return results
-
 
 
 def _without(argv: list[str], *options: str) -> list[str]:
@@ -214,25 +316,32 @@ def _print(results: dict) -> None:
         if key not in results:
             continue
         r = results[key]
-        print(f"{key:26s} EM {100 * r['exact_match']:5.1f}%  n={r['n']}  "
-              f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms  "
-              f"parse {100 * r['parse_rate']:.1f}%  clean {100 * r['clean']:.1f}%  "
-              f"rejected {100 * r['rejected']:.1f}%  similarity {r['similarity']:.3f}  "
-              f"lines in place {100 * r['lines_in_place']:.1f}%  "
-              f"loops {100 * r['repeated_line_fills']:.0f}%")
+        print(
+            f"{key:26s} EM {100 * r['exact_match']:5.1f}%  n={r['n']}  "
+            f"NFE/token {r['nfe_per_token']:.2f}  p50 {r['ms_p50']:.0f} ms  "
+            f"parse {100 * r['parse_rate']:.1f}%  clean {100 * r['clean']:.1f}%  "
+            f"rejected {100 * r['rejected']:.1f}%  similarity {r['similarity']:.3f}  "
+            f"lines in place {100 * r['lines_in_place']:.1f}%  "
+            f"loops {100 * r['repeated_line_fills']:.0f}%"
+        )
     if "masked_token_accuracy" in results:
         acc = results["masked_token_accuracy"]
-        print("masked-token accuracy     " + "  ".join(f"{k}: {100 * v:.1f}%"
-                                                      for k, v in acc.items()))
+        print(
+            "masked-token accuracy     " + "  ".join(f"{k}: {100 * v:.1f}%" for k, v in acc.items())
+        )
     if "bugs" not in results:
         return
     b = results["bugs"]
     pct = lambda x: "-" if x is None else f"{100 * x:5.1f}%"  # noqa: E731 (no repair run)
-    print(f"bugs                       top-1 localisation {100 * b['top1_localisation']:.1f}%"
-          f"  exact repair {pct(b['exact_repair'])}  n={b['n']}")
+    print(
+        f"bugs                       top-1 localisation {100 * b['top1_localisation']:.1f}%"
+        f"  exact repair {pct(b['exact_repair'])}  n={b['n']}"
+    )
     for kind, v in b["by_kind"].items():
-        print(f"  {kind:24s} top-1 {100 * v['top1_localisation']:5.1f}%  "
-              f"repair {pct(v['exact_repair'])}  n={v['n']}")
+        print(
+            f"  {kind:24s} top-1 {100 * v['top1_localisation']:5.1f}%  "
+            f"repair {pct(v['exact_repair'])}  n={v['n']}"
+        )
 
 
 if __name__ == "__main__":

@@ -14,17 +14,38 @@ from pathlib import Path
 
 # "bugs_top1": localisation only, without the repairs (an untrained model never ends one)
 # "arguments": holes inside a line (a call's arguments), with code after them on the line
-PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
-         "arguments", "masked", "bugs", "bugs_top1")
+PARTS = (
+    "single_line",
+    "single_line_true_length",
+    "multi_line",
+    "multi_line_true_length",
+    "arguments",
+    "masked",
+    "bugs",
+    "bugs_top1",
+)
 # what model/training/release.py needs, the default: "arguments" (200 more holes, ~45 minutes on one
 # CPU thread) only when asked for
-SHIP_PARTS = ("single_line", "single_line_true_length", "multi_line", "multi_line_true_length",
-              "masked", "bugs")
+SHIP_PARTS = (
+    "single_line",
+    "single_line_true_length",
+    "multi_line",
+    "multi_line_true_length",
+    "masked",
+    "bugs",
+)
 # Seconds each part took on one CPU thread with the defaults (the base model, fp32):
 # how `--jobs` balances the parts between its processes.
-PART_SECONDS = {"single_line": 340, "single_line_true_length": 195, "multi_line": 130,
-                "multi_line_true_length": 550, "arguments": 200, "masked": 60, "bugs": 110,
-                "bugs_top1": 60}
+PART_SECONDS = {
+    "single_line": 340,
+    "single_line_true_length": 195,
+    "multi_line": 130,
+    "multi_line_true_length": 550,
+    "arguments": 200,
+    "masked": 60,
+    "bugs": 110,
+    "bugs_top1": 60,
+}
 
 
 def split_parts(parts: set[str], jobs: int) -> list[list[str]]:
@@ -62,10 +83,23 @@ def run_jobs(argv: list[str], groups: list[list[str]]) -> dict:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         outs = [Path(tmp) / f"part{i}.json" for i in range(len(groups))]
-        procs = [subprocess.Popen([sys.executable, "-m", "benchmarks.eval_model", *argv,
-                                   "--parts", ",".join(g), "--out", str(o)],
-                                  env=env, stdout=subprocess.DEVNULL)
-                 for g, o in zip(groups, outs, strict=True)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.eval_model",
+                    *argv,
+                    "--parts",
+                    ",".join(g),
+                    "--out",
+                    str(o),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+            )
+            for g, o in zip(groups, outs, strict=True)
+        ]
         failed = [p.args for p in procs if p.wait() != 0]
         if failed:
             raise SystemExit(f"an evaluation process failed: {' '.join(failed[0])}")

@@ -53,19 +53,34 @@ def same_lines(fill: str, truth: str) -> bool:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     heldout_arguments(parser)
-    parser.add_argument("--shapes", default=",".join(ALL),
-                        help=f"comma-separated, of: {', '.join(ALL)}")
+    parser.add_argument(
+        "--shapes", default=",".join(ALL), help=f"comma-separated, of: {', '.join(ALL)}"
+    )
     parser.add_argument("--n", type=int, default=200, help="holes per shape")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
-                        help="characters of the file around each hole (the same holes)")
+    parser.add_argument(
+        "--window-chars",
+        type=int,
+        default=HELDOUT_WINDOW_CHARS,
+        help="characters of the file around each hole (the same holes)",
+    )
     parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
-    parser.add_argument("--engine-only", action="store_true",
-                        help="no checks, one length, exact passes (the engine's defaults)")
-    parser.add_argument("--no-line-holes", action="store_true",
-                        help="leave a whole-line span's indentation and line break to the model")
-    parser.add_argument("--lengths-only", choices=("engine", "true"), default=None,
-                        help="only the engine's length or only the true length")
+    parser.add_argument(
+        "--engine-only",
+        action="store_true",
+        help="no checks, one length, exact passes (the engine's defaults)",
+    )
+    parser.add_argument(
+        "--no-line-holes",
+        action="store_true",
+        help="leave a whole-line span's indentation and line break to the model",
+    )
+    parser.add_argument(
+        "--lengths-only",
+        choices=("engine", "true"),
+        default=None,
+        help="only the engine's length or only the true length",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     shapes = args.shapes.split(",")
@@ -76,8 +91,15 @@ def main(argv: list[str] | None = None) -> None:
     files = heldout_files(parser, args)
     if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
-    cli = {} if args.engine_only else {"checks": DEFAULT_CHECKS, "lengths": DEFAULT_LENGTHS,
-                                       "cache_refresh": DEFAULT_CACHE_REFRESH}
+    cli = (
+        {}
+        if args.engine_only
+        else {
+            "checks": DEFAULT_CHECKS,
+            "lengths": DEFAULT_LENGTHS,
+            "cache_refresh": DEFAULT_CACHE_REFRESH,
+        }
+    )
     options = infill.SamplerOptions(line_holes=not args.no_line_holes, **cli)
     den = load_denoiser(args.model)
 
@@ -86,37 +108,53 @@ def main(argv: list[str] | None = None) -> None:
         return len(den.encode(framed_code(ex.truth) if framed else ex.truth))
 
     command = ["python -m benchmarks.eval_shapes", *(sys.argv[1:] if argv is None else argv)]
-    results: dict = {"command": " ".join(command),
-                     "model": str(args.model or default_model_dir()), "split": args.split,
-                     "n": args.n, "window_chars": args.window_chars, "seed": args.seed,
-                     "options": cli or "engine", "line_holes": options.line_holes,
-                     "shapes": {}}
+    results: dict = {
+        "command": " ".join(command),
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+        "n": args.n,
+        "window_chars": args.window_chars,
+        "seed": args.seed,
+        "options": cli or "engine",
+        "line_holes": options.line_holes,
+        "shapes": {},
+    }
     t0 = time.perf_counter()
     for shape in shapes:
         if shape.startswith("real"):
             kind = "cursor" if shape == "real-cursor" else "whole-line"
-            examples = real_file_examples(load_real(args.real_files), kind, seed=args.seed,
-                                          window_chars=args.window_chars)
+            examples = real_file_examples(
+                load_real(args.real_files), kind, seed=args.seed, window_chars=args.window_chars
+            )
         else:
-            examples = shape_examples(files, shape, args.n, seed=args.seed,
-                                      window_chars=args.window_chars)
+            examples = shape_examples(
+                files, shape, args.n, seed=args.seed, window_chars=args.window_chars
+            )
         same = same_lines if shape in LINE_SHAPES else same_code
         row = {}
         for true_length in (False, True):
             key = "true_length" if true_length else "engine_length"
             if args.lengths_only and not key.startswith(args.lengths_only):
                 continue
-            row[key] = infill_scores(den, examples, true_length=true_length,
-                                     desc=f"{shape} {key}", options=options, same=same,
-                                     truth_tokens=truth_tokens)
+            row[key] = infill_scores(
+                den,
+                examples,
+                true_length=true_length,
+                desc=f"{shape} {key}",
+                options=options,
+                same=same,
+                truth_tokens=truth_tokens,
+            )
         results["shapes"][shape] = row
         _print_row(shape, row)
     results["seconds"] = round(time.perf_counter() - t0, 1)
     suffix = "" if args.window_chars == HELDOUT_WINDOW_CHARS else f"_window{args.window_chars}"
     ablation = "_no_line_holes" if args.no_line_holes else ""
-    out = args.out or (Path("benchmarks/results")
-                       / f"shapes_{checkpoint(Path(results['model']))}{suffix}{ablation}"
-                         f"_{args.split}.json")
+    out = args.out or (
+        Path("benchmarks/results")
+        / f"shapes_{checkpoint(Path(results['model']))}{suffix}{ablation}"
+        f"_{args.split}.json"
+    )
     write_results("shapes", args.model, results, out)
 
 
@@ -135,9 +173,11 @@ def checkpoint(model: Path) -> str:
 def _print_row(shape: str, row: dict) -> None:
     cells = []
     for key, r in row.items():
-        cells.append(f"{key}: exact {r['exact_match']:.1%} of {r['n']}, broken "
-                     f"{r['broken']:.1%}, left {r['rejected']:.1%}, p50 {r['ms_p50']:.0f} ms, "
-                     f"{r['nfe_per_token']:.2f} passes/token")
+        cells.append(
+            f"{key}: exact {r['exact_match']:.1%} of {r['n']}, broken "
+            f"{r['broken']:.1%}, left {r['rejected']:.1%}, p50 {r['ms_p50']:.0f} ms, "
+            f"{r['nfe_per_token']:.2f} passes/token"
+        )
     print(f"{shape:14s} " + " | ".join(cells), flush=True)
 
 

@@ -37,8 +37,9 @@ from diffusion_infill.model.training.train import VALID_NOISE, init_record
 SEED = 1234
 
 
-def fixed_batches(corpus: Path, split: str, tok: Tokenizer, n: int, batch: int = 16,
-                  length: int = 512) -> list:
+def fixed_batches(
+    corpus: Path, split: str, tok: Tokenizer, n: int, batch: int = 16, length: int = 512
+) -> list:
     """`n` batches of `split`'s library windows, the same on every call."""
     torch.manual_seed(SEED)  # make_batch's substitutions draw from torch's generator
     sampler = TextSampler(load_texts(corpus, split, skip_tests=True), length * 6, seed=SEED)
@@ -47,8 +48,7 @@ def fixed_batches(corpus: Path, split: str, tok: Tokenizer, n: int, batch: int =
     return [make_batch(sampler, tok, vocab, batch, length, VALID_NOISE, rng) for _ in range(n)]
 
 
-def measure(model_dir: Path, corpus: Path, n: int, dtype: str | None, length: int = 512
-            ) -> dict:
+def measure(model_dir: Path, corpus: Path, n: int, dtype: str | None, length: int = 512) -> dict:
     loaded = modernbert.load(model_dir)
     if loaded is None:
         raise SystemExit(f"{model_dir}: not a ModernBERT directory this project trains")
@@ -58,13 +58,17 @@ def measure(model_dir: Path, corpus: Path, n: int, dtype: str | None, length: in
     precision = pick_precision(torch.device("cpu"), dtype)
 
     def autocast():
-        return torch.autocast("cpu", dtype=torch.bfloat16,
-                              enabled=precision.dtype == torch.bfloat16)
+        return torch.autocast(
+            "cpu", dtype=torch.bfloat16, enabled=precision.dtype == torch.bfloat16
+        )
 
     record = init_record(model_dir)
-    row: dict = {"model": str(model_dir), "layers": model.config.num_hidden_layers,
-                 "tokens_total": record.get("tokens_total", record.get("tokens")),
-                 "dtype": precision.name}
+    row: dict = {
+        "model": str(model_dir),
+        "layers": model.config.num_hidden_layers,
+        "tokens_total": record.get("tokens_total", record.get("tokens")),
+        "dtype": precision.name,
+    }
     for split in ("train", "valid"):
         batches = fixed_batches(corpus, split, tok, n, length=length)
         row[split] = estimate_loss(model, batches, autocast)
@@ -74,8 +78,11 @@ def measure(model_dir: Path, corpus: Path, n: int, dtype: str | None, length: in
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="model/weights",
-                        help="comma-separated model directories, each NAME=DIR or DIR")
+    parser.add_argument(
+        "--models",
+        default="model/weights",
+        help="comma-separated model directories, each NAME=DIR or DIR",
+    )
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--batches", type=int, default=8, help="batches of 16 windows per split")
     parser.add_argument("--length", type=int, default=512, help="window tokens")
@@ -92,12 +99,24 @@ def main(argv: list[str] | None = None) -> None:
         row = measure(Path(path), args.corpus, args.batches, args.dtype, args.length)
         row["name"] = name or path
         rows.append(row)
-        print(f"{row['name']}: {row['layers']} layers, {(row['tokens_total'] or 0) / 1e6:,.1f}M "
-              f"tokens: masked CE train {row['train']['masked_ce']:.3f}, valid "
-              f"{row['valid']['masked_ce']:.3f}, gap {row['gap_masked_ce']:.3f}", flush=True)
-    write_results("fit_gap", None, {"batches": args.batches, "batch": [16, args.length],
-                                    "seed": SEED, "rows": rows,
-                                    "seconds": time.perf_counter() - start}, args.out)
+        print(
+            f"{row['name']}: {row['layers']} layers, {(row['tokens_total'] or 0) / 1e6:,.1f}M "
+            f"tokens: masked CE train {row['train']['masked_ce']:.3f}, valid "
+            f"{row['valid']['masked_ce']:.3f}, gap {row['gap_masked_ce']:.3f}",
+            flush=True,
+        )
+    write_results(
+        "fit_gap",
+        None,
+        {
+            "batches": args.batches,
+            "batch": [16, args.length],
+            "seed": SEED,
+            "rows": rows,
+            "seconds": time.perf_counter() - start,
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

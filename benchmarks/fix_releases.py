@@ -23,16 +23,16 @@ from diffusion_infill.model.training.corpus.sources import _pip_download, archiv
 
 _P = {
     "wcwidth": "0.3.3 0.3.4 0.3.5 0.4.0 0.5.0 0.5.2 0.5.3 0.6.0 0.7.0 0.8.0 0.8.1 0.8.2 0.8.3 "
-               "0.8.4 0.8.5 0.9.0 0.9.1 0.9.2 0.9.3 0.9.4",
+    "0.8.4 0.8.5 0.9.0 0.9.1 0.9.2 0.9.3 0.9.4",
     "rsa": "4.3 4.4.1 4.5 4.6 4.7 4.7.1 4.7.2 4.8 4.9 4.9.1",
     "xmltodict": "0.11.0 0.12.0 0.13.0 0.14.1 0.14.2 0.15.0 0.15.1 1.0.0 1.0.1 1.0.2 1.0.3 1.0.4",
     "sortedcontainers": "1.5.2 1.5.3 1.5.4 1.5.5 1.5.6 1.5.7 1.5.9 1.5.10 2.0.0 2.0.1 2.0.2 2.0.3 "
-                        "2.0.4 2.0.5 2.1.0 2.2.0 2.2.1 2.2.2 2.3.0 2.4.0",
+    "2.0.4 2.0.5 2.1.0 2.2.0 2.2.1 2.2.2 2.3.0 2.4.0",
     "tabulate": "0.8.7 0.8.8 0.8.9 0.8.10 0.9.0 0.10.0",
     "semver": "2.8.0 2.8.1 2.9.0 2.9.1 2.10.0 2.10.1 2.10.2 2.11.0 2.12.0 2.13.0 3.0.0 3.0.1 3.0.2 "
-              "3.0.4 3.1.0 3.1.1 3.1.2",
+    "3.0.4 3.1.0 3.1.1 3.1.2",
     "humanize": "4.2.2 4.2.3 4.3.0 4.4.0 4.5.0 4.6.0 4.7.0 4.8.0 4.9.0 4.10.0 4.11.0 4.12.0 4.12.1 "
-                "4.12.2 4.12.3 4.13.0 4.14.0 4.15.0 4.16.0 4.17.0",
+    "4.12.2 4.12.3 4.13.0 4.14.0 4.15.0 4.16.0 4.17.0",
     "inflection": "0.4.0 0.5.0 0.5.1",
     "bidict": "0.19.0 0.20.0 0.21.0 0.21.2 0.21.3 0.21.4 0.22.0 0.22.1 0.23.0 0.23.1 0.24.0 0.24.1",
     "jmespath": "0.7.1 0.8.0 0.9.0 0.9.1 0.9.2 0.9.3 0.9.4 0.9.5 0.10.0 1.0.0 1.0.1 1.1.0",
@@ -40,71 +40,75 @@ _P = {
     "termcolor": "2.0.0 2.0.1 2.1.0 2.1.1 2.2.0 2.3.0 2.4.0 2.5.0 3.0.0 3.0.1 3.1.0 3.2.0 3.3.0",
     "colorama": "0.3.5 0.3.6 0.3.7 0.3.8 0.3.9 0.4.0 0.4.1 0.4.3 0.4.4 0.4.5 0.4.6",
     "filelock": "4.0.10 4.0.11 4.0.12 4.1.0 4.1.1 4.1.2 4.2.0 4.2.1 4.2.2 4.2.3 4.2.4 4.2.5 4.2.6 "
-                "4.2.7 4.2.8 4.2.9 4.2.10 4.2.11 4.2.12 4.3.1",
+    "4.2.7 4.2.8 4.2.9 4.2.10 4.2.11 4.2.12 4.3.1",
     "iniconfig": "1.1.1 2.0.0 2.1.0 2.2.0 2.3.0 2.3.1",
     "pyasn1": "0.3.4 0.3.5 0.3.6 0.3.7 0.4.1 0.4.2 0.4.3 0.4.4 0.4.5 0.4.6 0.4.7 0.4.8 0.5.0 0.5.1 "
-              "0.6.0 0.6.1 0.6.2 0.6.3 0.6.4 0.6.5",
+    "0.6.0 0.6.1 0.6.2 0.6.3 0.6.4 0.6.5",
     "chardet": "3.0.2 3.0.3 3.0.4 4.0.0 5.0.0 5.1.0 5.2.0 6.0.0 7.0.0 7.0.1 7.1.0 7.2.0 7.3.0 "
-               "7.4.1 7.4.2 7.4.3 7.5.0 7.5.1 7.6.0 7.7.0",
+    "7.4.1 7.4.2 7.4.3 7.5.0 7.5.1 7.6.0 7.7.0",
     "simplejson": "3.18.1 3.18.2 3.18.3 3.18.4 3.19.1 3.19.2 3.19.3 3.20.1 3.20.2 4.0.0 4.0.1 "
-                  "4.1.0 4.1.1 4.1.2 4.2.0 4.3.0",
+    "4.1.0 4.1.1 4.1.2 4.2.0 4.3.0",
     "markdown2": "2.4.0 2.4.1 2.4.2 2.4.3 2.4.4 2.4.5 2.4.6 2.4.7 2.4.8 2.4.9 2.4.10 2.4.11 2.4.12 "
-                 "2.4.13 2.5.0 2.5.1 2.5.2 2.5.3 2.5.4 2.5.5",
+    "2.4.13 2.5.0 2.5.1 2.5.2 2.5.3 2.5.4 2.5.5",
     "natsort": "5.3.3 5.4.0 5.4.1 5.5.0 6.0.0 6.1.0 6.2.0 6.2.1 7.0.0 7.0.1 7.1.0 7.1.1 8.0.0 "
-               "8.0.1 8.0.2 8.1.0 8.2.0 8.3.0 8.3.1 8.4.0",
+    "8.0.1 8.0.2 8.1.0 8.2.0 8.3.0 8.3.1 8.4.0",
     "parse": "1.19.0 1.19.1 1.20.0 1.20.1 1.20.2 1.21.0 1.21.1 1.22.0 1.22.1 1.22.2 1.22.3 1.22.4",
     "tinycss2": "0.6.0 0.6.1 1.0.0 1.0.1 1.0.2 1.1.0 1.1.1 1.2.0 1.2.1 1.3.0 1.4.0 1.5.0 1.5.1",
     "cssselect": "0.9.2 1.0.0 1.0.1 1.0.3 1.1.0 1.2.0 1.3.0 1.4.0 1.5.0 1.6.0",
     "jsonpointer": "2.0 2.1 2.2 2.3 2.4 3.0.0 3.1.0 3.1.1 3.2.0 3.2.1 3.3 3.4 3.5 3.6 3.7 3.8 3.9 "
-                   "3.10 3.11 3.12",
+    "3.10 3.11 3.12",
     "pathspec": "0.7.0 0.8.0 0.8.1 0.9.0 0.10.1 0.10.2 0.10.3 0.11.0 0.11.1 0.11.2 0.12.0 0.12.1 "
-                "1.0.0 1.0.1 1.0.2 1.0.3 1.0.4 1.1.0 1.1.1",
+    "1.0.0 1.0.1 1.0.2 1.0.3 1.0.4 1.1.0 1.1.1",
     "platformdirs": "4.12.1 4.12.2 4.12.3 4.12.4 4.13.0 4.13.1 4.13.2 4.13.3 4.13.4 4.13.5 4.13.6 "
-                    "4.13.7 4.14.0 4.14.2 4.14.3 4.14.4 4.14.5 4.14.6 4.14.7 4.14.8",
+    "4.13.7 4.14.0 4.14.2 4.14.3 4.14.4 4.14.5 4.14.6 4.14.7 4.14.8",
     "distro": "1.0.1 1.0.2 1.0.3 1.0.4 1.1.0 1.2.0 1.3.0 1.4.0 1.5.0 1.6.0 1.7.0 1.8.0 1.9.0",
     "backoff": "1.7.0 1.7.1 1.8.0 1.8.1 1.9.0 1.9.1 1.9.2 1.10.0 1.11.0 1.11.1 2.0.0 2.0.1 2.1.0 "
-               "2.1.1 2.1.2 2.2.0 2.2.1",
+    "2.1.1 2.1.2 2.2.0 2.2.1",
     "tzlocal": "2.0.0 2.1 3.0 4.0 4.0.1 4.0.2 4.1 4.2 4.3 4.3.1 5.0 5.0.1 5.1 5.2 5.3 5.3.1 5.4 "
-               "5.4.3 5.4.4 5.4.5",
+    "5.4.3 5.4.4 5.4.5",
     "croniter": "2.0.3 2.0.4 2.0.5 2.0.6 2.0.7 3.0.0 3.0.1 3.0.2 3.0.3 3.0.4 4.0.0 5.0.1 6.0.0 "
-                "6.1.0 6.2.0 6.2.1 6.2.2 6.2.3 6.2.4 7.0.0",
+    "6.1.0 6.2.0 6.2.1 6.2.2 6.2.3 6.2.4 7.0.0",
     "texttable": "1.6.2 1.6.3 1.6.4 1.6.5 1.6.6 1.6.7 1.7.0 1.7.1 1.7.2",
     "prettytable": "3.3.0 3.4.0 3.4.1 3.5.0 3.6.0 3.7.0 3.8.0 3.9.0 3.10.0 3.10.1 3.10.2 3.11.0 "
-                   "3.12.0 3.13.0 3.14.0 3.15.0 3.15.1 3.16.0 3.17.0 3.18.0",
+    "3.12.0 3.13.0 3.14.0 3.15.0 3.15.1 3.16.0 3.17.0 3.18.0",
     "configobj": "5.0.8 5.0.9",
     "asttokens": "1.1.13 1.1.14 1.1.15 2.0.0 2.0.1 2.0.2 2.0.3 2.0.4 2.0.5 2.0.7 2.0.8 2.1.0 2.2.0 "
-                 "2.2.1 2.3.0 2.4.0 2.4.1 3.0.0 3.0.1 3.0.2",
+    "2.2.1 2.3.0 2.4.0 2.4.1 3.0.0 3.0.1 3.0.2",
     "executing": "0.5.3 0.5.4 0.6.0 0.7.0 0.8.0 0.8.1 0.8.2 0.8.3 0.9.0 0.9.1 0.10.0 1.0.0 1.1.0 "
-                 "1.1.1 1.2.0 2.0.1 2.1.0 2.2.0 2.2.1 2.3.0",
+    "1.1.1 1.2.0 2.0.1 2.1.0 2.2.0 2.2.1 2.3.0",
     "mccabe": "0.3 0.3.1 0.4.0 0.5.0 0.5.1 0.5.2 0.5.3 0.6.0 0.6.1 0.7.0",
     "tomli": "1.0.1 1.0.2 1.0.3 1.0.4 1.1.0 1.2.0 1.2.1 1.2.2 1.2.3 2.0.0 2.0.1 2.0.2 2.1.0 2.2.1 "
-             "2.3.0 2.3.1 2.3.2 2.4.0 2.4.1 2.5.0",
+    "2.3.0 2.3.1 2.3.2 2.4.0 2.4.1 2.5.0",
     "toml": "0.9.6 0.10.0 0.10.1 0.10.2",
     "rfc3986": "0.3.0 0.3.1 0.4.0 0.4.1 1.0.0 1.1.0 1.2.0 1.3.0 1.3.1 1.3.2 1.4.0 1.5.0 2.0.0",
     "uritemplate": "3.0.0 3.0.1 4.0.0 4.1.1 4.2.0",
     "munch": "2.4.0 2.5.0 3.0.0 4.0.0",
     "validators": "0.22.0 0.23.0 0.23.1 0.23.2 0.24.0 0.25.0 0.26.0 0.27.0 0.28.0 0.28.1 0.28.2 "
-                  "0.28.3 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 0.34.0 0.35.0 0.36.0",
+    "0.28.3 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 0.34.0 0.35.0 0.36.0",
     "voluptuous": "0.15.2 0.16.0",
     "schema": "0.6.0 0.6.1 0.6.2 0.6.3 0.6.4 0.6.5 0.6.6 0.6.7 0.6.8 0.7.0 0.7.1 0.7.2 0.7.4 0.7.5 "
-              "0.7.7 0.7.8",
+    "0.7.7 0.7.8",
     "cerberus": "1.3.5 1.3.6 1.3.7 1.3.8",
     "mistune": "2.0.3 2.0.4 2.0.5 2.1.0 3.0.0 3.0.1 3.0.2 3.1.0 3.1.1 3.1.2 3.1.3 3.1.4 3.2.0 "
-               "3.2.1 3.3.0 3.3.1 3.3.2 3.3.3 3.3.4 3.4.0",
+    "3.2.1 3.3.0 3.3.1 3.3.2 3.3.3 3.3.4 3.4.0",
     "python-slugify": "5.0.0 5.0.1 5.0.2 6.0.0 6.0.1 6.1.0 6.1.1 6.1.2 7.0.0 8.0.0 8.0.1 8.0.2 "
-                      "8.0.3 8.0.4 9.0.0 9.1.0 9.1.1 9.1.2 9.1.3 9.2.0",
+    "8.0.3 8.0.4 9.0.0 9.1.0 9.1.1 9.1.2 9.1.3 9.2.0",
 }
 PINS: dict[str, list[str]] = {name: versions.split() for name, versions in _P.items()}
 PER_FILE = 3  # one-line fixes kept from one file of one release pair at most
 # paths not read: tests, documentation, packaging, version files, benchmarks
-SKIP_PATH = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?)/|(^|/)test_[^/]*$"
-                       r"|_test\.py$|(^|/)(setup|conftest|conf|noxfile|_?version)\.py$")
+SKIP_PATH = re.compile(
+    r"(^|/)(tests?|testing|docs?|examples?|benchmarks?)/|(^|/)test_[^/]*$"
+    r"|_test\.py$|(^|/)(setup|conftest|conf|noxfile|_?version)\.py$"
+)
 PUBLIC_BENCHMARK = re.compile(r"human_?eval|mbpp|quixbugs|safim|cruxeval", re.IGNORECASE)
-CHANGELOG = re.compile(r"(^|/)(changes|changelog|history|news|release[-_ ]?notes)[^/]*$",
-                       re.IGNORECASE)
+CHANGELOG = re.compile(
+    r"(^|/)(changes|changelog|history|news|release[-_ ]?notes)[^/]*$", re.IGNORECASE
+)
 
 
 # --- fetching -----------------------------------------------------------------------------
+
 
 def _wheel(cache: Path, name: str, version: str) -> Path | None:
     return archive_in(cache, name, version, frozenset())
@@ -123,8 +127,8 @@ def _download(cache: Path, specs: list[str], *options: str) -> None:
         _pip_download(cache, specs, *options)
     except subprocess.CalledProcessError:
         if len(specs) > 1:
-            _download(cache, specs[:len(specs) // 2], *options)
-            _download(cache, specs[len(specs) // 2:], *options)
+            _download(cache, specs[: len(specs) // 2], *options)
+            _download(cache, specs[len(specs) // 2 :], *options)
 
 
 def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path]:
@@ -132,9 +136,15 @@ def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path
     sdist (key: (name, "notes")), downloaded into `cache` unless already there."""
     cache.mkdir(parents=True, exist_ok=True)
     for k in range(max(len(v) for v in pins.values())):
-        _download(cache, [f"{n}=={v[k]}" for n, v in pins.items()
-                          if k < len(v) and _wheel(cache, n, v[k]) is None],
-                  "--only-binary=:all:")
+        _download(
+            cache,
+            [
+                f"{n}=={v[k]}"
+                for n, v in pins.items()
+                if k < len(v) and _wheel(cache, n, v[k]) is None
+            ],
+            "--only-binary=:all:",
+        )
     for name, versions in pins.items():  # releases without a wheel (none when pinned)
         for v in versions:
             if _wheel(cache, name, v) is None and _sdist(cache, name, v) is None:
@@ -143,12 +153,11 @@ def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path
     skip = set(failed.read_text().split()) if failed.is_file() else set()
     notes = [n for n, v in pins.items() if _sdist(cache, n, v[-1]) is None and n not in skip]
     if notes:
-        print(f"fetching {len(notes)} sdists for their release notes", file=sys.stderr,
-              flush=True)
-        _download(cache, [f"{n}=={pins[n][-1]}" for n in notes], "--no-binary",
-                  ",".join(notes))
-        failed.write_text("".join(f"{n}\n" for n, v in pins.items()
-                                  if _sdist(cache, n, v[-1]) is None))
+        print(f"fetching {len(notes)} sdists for their release notes", file=sys.stderr, flush=True)
+        _download(cache, [f"{n}=={pins[n][-1]}" for n in notes], "--no-binary", ",".join(notes))
+        failed.write_text(
+            "".join(f"{n}\n" for n, v in pins.items() if _sdist(cache, n, v[-1]) is None)
+        )
     found: dict[tuple[str, str], Path] = {}
     for name, versions in pins.items():
         for v in versions:
@@ -163,14 +172,18 @@ def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path
 
 # --- reading ------------------------------------------------------------------------------
 
+
 def _members(archive: Path) -> list[tuple[str, bytes]]:
     """(path, bytes) of every file of a wheel, zip or tarball."""
     if archive.name.endswith((".whl", ".zip")):
         with zipfile.ZipFile(archive) as zf:
             return [(n, zf.read(n)) for n in zf.namelist() if not n.endswith("/")]
     with tarfile.open(archive) as tf:
-        return [(m.name, tf.extractfile(m).read()) for m in tf  # type: ignore[union-attr]
-                if m.isfile()]
+        return [
+            (m.name, tf.extractfile(m).read())
+            for m in tf  # type: ignore[union-attr]
+            if m.isfile()
+        ]
 
 
 def read_sources(archive: Path) -> dict[str, str]:
@@ -193,8 +206,11 @@ def changelog(archive: Path | None) -> str:
     """The release notes an sdist ships (CHANGES, CHANGELOG, HISTORY, NEWS ...), joined."""
     if archive is None:
         return ""
-    return "\n".join(data.decode("utf-8", errors="replace") for name, data in
-                     sorted(_members(archive)) if CHANGELOG.search(name))
+    return "\n".join(
+        data.decode("utf-8", errors="replace")
+        for name, data in sorted(_members(archive))
+        if CHANGELOG.search(name)
+    )
 
 
 def ships_benchmark(archive: Path) -> bool:
@@ -203,6 +219,7 @@ def ships_benchmark(archive: Path) -> bool:
 
 # --- release notes ------------------------------------------------------------------------
 
+
 def notes_section(notes: str, old: str, new: str) -> str:
     """The lines of `notes` from the first that names version `new` to the next that names
     `old` (the newer release's entry); "" when `new` is not named."""
@@ -210,8 +227,10 @@ def notes_section(notes: str, old: str, new: str) -> str:
     lines = notes.split("\n")
     for i, line in enumerate(lines):
         if named(new, line):
-            end = next((j for j in range(i + 1, min(len(lines), i + 300))
-                        if named(old, lines[j])), min(len(lines), i + 300))
+            end = next(
+                (j for j in range(i + 1, min(len(lines), i + 300)) if named(old, lines[j])),
+                min(len(lines), i + 300),
+            )
             return "\n".join(lines[i:end])
     return ""
 
@@ -222,9 +241,11 @@ def _enclosing(text: str, line: int) -> str | None:
 
     best = None
     for node in ast.walk(ast.parse(text)):
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                and node.lineno <= line + 1 <= (node.end_lineno or 0)
-                and (best is None or node.lineno > best.lineno)):
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.lineno <= line + 1 <= (node.end_lineno or 0)
+            and (best is None or node.lineno > best.lineno)
+        ):
             best = node
     return best.name if best is not None else None
 
@@ -232,21 +253,27 @@ def _enclosing(text: str, line: int) -> str | None:
 def notes_mention(section: str, change, old_text: str) -> str | None:  # noqa: ANN001
     """The line of `section` that says "fix" and names the function the change is in or a
     word (4 characters or more) that the change removes or adds."""
-    a, b = set(re.findall(r"\w{4,}", change.old_line)), set(re.findall(r"\w{4,}",
-                                                                       change.new_line))
+    a, b = set(re.findall(r"\w{4,}", change.old_line)), set(re.findall(r"\w{4,}", change.new_line))
     names = (a ^ b) | {_enclosing(old_text, change.line) or ""}
     names.discard("")
     for line in section.split("\n"):
-        if "fix" in line.lower() and any(re.search(rf"\b{re.escape(n)}\b", line)
-                                         for n in names):
+        if "fix" in line.lower() and any(re.search(rf"\b{re.escape(n)}\b", line) for n in names):
             return line.strip()
     return None
 
 
 # --- the set ------------------------------------------------------------------------------
 
-def pair_records(name: str, old: str, new: str, before: dict[str, str],
-                 after: dict[str, str], notes: str, reasons: Counter) -> list[dict]:
+
+def pair_records(
+    name: str,
+    old: str,
+    new: str,
+    before: dict[str, str],
+    after: dict[str, str],
+    notes: str,
+    reasons: Counter,
+) -> list[dict]:
     """The one-line fixes of release `old` -> `new` of package `name` (files by path)."""
     section = notes_section(notes, old, new)
     out = []
@@ -260,13 +287,23 @@ def pair_records(name: str, old: str, new: str, before: dict[str, str],
             reasons["sweep"] += len(kept)
             continue
         for c in kept:
-            out.append({"package": name, "old_version": old, "new_version": new,
-                        "path": path, "line": c.line + 1, "buggy_line": c.old_line,
-                        "fixed_line": c.new_line, "window": c.window,
-                        "fixed_window": c.fixed_window, "window_line": c.window_line,
-                        "words_changed": c.words_changed,
-                        "notes_fix": "fix" in section.lower(),
-                        "notes_line": notes_mention(section, c, before[path])})
+            out.append(
+                {
+                    "package": name,
+                    "old_version": old,
+                    "new_version": new,
+                    "path": path,
+                    "line": c.line + 1,
+                    "buggy_line": c.old_line,
+                    "fixed_line": c.new_line,
+                    "window": c.window,
+                    "fixed_window": c.fixed_window,
+                    "window_line": c.window_line,
+                    "words_changed": c.words_changed,
+                    "notes_fix": "fix" in section.lower(),
+                    "notes_line": notes_mention(section, c, before[path]),
+                }
+            )
     return out
 
 
@@ -288,8 +325,7 @@ def _unseen(records: list[dict], corpus: Path, reasons: Counter) -> list[dict]:
     return out
 
 
-def build_set(out: Path, cache: Path, corpus: Path, pins: dict[str, list[str]]
-              ) -> list[dict]:
+def build_set(out: Path, cache: Path, corpus: Path, pins: dict[str, list[str]]) -> list[dict]:
     """Fetch, diff and filter (benchmarks/real_fixes.py); write the set to `out`."""
     archives = fetch(cache, pins)
     records: list[dict] = []
@@ -302,15 +338,12 @@ def build_set(out: Path, cache: Path, corpus: Path, pins: dict[str, list[str]]
         notes = changelog(archives.get((name, "notes")))
         sources = {v: read_sources(archives[name, v]) for v in have}
         for old, new in zip(have, have[1:], strict=False):
-            records += pair_records(name, old, new, sources[old], sources[new], notes,
-                                    reasons)
+            records += pair_records(name, old, new, sources[old], sources[new], notes, reasons)
     kept = _unseen(records, corpus, reasons)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r) + "\n" for r in kept))
     by_package = Counter(r["package"] for r in kept)
-    print(f"{len(kept)} one-line fixes of {len(by_package)} packages -> {out}",
-          file=sys.stderr)
+    print(f"{len(kept)} one-line fixes of {len(by_package)} packages -> {out}", file=sys.stderr)
     print("  " + ", ".join(f"{p} {n}" for p, n in sorted(by_package.items())), file=sys.stderr)
-    print("  dropped: " + ", ".join(f"{k} {n}" for k, n in reasons.most_common()),
-          file=sys.stderr)
+    print("  dropped: " + ", ".join(f"{k} {n}" for k, n in reasons.most_common()), file=sys.stderr)
     return kept

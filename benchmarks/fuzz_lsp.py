@@ -56,26 +56,41 @@ from benchmarks.results_file import write_results
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def server_run(args: argparse.Namespace, address: str, run: int, sessions: int,
-                     figures: Figures) -> None:
+async def server_run(
+    args: argparse.Namespace, address: str, run: int, sessions: int, figures: Figures
+) -> None:
     seed = args.seed * 100_003 + run
     rng = random.Random(seed)
     enc = ENCODINGS[run % len(ENCODINGS)]  # every encoding in any three runs
-    caps = {k: rng.random() < 0.5 for k in ("resolve", "inline", "progress", "apply",
-                                              "changes")}
+    caps = {k: rng.random() < 0.5 for k in ("resolve", "inline", "progress", "apply", "changes")}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(ROOT), env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "diffusion_infill.lsp.server",
+        cwd=str(ROOT),
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     server = Server(proc, figures)
     figures.runs += 1
     init = Session(server, rng, enc, caps, args.deadline, figures)
-    options = {"workerAddress": address, "progressDelay": 0,
-               "completionDeadline": args.completion_deadline}
-    await init.answer("initialize", {"processId": None, "rootUri": None,
-                                     "capabilities": capabilities(enc, caps),
-                                     "initializationOptions": options})
+    options = {
+        "workerAddress": address,
+        "progressDelay": 0,
+        "completionDeadline": args.completion_deadline,
+    }
+    await init.answer(
+        "initialize",
+        {
+            "processId": None,
+            "rootUri": None,
+            "capabilities": capabilities(enc, caps),
+            "initializationOptions": options,
+        },
+    )
     server.notify("initialized", {})
     for _ in range(sessions):
         session = Session(server, rng, enc, caps, args.deadline, figures)
@@ -107,9 +122,13 @@ async def fuzz(args: argparse.Namespace) -> Figures:
         if address is None:
             sock = f"{tmp}/w.sock"
             worker = await asyncio.create_subprocess_exec(
-                sys.executable, str(ROOT / "tests" / "lsp_fake_worker.py"), "--socket", sock,
+                sys.executable,
+                str(ROOT / "tests" / "lsp_fake_worker.py"),
+                "--socket",
+                sock,
                 *(["--slow-pass", str(args.slow_pass)] if args.slow_pass is not None else []),
-                stdin=asyncio.subprocess.DEVNULL)
+                stdin=asyncio.subprocess.DEVNULL,
+            )
             while not os.path.exists(sock):
                 await asyncio.sleep(0.05)
             address = f"unix:{sock}"
@@ -119,8 +138,7 @@ async def fuzz(args: argparse.Namespace) -> Figures:
             for run in runs:
                 if time.monotonic() - started > args.max_seconds:
                     return
-                n = min(args.sessions_per_server,
-                        args.sessions - run * args.sessions_per_server)
+                n = min(args.sessions_per_server, args.sessions - run * args.sessions_per_server)
                 await server_run(args, address, run, n, figures)
                 if args.verbose:
                     print(json.dumps(figures.summary()), flush=True)
@@ -138,28 +156,45 @@ async def fuzz(args: argparse.Namespace) -> Figures:
 def command(argv: list[str]) -> str:
     """The command line that ran, for the results file (its --note stored apart)."""
     at = argv.index("--note") if "--note" in argv else len(argv)
-    shown = [a for a in argv[:at] + argv[at + 2:] if not a.startswith("--note=")]
+    shown = [a for a in argv[:at] + argv[at + 2 :] if not a.startswith("--note=")]
     return shlex.join(["python", "-m", "benchmarks.fuzz_lsp", *shown])
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sessions", type=int, default=200, help="sessions in all")
-    p.add_argument("--sessions-per-server", type=int, default=50,
-                   help="sessions per server process (each run: one encoding, one client)")
+    p.add_argument(
+        "--sessions-per-server",
+        type=int,
+        default=50,
+        help="sessions per server process (each run: one encoding, one client)",
+    )
     p.add_argument("--steps", type=int, default=20, help="most operations per session")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=1, help="servers driven at once")
     p.add_argument("--deadline", type=float, default=30.0, help="seconds an answer may take")
-    p.add_argument("--max-seconds", type=float, default=float("inf"),
-                   help="stop starting server runs after this long")
-    p.add_argument("--completion-deadline", type=int, default=600, metavar="MS",
-                   help="the server's completionDeadline; an answer later than it + 100 ms "
-                   "is a violation (0: no deadline, no check)")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=float("inf"),
+        help="stop starting server runs after this long",
+    )
+    p.add_argument(
+        "--completion-deadline",
+        type=int,
+        default=600,
+        metavar="MS",
+        help="the server's completionDeadline; an answer later than it + 100 ms "
+        "is a violation (0: no deadline, no check)",
+    )
     p.add_argument("--worker", help="a running worker's address (default: the fake)")
-    p.add_argument("--slow-pass", type=float, metavar="S",
-                   help="the fake worker's seconds per forward pass over a canvas that "
-                   "holds SLOW (default: the fake's 0.05)")
+    p.add_argument(
+        "--slow-pass",
+        type=float,
+        metavar="S",
+        help="the fake worker's seconds per forward pass over a canvas that "
+        "holds SLOW (default: the fake's 0.05)",
+    )
     p.add_argument("--note", help="stored with the figures (the machine, its load)")
     p.add_argument("--out", type=Path, help="write the figures here as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="figures after each run")
@@ -169,8 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(results, indent=1))
     if args.out is not None:
         head = {"command": command(sys.argv[1:] if argv is None else argv)}
-        write_results("fuzz_lsp", None, {**head, **({"note": args.note} if args.note else {}),
-                                         **results}, args.out)
+        write_results(
+            "fuzz_lsp",
+            None,
+            {**head, **({"note": args.note} if args.note else {}), **results},
+            args.out,
+        )
     return 0 if figures.violations == 0 and figures.crashes == 0 else 1
 
 

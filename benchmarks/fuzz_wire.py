@@ -115,10 +115,13 @@ class Figures:
         """The figures as JSON, the completion latencies summarised."""
         ms = sorted(self.latencies)
         if ms:
-            self.completion_ms = {"n": len(ms), "p50": ms[len(ms) // 2],
-                                  "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))],
-                                  "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
-                                  "max": ms[-1]}
+            self.completion_ms = {
+                "n": len(ms),
+                "p50": ms[len(ms) // 2],
+                "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))],
+                "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
+                "max": ms[-1],
+            }
             self.completion_ms = {k: round(v, 1) for k, v in self.completion_ms.items()}
         out = asdict(self)
         del out["latencies"]
@@ -193,8 +196,14 @@ class Doc:
         return self.versions[self.version]
 
 
-def check_edit(figures: Figures, enc: str, action: dict[str, Any], doc: Doc,
-               asked: int | None, selection: tuple[int, int]) -> None:
+def check_edit(
+    figures: Figures,
+    enc: str,
+    action: dict[str, Any],
+    doc: Doc,
+    asked: int | None,
+    selection: tuple[int, int],
+) -> None:
     """An edit: for the version asked about, exact ranges, inside the asked region."""
     data, edit = action.get("data") or {}, action.get("edit")
     if not isinstance(edit, dict):
@@ -202,8 +211,7 @@ def check_edit(figures: Figures, enc: str, action: dict[str, Any], doc: Doc,
     figures.edits_checked += 1
     version = data.get("version")
     if version != asked:
-        figures.violate(f"an edit for version {version} answered a request made "
-                             f"at version {asked}")
+        figures.violate(f"an edit for version {version} answered a request made at version {asked}")
         return
     edits: list[Any] = []
     for uri, es in (edit.get("changes") or {}).items():
@@ -229,8 +237,7 @@ def check_edit(figures: Figures, enc: str, action: dict[str, Any], doc: Doc,
     lo, hi = data.get("start", 0), data.get("end", len(text))
     if data.get("op") in ("rewrite", "fix"):
         lo, hi = selection  # the client's own offsets
-    if data.get("op") in ("rewrite", "fix") or (data.get("op") == "fill"
-                                                 and same_offsets(text)):
+    if data.get("op") in ("rewrite", "fix") or (data.get("op") == "fill" and same_offsets(text)):
         for s, t, _ in spans:
             if not lo <= s <= t <= hi:
                 figures.violate(f"{data['op']}: edit {s}-{t} outside {lo}-{hi}")
@@ -244,14 +251,24 @@ def check_edit(figures: Figures, enc: str, action: dict[str, Any], doc: Doc,
 
 
 def capabilities(enc: str, caps: dict[str, bool]) -> dict[str, Any]:
-    td: dict[str, Any] = {"codeAction": {"codeActionLiteralSupport": {"codeActionKind": {
-        "valueSet": ["", "quickfix", "refactor", "refactor.rewrite"]}}}}
+    td: dict[str, Any] = {
+        "codeAction": {
+            "codeActionLiteralSupport": {
+                "codeActionKind": {"valueSet": ["", "quickfix", "refactor", "refactor.rewrite"]}
+            }
+        }
+    }
     if caps["resolve"]:
         td["codeAction"]["resolveSupport"] = {"properties": ["edit"]}
     if caps["inline"]:
         td["inlineCompletion"] = {}
     td["completion"] = {"completionItem": {"snippetSupport": False}}
-    return {"general": {"positionEncodings": [enc]}, "textDocument": td,
-            "window": {"workDoneProgress": caps["progress"]},
-            "workspace": {"applyEdit": caps["apply"],
-                          "workspaceEdit": {"documentChanges": caps["changes"]}}}
+    return {
+        "general": {"positionEncodings": [enc]},
+        "textDocument": td,
+        "window": {"workDoneProgress": caps["progress"]},
+        "workspace": {
+            "applyEdit": caps["apply"],
+            "workspaceEdit": {"documentChanges": caps["changes"]},
+        },
+    }

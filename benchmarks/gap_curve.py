@@ -61,13 +61,17 @@ def point(path: Path) -> tuple[tuple, dict]:
         raise CurveError(f"{path}: not a benchmarks.search_study results file ({e!r})") from e
     tokens = data.get("tokens_total")
     if not isinstance(tokens, int) or tokens <= 0:
-        raise CurveError(f"{path}: no tokens_total (the model's tokens seen): rerun "
-                         "python -m benchmarks.search_study, which records it, or add it "
-                         "from the model's training.json")
+        raise CurveError(
+            f"{path}: no tokens_total (the model's tokens seen): rerun "
+            "python -m benchmarks.search_study, which records it, or add it "
+            "from the model's training.json"
+        )
     if not isinstance(key[-1], int) or key[-1] < 1:
-        raise CurveError(f"{path}: no layers (the model's depth; each size is a curve of its "
-                         "own): rerun python -m benchmarks.search_study, which records it, or "
-                         "add num_hidden_layers from the model's config.json")
+        raise CurveError(
+            f"{path}: no layers (the model's depth; each size is a curve of its "
+            "own): rerun python -m benchmarks.search_study, which records it, or "
+            "add num_hidden_layers from the model's config.json"
+        )
     if not records:
         raise CurveError(f"{path}: no holes scored")
     try:
@@ -75,7 +79,8 @@ def point(path: Path) -> tuple[tuple, dict]:
     except (KeyError, TypeError) as e:
         raise CurveError(f"{path}: a record without the study's scores ({e!r})") from e
     return key, {
-        "file": path.name, "tokens_total": tokens,
+        "file": path.name,
+        "tokens_total": tokens,
         "truth_per_token": summary["mean_l2r_per_token_truth"],
         "fill_per_token": summary["mean_l2r_per_token_greedy"],
         "gap_per_token": summary["mean_l2r_per_token_truth_minus_greedy"],
@@ -117,10 +122,20 @@ def pooled_at(groups: list[dict], layers: int, tokens: int) -> dict:
             n_hits = pooled.setdefault(b["tokens"], [0, 0])
             n_hits[0] += b["n"]
             n_hits[1] += b["hits"]
-    return {"layers": layers, "tokens_total": tokens, "buckets": [
-        {"tokens": t, "n": pooled[t][0], "hits": pooled[t][1],
-         "exact_match": round(pooled[t][1] / pooled[t][0], 3)}
-        for t in (_label(lo, hi) for lo, hi in LENGTHS) if t in pooled]}
+    return {
+        "layers": layers,
+        "tokens_total": tokens,
+        "buckets": [
+            {
+                "tokens": t,
+                "n": pooled[t][0],
+                "hits": pooled[t][1],
+                "exact_match": round(pooled[t][1] / pooled[t][0], 3),
+            }
+            for t in (_label(lo, hi) for lo, hi in LENGTHS)
+            if t in pooled
+        ],
+    }
 
 
 def trend(points: list[dict]) -> dict[str, float | None]:
@@ -139,22 +154,35 @@ def collect(results: Path) -> list[dict]:
     """The groups of `results`' search studies, each with its points in token order."""
     files = sorted(results.glob("search_study*.json"))
     if not files:
-        raise CurveError(f"no search_study*.json under {results}: run "
-                         "python -m benchmarks.search_study first")
+        raise CurveError(
+            f"no search_study*.json under {results}: run python -m benchmarks.search_study first"
+        )
     groups: dict[tuple, list[dict]] = {}
     for path in files:
         key, p = point(path)
-        twin = next((q for q in groups.get(key, []) if q["tokens_total"] == p["tokens_total"]),
-                    None)
+        twin = next(
+            (q for q in groups.get(key, []) if q["tokens_total"] == p["tokens_total"]), None
+        )
         if twin is not None:
-            raise CurveError(f"{twin['file']} and {path.name} scored the same holes with the "
-                             "same checkpoint: keep one of them under --results")
+            raise CurveError(
+                f"{twin['file']} and {path.name} scored the same holes with the "
+                "same checkpoint: keep one of them under --results"
+            )
         groups.setdefault(key, []).append(p)
     out = []
     for (kind, split, seed, n, layers), points in sorted(groups.items()):
         points.sort(key=lambda p: p["tokens_total"])
-        out.append({"kind": kind, "split": split, "seed": seed, "n": n, "layers": layers,
-                    "points": points, **trend(points)})
+        out.append(
+            {
+                "kind": kind,
+                "split": split,
+                "seed": seed,
+                "n": n,
+                "layers": layers,
+                "points": points,
+                **trend(points),
+            }
+        )
     return out
 
 
@@ -166,24 +194,35 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(groups) + 1, figsize=(5 * (len(groups) + 1), 4.4),
-                             squeeze=False)
-    scores = [p[k] for g in groups for p in g["points"]
-              for k in ("truth_per_token", "fill_per_token")]
+    fig, axes = plt.subplots(
+        1, len(groups) + 1, figsize=(5 * (len(groups) + 1), 4.4), squeeze=False
+    )
+    scores = [
+        p[k] for g in groups for p in g["points"] for k in ("truth_per_token", "fill_per_token")
+    ]
     low, high = min(scores) - 0.2, max(scores) + 0.2  # the same scale in every panel
     for ax, g in zip(axes[0], groups, strict=False):
         x = [p["tokens_total"] / 1e6 for p in g["points"]]
         ax.plot(x, [p["truth_per_token"] for p in g["points"]], "o-", label="the truth")
-        ax.plot(x, [p["fill_per_token"] for p in g["points"]], "s--",
-                label="the model's own fill")
+        ax.plot(x, [p["fill_per_token"] for p in g["points"]], "s--", label="the model's own fill")
         for xi, p in zip(x, g["points"], strict=True):
-            ax.annotate(f"EM {100 * p['greedy_exact_match']:.0f}%",
-                        (xi, p["fill_per_token"]), textcoords="offset points",
-                        xytext=(0, 6), ha="center", fontsize=7)
-        rate = (f"\ngap {g['gap_per_doubling']:+.2f} nats/token per doubling of tokens"
-                if g["gap_per_doubling"] is not None else "")
-        ax.set_title(f"{g['kind']} holes ({g['split']}, n = {g['n']}), {g['layers']} layers"
-                     f"{rate}", fontsize=9)
+            ax.annotate(
+                f"EM {100 * p['greedy_exact_match']:.0f}%",
+                (xi, p["fill_per_token"]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                fontsize=7,
+            )
+        rate = (
+            f"\ngap {g['gap_per_doubling']:+.2f} nats/token per doubling of tokens"
+            if g["gap_per_doubling"] is not None
+            else ""
+        )
+        ax.set_title(
+            f"{g['kind']} holes ({g['split']}, n = {g['n']}), {g['layers']} layers{rate}",
+            fontsize=9,
+        )
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [f"{xi:,.0f}" for xi in x], fontsize=8)
         ax.minorticks_off()
@@ -197,15 +236,24 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
     for curve in lengths:
         at = {b["tokens"]: b for b in curve["buckets"]}
         xs = [i for i, t in enumerate(labels) if t in at]
-        ax.plot(xs, [100 * at[labels[i]]["exact_match"] for i in xs], "o-",
-                label=f"{curve['tokens_total'] / 1e6:,.0f}M tokens, {curve['layers']} layers")
+        ax.plot(
+            xs,
+            [100 * at[labels[i]]["exact_match"] for i in xs],
+            "o-",
+            label=f"{curve['tokens_total'] / 1e6:,.0f}M tokens, {curve['layers']} layers",
+        )
     if lengths:
         last = {b["tokens"]: b for b in lengths[-1]["buckets"]}
         for i, t in enumerate(labels):
             if t in last:
-                ax.annotate(f"{last[t]['hits']}/{last[t]['n']}",
-                            (i, 100 * last[t]["exact_match"]), textcoords="offset points",
-                            xytext=(0, 5), ha="center", fontsize=7)
+                ax.annotate(
+                    f"{last[t]['hits']}/{last[t]['n']}",
+                    (i, 100 * last[t]["exact_match"]),
+                    textcoords="offset points",
+                    xytext=(0, 5),
+                    ha="center",
+                    fontsize=7,
+                )
         ax.legend(fontsize=8)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_title("exact match by hole length, all holes (counts: the last curve)", fontsize=9)
@@ -219,28 +267,41 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
 
 
 def table(g: dict) -> str:
-    lines = [f"{g['kind']} ({g['split']}, seed {g['seed']}, n = {g['n']}), "
-             f"{g['layers']} layers",
-             "tokens (M) | truth/token | fill/token | gap | truth beats fill | greedy EM"]
+    lines = [
+        f"{g['kind']} ({g['split']}, seed {g['seed']}, n = {g['n']}), {g['layers']} layers",
+        "tokens (M) | truth/token | fill/token | gap | truth beats fill | greedy EM",
+    ]
     for p in g["points"]:
-        lines.append(f"{p['tokens_total'] / 1e6:10.1f} | {p['truth_per_token']:11.3f} | "
-                     f"{p['fill_per_token']:10.3f} | {p['gap_per_token']:+.3f} | "
-                     f"{100 * p['truth_beats_fill']:15.1f}% | "
-                     f"{100 * p['greedy_exact_match']:8.1f}%")
+        lines.append(
+            f"{p['tokens_total'] / 1e6:10.1f} | {p['truth_per_token']:11.3f} | "
+            f"{p['fill_per_token']:10.3f} | {p['gap_per_token']:+.3f} | "
+            f"{100 * p['truth_beats_fill']:15.1f}% | "
+            f"{100 * p['greedy_exact_match']:8.1f}%"
+        )
     if g["gap_per_doubling"] is not None:
         left = g["doublings_to_close"]
-        lines.append(f"gap per doubling of tokens: {g['gap_per_doubling']:+.3f} nats/token; "
-                     + (f"closed after ~{left} more doublings at that rate" if left is not None
-                        else "not closing at that rate"))
+        lines.append(
+            f"gap per doubling of tokens: {g['gap_per_doubling']:+.3f} nats/token; "
+            + (
+                f"closed after ~{left} more doublings at that rate"
+                if left is not None
+                else "not closing at that rate"
+            )
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--results", type=Path, default=RESULTS,
-                        help="folder of benchmarks.search_study results files")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON (default: gap_curve.json in --results)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS,
+        help="folder of benchmarks.search_study results files",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="JSON (default: gap_curve.json in --results)"
+    )
     parser.add_argument("--png", type=Path, default=PNG)
     args = parser.parse_args(argv)
     try:
@@ -252,11 +313,18 @@ def main(argv: list[str] | None = None) -> None:
         print(table(g), end="\n\n")
     for curve in lengths:
         counts = ", ".join(f"{b['tokens']}: {b['hits']}/{b['n']}" for b in curve["buckets"])
-        print(f"greedy exact match by hole length at {curve['tokens_total'] / 1e6:,.1f}M "
-              f"tokens, {curve['layers']} layers: {counts}")
+        print(
+            f"greedy exact match by hole length at {curve['tokens_total'] / 1e6:,.1f}M "
+            f"tokens, {curve['layers']} layers: {counts}"
+        )
     out = args.out or args.results / "gap_curve.json"
-    out.write_text(json.dumps({"command": "python -m benchmarks.gap_curve",
-                               "groups": groups, "by_length": lengths}, indent=1) + "\n")
+    out.write_text(
+        json.dumps(
+            {"command": "python -m benchmarks.gap_curve", "groups": groups, "by_length": lengths},
+            indent=1,
+        )
+        + "\n"
+    )
     plot(groups, lengths, args.png)
     print(f"wrote {out} and {args.png}")
 

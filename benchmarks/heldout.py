@@ -33,7 +33,7 @@ class Example:
 
     @property
     def truth(self) -> str:
-        return self.text[self.start:self.end]
+        return self.text[self.start : self.end]
 
 
 @dataclass(frozen=True)
@@ -47,11 +47,15 @@ class BugExample:
 
 def heldout_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every held-out evaluation takes: --model, --corpus, --split."""
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the shipped model)")
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="corpus folder with <split>.jsonl "
-                             "(python -m diffusion_infill.model.training.corpus)")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path("data/corpus_v2"),
+        help="corpus folder with <split>.jsonl (python -m diffusion_infill.model.training.corpus)",
+    )
     parser.add_argument("--split", default="test", help="split to evaluate on")
 
 
@@ -60,8 +64,10 @@ def heldout_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     file when it is missing."""
     path = args.corpus / f"{args.split}.jsonl"
     if not path.is_file():
-        parser.error(f"{path} not found: build the corpus with "
-                     "python -m diffusion_infill.model.training.corpus")
+        parser.error(
+            f"{path} not found: build the corpus with "
+            "python -m diffusion_infill.model.training.corpus"
+        )
     return load_test_files(args.corpus, args.split)
 
 
@@ -75,8 +81,14 @@ def load_test_files(corpus: Path, split: str = "test") -> list[str]:
         return [json.loads(line)["text"] for line in fh]
 
 
-def _window(text: str, line_start: int, line_end: int, rng: random.Random,
-            window_chars: int, draw_chars: int | None = None) -> tuple[str, int]:
+def _window(
+    text: str,
+    line_start: int,
+    line_end: int,
+    rng: random.Random,
+    window_chars: int,
+    draw_chars: int | None = None,
+) -> tuple[str, int]:
     """A window of whole lines around [line_start, line_end); returns (window, offset).
     With `draw_chars`, the random draw is the one a window of that size makes, scaled to
     `window_chars`: the stream of draws, so every later pick, does not depend on the size."""
@@ -106,8 +118,9 @@ def _good_line(text: str, s: int, e: int) -> bool:
     return 4 <= len(content) <= 80 and not content.startswith(("#", '"""', "'''"))
 
 
-def _random_line(files: list[str], rng: random.Random
-                 ) -> tuple[str, list[tuple[int, int]], int] | None:
+def _random_line(
+    files: list[str], rng: random.Random
+) -> tuple[str, list[tuple[int, int]], int] | None:
     """(text, its lines, index of a usable line away from the file's edges), or None."""
     text = rng.choice(files)
     lines = _lines(text)
@@ -132,9 +145,14 @@ def random_content_line(files: list[str], rng: random.Random) -> tuple[str, int,
     return text, m.start(1), m.end(1)
 
 
-def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
-                    window_chars: int = HELDOUT_WINDOW_CHARS, draw_chars: int | None = None
-                    ) -> list[Example]:
+def infill_examples(
+    files: list[str],
+    kind: str,
+    n: int,
+    seed: int = 0,
+    window_chars: int = HELDOUT_WINDOW_CHARS,
+    draw_chars: int | None = None,
+) -> list[Example]:
     """`n` holes of `kind` in windows of about `window_chars`; with `draw_chars`, the same
     holes (and where they sit in their windows) as with window_chars=draw_chars."""
     rng = random.Random(seed)
@@ -152,9 +170,9 @@ def infill_examples(files: list[str], kind: str, n: int, seed: int = 0,
             span = (s + indent, e)
         else:
             j = i + rng.randint(1, 7)
-            if j >= len(lines) - 1 or len(text[s:lines[j][1]]) > 400:
+            if j >= len(lines) - 1 or len(text[s : lines[j][1]]) > 400:
                 continue
-            if not text[lines[j][0]:lines[j][1]].strip():
+            if not text[lines[j][0] : lines[j][1]].strip():
                 continue
             span = (s + indent, lines[j][1])
         window, offset = _window(text, span[0], span[1], rng, window_chars, draw_chars)
@@ -177,16 +195,31 @@ def mid_line_cut(truth: str) -> int:
     return min(spaces, key=lambda i: abs(i - len(truth) / 2))
 
 
-_OPERATOR_SWAPS = {" + ": " - ", " - ": " + ", " * ": " / ", " / ": " * ", " and ": " or ",
-                   " or ": " and "}
-_COMPARISON_FLIPS = {" < ": " >= ", " > ": " <= ", " <= ": " > ", " >= ": " < ",
-                     " == ": " != ", " != ": " == ", " is not ": " is ", " in ": " not in "}
+_OPERATOR_SWAPS = {
+    " + ": " - ",
+    " - ": " + ",
+    " * ": " / ",
+    " / ": " * ",
+    " and ": " or ",
+    " or ": " and ",
+}
+_COMPARISON_FLIPS = {
+    " < ": " >= ",
+    " > ": " <= ",
+    " <= ": " > ",
+    " >= ": " < ",
+    " == ": " != ",
+    " != ": " == ",
+    " is not ": " is ",
+    " in ": " not in ",
+}
 _NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
 
-def _inject(line: str, kind: str, names: list[str], rng: random.Random
-            ) -> tuple[int, int, str] | None:
+def _inject(
+    line: str, kind: str, names: list[str], rng: random.Random
+) -> tuple[int, int, str] | None:
     """(start, end, replacement) in `line`, or None where this kind does not apply."""
     if kind in ("operator", "comparison"):
         table = _OPERATOR_SWAPS if kind == "operator" else _COMPARISON_FLIPS
@@ -213,8 +246,9 @@ def _inject(line: str, kind: str, names: list[str], rng: random.Random
     return m.start(), m.end(), rng.choice(others)
 
 
-def bug_examples(files: list[str], n: int, seed: int = 0,
-                 window_chars: int = HELDOUT_WINDOW_CHARS) -> list[BugExample]:
+def bug_examples(
+    files: list[str], n: int, seed: int = 0, window_chars: int = HELDOUT_WINDOW_CHARS
+) -> list[BugExample]:
     rng = random.Random(seed)
     kinds = ["operator", "comparison", "variable", "off-by-one"]
     out: list[BugExample] = []
@@ -234,7 +268,7 @@ def bug_examples(files: list[str], n: int, seed: int = 0,
             continue
         a, b, new = hit
         start = s - offset + a
-        buggy = window[:start] + new + window[s - offset + b:]
+        buggy = window[:start] + new + window[s - offset + b :]
         out.append(BugExample(window, buggy, start, start + len(new), kind))
     return out
 
@@ -258,8 +292,12 @@ def _docstring_removed(text: str, node) -> tuple[str, int, str] | None:  # noqa:
     of its own, followed by another statement of the body."""
     body = node.child_by_field_name("body")
     stmts = [c for c in body.named_children if c.type != "comment"] if body else []
-    if len(stmts) < 2 or stmts[0].type != "expression_statement" \
-            or stmts[0].named_child_count != 1 or stmts[0].named_children[0].type != "string":
+    if (
+        len(stmts) < 2
+        or stmts[0].type != "expression_statement"
+        or stmts[0].named_child_count != 1
+        or stmts[0].named_children[0].type != "string"
+    ):
         return None
     data = text.encode("utf-8")
     start, end = stmts[0].start_byte, stmts[0].end_byte
@@ -270,12 +308,13 @@ def _docstring_removed(text: str, node) -> tuple[str, int, str] | None:  # noqa:
     line_b = data.find(b"\n", end)
     if data[line_a:start].strip() or line_b < 0 or data[end:line_b].strip():
         return None
-    cut = data[:line_a] + data[line_b + 1:]
-    return cut.decode("utf-8"), len(data[:node.start_byte].decode("utf-8")), m.group(2)
+    cut = data[:line_a] + data[line_b + 1 :]
+    return cut.decode("utf-8"), len(data[: node.start_byte].decode("utf-8")), m.group(2)
 
 
-def docstring_examples(files: list[str], n: int, seed: int = 0, per_file: int = 3
-                       ) -> list[DocstringExample]:
+def docstring_examples(
+    files: list[str], n: int, seed: int = 0, per_file: int = 3
+) -> list[DocstringExample]:
     """Functions and classes of the test files that have a docstring, each with the
     docstring taken out: what "Insert docstring" is offered on. At most `per_file` from one
     file, so that a few long modules do not make up the sample."""
@@ -294,8 +333,9 @@ def docstring_examples(files: list[str], n: int, seed: int = 0, per_file: int = 
                 name = node.child_by_field_name("name")
                 if cut is not None and name is not None:
                     kind = "function" if node.type == "function_definition" else "class"
-                    found.append(DocstringExample(cut[0], cut[1], cut[2],
-                                                  name.text.decode("utf-8"), kind))
+                    found.append(
+                        DocstringExample(cut[0], cut[1], cut[2], name.text.decode("utf-8"), kind)
+                    )
             stack.extend(node.named_children)
         rng.shuffle(found)
         pool.append(found[:per_file])

@@ -30,17 +30,18 @@ def closeness(fill: str, truth: str) -> dict[str, float | bool]:
     fill_lines = [line.strip() for line in fill.strip().split("\n")]
     truth_lines = [line.strip() for line in truth.strip().split("\n")]
     written = [line for line in fill_lines if line]
-    return {"similarity": difflib.SequenceMatcher(None, fill.strip(), truth.strip()).ratio(),
-            "lines_in_place": sum(a == b for a, b in zip(fill_lines, truth_lines, strict=False))
-            / len(truth_lines),
-            "repeats": any(written.count(line) >= 3 for line in set(written))}
+    return {
+        "similarity": difflib.SequenceMatcher(None, fill.strip(), truth.strip()).ratio(),
+        "lines_in_place": sum(a == b for a, b in zip(fill_lines, truth_lines, strict=False))
+        / len(truth_lines),
+        "repeats": any(written.count(line) >= 3 for line in set(written)),
+    }
 
 
 def failed_checks(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
     """The kinds of check the text with `fill` in the example's span fails."""
     after, filled = splice(ex.text, [(ex.start, ex.end)], [fill])
-    return {p.kind for p in check_fills(before, after, [(ex.start, ex.end)], filled,
-                                        kinds=kinds)}
+    return {p.kind for p in check_fills(before, after, [(ex.start, ex.end)], filled, kinds=kinds)}
 
 
 def same_code(fill: str, truth: str) -> bool:
@@ -48,9 +49,16 @@ def same_code(fill: str, truth: str) -> bool:
     return fill.strip() == truth.strip()
 
 
-def infill_scores(den, examples, *, true_length: bool, desc: str,
-                  options: infill.SamplerOptions, same=same_code,
-                  truth_tokens=None) -> dict[str, float]:
+def infill_scores(
+    den,
+    examples,
+    *,
+    true_length: bool,
+    desc: str,
+    options: infill.SamplerOptions,
+    same=same_code,
+    truth_tokens=None,
+) -> dict[str, float]:
     """Exact match and cost of filling each example's span, and what the checks say of
     the fills. The span is filled as a hole: the checks see the text with the span
     neutralised, never the truth; a rejected fill is a miss. `same(fill, truth)` decides
@@ -58,15 +66,15 @@ def infill_scores(den, examples, *, true_length: bool, desc: str,
     tally = _Tally()
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
-            n_true = (truth_tokens(ex) if truth_tokens is not None
-                      else len(den.encode(ex.truth)))
+            n_true = truth_tokens(ex) if truth_tokens is not None else len(den.encode(ex.truth))
             span = infill.Span(ex.start, ex.end, length=n_true, exact=True)
         else:  # what a hole marker gets: the default allocation, nulls and growth
             span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
         before = neutralise(ex.text, [span])
         t0 = time.perf_counter()
-        fill = prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
-                            parse_text=before)
+        fill = prepare_fill(
+            ex.text, [span], denoiser=den, options=options, rewrite=True, parse_text=before
+        )
         denoise(fill.job, den)
         result = fill.result()
         tally.add(den, ex, before, result, (time.perf_counter() - t0) * 1000, same)
@@ -91,8 +99,9 @@ class _Tally:
     # one per example, for reading the tail
     records: list[dict[str, object]] = field(default_factory=list)
     # sums; rejected: 0
-    near: dict[str, float] = field(default_factory=lambda: {
-        "similarity": 0.0, "lines_in_place": 0.0, "repeats": 0})
+    near: dict[str, float] = field(
+        default_factory=lambda: {"similarity": 0.0, "lines_in_place": 0.0, "repeats": 0}
+    )
 
     def add(self, den, ex, before: str, result, ms: float, same) -> None:
         """One example's fill (`result`, which took `ms`), checked against `before` (the
@@ -105,20 +114,28 @@ class _Tally:
         for kind in failed_checks(ex, before, ex.truth):
             self.truth_fails[kind] += 1
         exact = f.rejected is None and same(f.text, ex.truth)
-        self.records.append({"truth": ex.truth, "fill": f.text, "rejected": f.rejected,
-                             "exact": exact,
-                             "ms": round(ms, 1), "nfe": result.stats.nfe,
-                             "tokens": result.stats.tokens,
-                             "candidates": result.stats.candidates,
-                             "remasks": result.stats.remasks})
+        self.records.append(
+            {
+                "truth": ex.truth,
+                "fill": f.text,
+                "rejected": f.rejected,
+                "exact": exact,
+                "ms": round(ms, 1),
+                "nfe": result.stats.nfe,
+                "tokens": result.stats.tokens,
+                "candidates": result.stats.candidates,
+                "remasks": result.stats.remasks,
+            }
+        )
         if f.rejected is not None:
             self.rejected += 1
             return
         self.hits += exact
         for key, value in closeness(f.text, ex.truth).items():
             self.near[key] += value
-        self.length_errors.append(abs(len(den.encode(f.text.strip())) -
-                                      len(den.encode(ex.truth.strip()))))
+        self.length_errors.append(
+            abs(len(den.encode(f.text.strip())) - len(den.encode(ex.truth.strip())))
+        )
         problems = failed_checks(ex, before, f.text)
         self.parse_ok += "parse" not in problems
         self.clean += not problems
@@ -127,40 +144,49 @@ class _Tally:
         """The figures over the `n` examples."""
         ms, length_errors, near = self.ms, self.length_errors, self.near
         parse_ok, rejected = self.parse_ok, self.rejected
-        return {"exact_match": self.hits / n, "n": n,
-                "nfe_per_token": self.nfe / self.tokens, "ms_p50": statistics.median(ms),
-                "ms_mean": statistics.fmean(ms),
-                "parse_rate": parse_ok / max(1, n - rejected),  # of the fills returned
-                # fills returned that add a syntax error
-                "broken": (n - rejected - parse_ok) / n,
-                "clean": self.clean / n,  # fills returned that pass every check
-                "rejected": rejected / n, "candidates_per_fill": self.candidates / n,
-                # where fills end (meaningful with the engine's length): mean token-count
-                # error and the share of fills within one token of the truth's length
-                "length_error_tokens": (statistics.fmean(length_errors) if length_errors
-                                        else None),
-                # the mean is pulled by a few fills that grow to hundreds of tokens
-                "length_error_median": (statistics.median(length_errors) if length_errors
-                                        else None),
-                "ends_within_1": sum(e <= 1 for e in length_errors) / n,
-                # how near the fills came (`closeness`; a rejected fill counts as nothing)
-                "similarity": near["similarity"] / n,
-                "lines_in_place": near["lines_in_place"] / n,
-                "repeated_line_fills": near["repeats"] / n,
-                "truth_fails": {k: v / n for k, v in self.truth_fails.items()},
-                "records": self.records}
+        return {
+            "exact_match": self.hits / n,
+            "n": n,
+            "nfe_per_token": self.nfe / self.tokens,
+            "ms_p50": statistics.median(ms),
+            "ms_mean": statistics.fmean(ms),
+            "parse_rate": parse_ok / max(1, n - rejected),  # of the fills returned
+            # fills returned that add a syntax error
+            "broken": (n - rejected - parse_ok) / n,
+            "clean": self.clean / n,  # fills returned that pass every check
+            "rejected": rejected / n,
+            "candidates_per_fill": self.candidates / n,
+            # where fills end (meaningful with the engine's length): mean token-count
+            # error and the share of fills within one token of the truth's length
+            "length_error_tokens": (statistics.fmean(length_errors) if length_errors else None),
+            # the mean is pulled by a few fills that grow to hundreds of tokens
+            "length_error_median": (statistics.median(length_errors) if length_errors else None),
+            "ends_within_1": sum(e <= 1 for e in length_errors) / n,
+            # how near the fills came (`closeness`; a rejected fill counts as nothing)
+            "similarity": near["similarity"] / n,
+            "lines_in_place": near["lines_in_place"] / n,
+            "repeated_line_fills": near["repeats"] / n,
+            "truth_fails": {k: v / n for k, v in self.truth_fails.items()},
+            "records": self.records,
+        }
 
 
-def argument_examples(files: list[str], n: int, seed: int, window_chars: int = HELDOUT_WINDOW_CHARS
-                      ) -> list[Example]:
+def argument_examples(
+    files: list[str], n: int, seed: int, window_chars: int = HELDOUT_WINDOW_CHARS
+) -> list[Example]:
     """Holes inside a line: a single-line example's call arguments, between its first `(`
     and its last `)`, so that there is code after the hole on its line (what a fill can
     comment out) and a call around it (where it can repeat a keyword)."""
     out = []
-    for ex in infill_examples(files, "single-line", 4 * n, seed=seed,
-                              window_chars=window_chars, draw_chars=HELDOUT_WINDOW_CHARS):
+    for ex in infill_examples(
+        files,
+        "single-line",
+        4 * n,
+        seed=seed,
+        window_chars=window_chars,
+        draw_chars=HELDOUT_WINDOW_CHARS,
+    ):
         i, j = ex.truth.find("("), ex.truth.rfind(")")
-        if 0 <= i < j - 1 and ex.truth[i + 1:j].strip():
+        if 0 <= i < j - 1 and ex.truth[i + 1 : j].strip():
             out.append(Example(ex.text, ex.start + i + 1, ex.start + j, "arguments"))
     return out[:n]
-

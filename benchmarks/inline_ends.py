@@ -43,18 +43,22 @@ def hole_ends(den, examples, options: infill.SamplerOptions, desc: str) -> dict[
         if n < len(p):
             at_end.append(p[n])
         last.append(p[-1])
-    return {"n": len(examples), "n_shorter_than_allocation": len(at_end),
-            "p_null_at_end_mean": statistics.fmean(at_end) if at_end else None,
-            "p_null_at_end_median": statistics.median(at_end) if at_end else None,
-            "ends_at_truth": (sum(x > 0.5 for x in at_end) / len(at_end)) if at_end else None,
-            "p_null_last_slot_mean": statistics.fmean(last),
-            "last_slot_null": sum(x > 0.5 for x in last) / len(last)}
+    return {
+        "n": len(examples),
+        "n_shorter_than_allocation": len(at_end),
+        "p_null_at_end_mean": statistics.fmean(at_end) if at_end else None,
+        "p_null_at_end_median": statistics.median(at_end) if at_end else None,
+        "ends_at_truth": (sum(x > 0.5 for x in at_end) / len(at_end)) if at_end else None,
+        "p_null_last_slot_mean": statistics.fmean(last),
+        "last_slot_null": sum(x > 0.5 for x in last) / len(last),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the shipped model)")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--split", default="test")
     parser.add_argument("--n", type=int, default=100, help="holes of each kind")
@@ -69,18 +73,25 @@ def main(argv: list[str] | None = None) -> None:
         "arguments": argument_examples(files, args.n, seed=args.seed + 3),
         "single_line": infill_examples(files, "single-line", args.n, seed=args.seed),
     }
-    results: dict[str, object] = {"model": str(args.model or default_model_dir()),
-                                  "split": args.split}
+    results: dict[str, object] = {
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+    }
     for kind, examples in kinds.items():
         r = hole_ends(den, examples, options, kind)
         results[kind] = r
-        at_end = ("no truth shorter than the allocation" if r["p_null_at_end_mean"] is None
-                  else f"mean {r['p_null_at_end_mean']:.3f} median "
-                       f"{r['p_null_at_end_median']:.3f}, > 0.5 in "
-                       f"{100 * r['ends_at_truth']:.0f}%")
-        print(f"{kind:12s} n={r['n']:3d}  p(null) where the hole ends: {at_end}  |  last "
-              f"slot: mean {r['p_null_last_slot_mean']:.3f}, > 0.5 in "
-              f"{100 * r['last_slot_null']:.0f}%")
+        at_end = (
+            "no truth shorter than the allocation"
+            if r["p_null_at_end_mean"] is None
+            else f"mean {r['p_null_at_end_mean']:.3f} median "
+            f"{r['p_null_at_end_median']:.3f}, > 0.5 in "
+            f"{100 * r['ends_at_truth']:.0f}%"
+        )
+        print(
+            f"{kind:12s} n={r['n']:3d}  p(null) where the hole ends: {at_end}  |  last "
+            f"slot: mean {r['p_null_last_slot_mean']:.3f}, > 0.5 in "
+            f"{100 * r['last_slot_null']:.0f}%"
+        )
     results["seconds"] = round(time.perf_counter() - started, 1)
     results["command"] = "python -m benchmarks.inline_ends " + " ".join(argv or sys.argv[1:])
     write_results("inline_ends", args.model, results, args.out)

@@ -56,8 +56,15 @@ def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
             model = quantize_dynamic(den.model, {torch.nn.Linear}, dtype=torch.qint8)
         else:  # int8-channels: the shipped recipe with weights in the full 8 bits
             model = quantise_int8(den.model, weight_range=128)
-    return HFDenoiser(model, den.tokenizer, den.special, den.max_length, name=den.name,
-                      device=den.device, precision=Precision(torch.float32, option, int8=True))
+    return HFDenoiser(
+        model,
+        den.tokenizer,
+        den.special,
+        den.max_length,
+        name=den.name,
+        device=den.device,
+        precision=Precision(torch.float32, option, int8=True),
+    )
 
 
 def denoiser(model: Path | None, option: str) -> HFDenoiser | None:
@@ -69,8 +76,7 @@ def denoiser(model: Path | None, option: str) -> HFDenoiser | None:
     return den if option in ("fp32", "bf16") else _quantised(den, option)
 
 
-def measure(den: HFDenoiser, asks: list[tuple[str, int, str]], option: str
-            ) -> dict[str, Any]:
+def measure(den: HFDenoiser, asks: list[tuple[str, int, str]], option: str) -> dict[str, Any]:
     """Exact match, similarity and ms of the inline completions `asks` with `den`."""
     settings = Settings()
     offers, ms, nfe = [], [], 0
@@ -89,29 +95,38 @@ def main(argv: list[str] | None = None) -> None:
     heldout_arguments(parser)
     parser.add_argument("--n", type=int, default=400, help="completions per option")
     parser.add_argument("--seed", type=int, default=0, help="example selection seed")
-    parser.add_argument("--options", default=",".join(OPTIONS),
-                        help=f"comma-separated, of: {', '.join(OPTIONS)}")
+    parser.add_argument(
+        "--options", default=",".join(OPTIONS), help=f"comma-separated, of: {', '.join(OPTIONS)}"
+    )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     options = [o for o in args.options.split(",") if o]
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown or not options:
-        parser.error(f"unknown option(s) {', '.join(unknown) or '(none)'}: "
-                     f"use {', '.join(OPTIONS)}")
+        parser.error(
+            f"unknown option(s) {', '.join(unknown) or '(none)'}: use {', '.join(OPTIONS)}"
+        )
     if args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
     files = heldout_files(parser, args)
-    lines = infill_examples(files, "single-line", args.n, seed=args.seed,
-                            window_chars=WINDOW_CHARS)
+    lines = infill_examples(files, "single-line", args.n, seed=args.seed, window_chars=WINDOW_CHARS)
     asks = requests(lines, "mid-line")
-    kernels = {k: v for k, v in os.environ.items()
-               if k.endswith(("_INSTRUCTIONS", "_CPU_ISA", "_CPU_CAPABILITY"))}
+    kernels = {
+        k: v
+        for k, v in os.environ.items()
+        if k.endswith(("_INSTRUCTIONS", "_CPU_ISA", "_CPU_CAPABILITY"))
+    }
     results: dict[str, Any] = {
-        "command": "python -m benchmarks.int8_study " + " ".join(sys.argv[1:] if argv is None
-                                                                else argv),
-        "model": str(args.model or default_model_dir()), "split": args.split, "n": args.n,
-        "case": "mid-line", "threads": torch.get_num_threads(), "kernels": kernels,
-        "formats": {}}
+        "command": "python -m benchmarks.int8_study "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "model": str(args.model or default_model_dir()),
+        "split": args.split,
+        "n": args.n,
+        "case": "mid-line",
+        "threads": torch.get_num_threads(),
+        "kernels": kernels,
+        "formats": {},
+    }
     print(f"{'option':14} {'exact':>6} {'similar':>7} {'p50 ms':>7} {'p95 ms':>7} {'passes':>6}")
     for option in options:
         den = denoiser(args.model, option)
@@ -119,8 +134,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{option:14} skipped: this CPU has no bf16 instructions")
             continue
         r = results["formats"][option] = measure(den, asks, option)
-        print(f"{option:14} {r['exact_match']:6.1%} {r['similarity']:7.3f} {r['ms_p50']:7.0f} "
-              f"{r['ms_p95']:7.0f} {r['nfe_per_request']:6.2f}")
+        print(
+            f"{option:14} {r['exact_match']:6.1%} {r['similarity']:7.3f} {r['ms_p50']:7.0f} "
+            f"{r['ms_p95']:7.0f} {r['nfe_per_request']:6.2f}"
+        )
     write_results(f"int8_study_{args.split}", args.model, results, args.out)
 
 

@@ -47,8 +47,14 @@ from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 def null_profile(den, text: str, span: infill.Span, options) -> list[float]:
     """log p(<null>) of each slot in the first pass over the default allocation."""
-    fill = prepare_fill(text, [span], denoiser=den, options=options, rewrite=True,
-                        parse_text=neutralise(text, [span]))
+    fill = prepare_fill(
+        text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(text, [span]),
+    )
     (req,) = fill.job.requests()[:1]
     canvas = fill.job.canvases[0]
     first = canvas.offsets()[0]
@@ -60,8 +66,14 @@ def null_profile(den, text: str, span: infill.Span, options) -> list[float]:
 def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
     """Decode one span; its text and length, the log-prob of each token when it was
     committed (masked then), and (one more pass) its tokens' log-probs all visible."""
-    fill = prepare_fill(text, [span], denoiser=den, options=options, rewrite=True,
-                        parse_text=neutralise(text, [span]))
+    fill = prepare_fill(
+        text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(text, [span]),
+    )
     job, mask = fill.job, den.special.mask
     committed: list[float] = []
     while not job.done:
@@ -72,7 +84,7 @@ def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
         job.advance(logits)
         after = job.canvases[0].ids()
         if len(after) != len(before):  # grown: positions moved; score by row anyway
-            after = after[:len(before)]
+            after = after[: len(before)]
         lp = log_softmax(logits[0])
         for row, pos in enumerate(reqs[0].positions):
             if before[pos] == mask and after[pos] not in (mask, den.special.null):
@@ -88,8 +100,13 @@ def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
         (logits,) = den.logits([all_ids], [keep])
         rows = log_softmax(logits)[np.arange(len(keep)), [all_ids[p] for p in keep]]
         visible = [float(v) for v in rows]
-    return {"text": result.fills[0].text, "tokens": len(keep), "logp": visible,
-            "commit": committed, "nfe": result.stats.nfe}
+    return {
+        "text": result.fills[0].text,
+        "tokens": len(keep),
+        "logp": visible,
+        "commit": committed,
+        "nfe": result.stats.nfe,
+    }
 
 
 def _length_prior(null_lp: list[float], length: int) -> float:
@@ -106,25 +123,36 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
     for ex in tqdm(examples, desc="length study", file=sys.stderr):
         truth = ex.truth.strip()
         true_len = len(den.encode(ex.truth))
-        own = _decode(den, ex.text, infill.Span(ex.start, ex.end,
-                                                length=options.default_span_tokens), options)
-        null_lp = null_profile(den, ex.text, infill.Span(
-            ex.start, ex.end, length=options.default_span_tokens), options)
+        own = _decode(
+            den, ex.text, infill.Span(ex.start, ex.end, length=options.default_span_tokens), options
+        )
+        null_lp = null_profile(
+            den, ex.text, infill.Span(ex.start, ex.end, length=options.default_span_tokens), options
+        )
         cands = {}
         for L in sorted(set(lengths) | {true_len}):
-            d = _decode(den, ex.text, infill.Span(ex.start, ex.end, length=L, exact=True),
-                        options)
-            cands[L] = {"hit": d["text"].strip() == truth, "sum": float(sum(d["logp"])),
-                        "mean": float(np.mean(d["logp"])) if d["logp"] else -99.0,
-                        "csum": float(sum(d["commit"])),
-                        "cmean": float(np.mean(d["commit"])) if d["commit"] else -99.0,
-                        "prior": _length_prior(null_lp, L), "nfe": d["nfe"],
-                        "in_set": L in lengths}
-        records.append({"true_len": true_len, "own_hit": own["text"].strip() == truth,
-                        "own_len": own["tokens"], "own_nfe": own["nfe"],
-                        "own_mean": float(np.mean(own["logp"])) if own["logp"] else -99.0,
-                        "own_cmean": float(np.mean(own["commit"])) if own["commit"] else -99.0,
-                        "cands": cands})
+            d = _decode(den, ex.text, infill.Span(ex.start, ex.end, length=L, exact=True), options)
+            cands[L] = {
+                "hit": d["text"].strip() == truth,
+                "sum": float(sum(d["logp"])),
+                "mean": float(np.mean(d["logp"])) if d["logp"] else -99.0,
+                "csum": float(sum(d["commit"])),
+                "cmean": float(np.mean(d["commit"])) if d["commit"] else -99.0,
+                "prior": _length_prior(null_lp, L),
+                "nfe": d["nfe"],
+                "in_set": L in lengths,
+            }
+        records.append(
+            {
+                "true_len": true_len,
+                "own_hit": own["text"].strip() == truth,
+                "own_len": own["tokens"],
+                "own_nfe": own["nfe"],
+                "own_mean": float(np.mean(own["logp"])) if own["logp"] else -99.0,
+                "own_cmean": float(np.mean(own["commit"])) if own["commit"] else -99.0,
+                "cands": cands,
+            }
+        )
     return records
 
 
@@ -150,7 +178,9 @@ def replay(records: list[dict]) -> dict[str, object]:
         "engine's own length": sum(r["own_hit"] for r in records) / n,
         "true length": sum(r["cands"][r["true_len"]]["hit"] for r in records) / n,
         "oracle over the candidate lengths": sum(
-            any(c["hit"] for c in r["cands"].values() if c["in_set"]) for r in records) / n,
+            any(c["hit"] for c in r["cands"].values() if c["in_set"]) for r in records
+        )
+        / n,
         "own length = true length": sum(r["own_len"] == r["true_len"] for r in records) / n,
     }
     for name, key in RULES.items():
@@ -176,8 +206,11 @@ def _own_or_better(records: list[dict]) -> dict[str, object]:
             hits = 0
             switched = 0
             for r in records:
-                cands = {L: c for L, c in r["cands"].items() if c["in_set"]
-                         and (allowed is None or L in allowed)}
+                cands = {
+                    L: c
+                    for L, c in r["cands"].items()
+                    if c["in_set"] and (allowed is None or L in allowed)
+                }
                 best = max(cands, key=lambda L: cands[L]["mean"])
                 if cands[best]["mean"] > r["own_mean"] + margin:
                     hits += cands[best]["hit"]
@@ -185,7 +218,9 @@ def _own_or_better(records: list[dict]) -> dict[str, object]:
                 else:
                     hits += r["own_hit"]
             out[f"own unless {set_name} beat it by {margin}"] = {
-                "exact_match": hits / len(records), "switched": switched / len(records)}
+                "exact_match": hits / len(records),
+                "switched": switched / len(records),
+            }
     return out
 
 
@@ -195,9 +230,13 @@ def main(argv: list[str] | None = None) -> None:
     p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS,
-                   help="characters of the file around each hole (the same holes at any "
-                   "size, as in benchmarks.eval_model)")
+    p.add_argument(
+        "--window-chars",
+        type=int,
+        default=HELDOUT_WINDOW_CHARS,
+        help="characters of the file around each hole (the same holes at any "
+        "size, as in benchmarks.eval_model)",
+    )
     p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
     p.add_argument("--records", type=Path, default=None, help="replay saved records")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
@@ -220,17 +259,32 @@ def main(argv: list[str] | None = None) -> None:
     else:
         files = heldout_files(p, args)
         den = load_denoiser(args.model or default_model_dir())
-        examples = infill_examples(files, "single-line", args.n, seed=args.seed,
-                                   window_chars=args.window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
+        examples = infill_examples(
+            files,
+            "single-line",
+            args.n,
+            seed=args.seed,
+            window_chars=args.window_chars,
+            draw_chars=HELDOUT_WINDOW_CHARS,
+        )
         records = study(den, examples, lengths, infill.SamplerOptions())
         if args.records:
             args.records.write_text(json.dumps(records))
     figures = replay(records)
     for k, v in figures.items():
         print(f"{k:36s} {v}")
-    write_results("length_study", args.model, {
-        "split": args.split, "lengths": args.lengths, "window_chars": args.window_chars,
-        "seconds": round(time.perf_counter() - t0, 1), **figures}, out=args.out)
+    write_results(
+        "length_study",
+        args.model,
+        {
+            "split": args.split,
+            "lengths": args.lengths,
+            "window_chars": args.window_chars,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **figures,
+        },
+        out=args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -20,14 +20,23 @@ from diffusion_infill.lsp.positions import Lines
 def capabilities() -> types.ClientCapabilities:
     return types.ClientCapabilities(
         general=types.GeneralClientCapabilities(
-            position_encodings=[types.PositionEncodingKind.Utf16]),
+            position_encodings=[types.PositionEncodingKind.Utf16]
+        ),
         text_document=types.TextDocumentClientCapabilities(
             code_action=types.CodeActionClientCapabilities(
                 code_action_literal_support=types.ClientCodeActionLiteralOptions(
-                    code_action_kind=types.ClientCodeActionKindOptions(value_set=[
-                        types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite])),
-                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])),
-            inline_completion=types.InlineCompletionClientCapabilities()))
+                    code_action_kind=types.ClientCodeActionKindOptions(
+                        value_set=[
+                            types.CodeActionKind.QuickFix,
+                            types.CodeActionKind.RefactorRewrite,
+                        ]
+                    )
+                ),
+                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]),
+            ),
+            inline_completion=types.InlineCompletionClientCapabilities(),
+        ),
+    )
 
 
 class Bench:
@@ -43,14 +52,19 @@ class Bench:
     def open(self, text: str) -> tuple[str, Lines]:
         self.docs += 1
         uri = f"file:///bench/doc{self.docs}.py"
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
-                                                 text=text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
         return uri, Lines(text)
 
     def close(self, uri: str) -> None:
-        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))
+        self.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
 
     async def timed(self, case: str, call: Callable[[], Awaitable[Any]]) -> Any:
         started = time.perf_counter()
@@ -69,11 +83,15 @@ class Bench:
         uri, lines = self.open(text)
         try:
             params = types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), range=lines.range(start, end),
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=lines.range(start, end),
                 context=types.CodeActionContext(
-                    diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked))
-            found = await self.timed("code action list",
-                                     lambda: self.client.text_document_code_action_async(params))
+                    diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked
+                ),
+            )
+            found = await self.timed(
+                "code action list", lambda: self.client.text_document_code_action_async(params)
+            )
             picked = [a for a in found or [] if isinstance(a, types.CodeAction) and a.kind == kind]
             if not picked:
                 self.errors[case] = self.errors.get(case, 0) + 1
@@ -89,8 +107,8 @@ class Bench:
         try:
             params = self._inline_params(uri, lines.position(at))
             got = await self.timed(
-                case,
-                lambda: self.client.text_document_inline_completion_async(params))
+                case, lambda: self.client.text_document_inline_completion_async(params)
+            )
             self._offered(case, got, truth)
         finally:
             self.close(uri)
@@ -101,45 +119,64 @@ class Bench:
         uri, _ = self.open(text)
         try:
             await self.client.text_document_inline_completion_async(
-                self._inline_params(uri, Lines(text).position(at)))
+                self._inline_params(uri, Lines(text).position(at))
+            )
             for i, ch in enumerate(truth[:keys]):
                 here = Lines(text).position(at)
                 text, at = text[:at] + ch + text[at:], at + 1
-                self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
-                    content_changes=[types.TextDocumentContentChangePartial(
-                        range=types.Range(start=here, end=here), text=ch)]))
+                self.client.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                        content_changes=[
+                            types.TextDocumentContentChangePartial(
+                                range=types.Range(start=here, end=here), text=ch
+                            )
+                        ],
+                    )
+                )
                 params = self._inline_params(uri, Lines(text).position(at))
                 got = await self.timed(
-                    case, lambda p=params: self.client.text_document_inline_completion_async(p))
-                self._offered(case, got, truth[i + 1:])
+                    case, lambda p=params: self.client.text_document_inline_completion_async(p)
+                )
+                self._offered(case, got, truth[i + 1 :])
         finally:
             self.close(uri)
 
     @staticmethod
     def _inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
         return types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), position=position,
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=position,
             context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
 
     def _offered(self, case: str, got: Any, truth: str) -> None:
         items = got.items if isinstance(got, types.InlineCompletionList) else got or []
         offered = items[0].insert_text if items else None
         self.completions.setdefault(case, []).append(
-            offered if isinstance(offered, str) or offered is None else offered.value)
+            offered if isinstance(offered, str) or offered is None else offered.value
+        )
         self.truths.setdefault(case, []).append(truth)
 
     def completion_quality(self, case: str) -> dict[str, Any]:
         got, truths = self.completions.get(case, []), self.truths.get(case, [])
         n = len(truths)
-        exact = sum(c is not None and c.strip() == t.strip()
-                    for c, t in zip(got, truths, strict=True))
+        exact = sum(
+            c is not None and c.strip() == t.strip() for c, t in zip(got, truths, strict=True)
+        )
         # an empty line's offer may run on past the deleted line (lsp/completion.py
         # shapes it to its first blank line): its first line is what can be compared
-        first = sum(c is not None and first_line(c) == first_line(t)
-                    for c, t in zip(got, truths, strict=True))
+        first = sum(
+            c is not None and first_line(c) == first_line(t)
+            for c, t in zip(got, truths, strict=True)
+        )
         empty = sum(c is None for c in got)
-        return {"n": n, "exact_match": exact / n if n else None,
-                "first_line_right": first / n if n else None,
-                "no_completion": empty / n if n else None, "offered": got}
+        return {
+            "n": n,
+            "exact_match": exact / n if n else None,
+            "first_line_right": first / n if n else None,
+            "no_completion": empty / n if n else None,
+            "offered": got,
+        }

@@ -14,8 +14,9 @@ from diffusion_infill.infill.core.repair import fix_text, score_text
 from diffusion_infill.infill.core.suspicion import preference, worst_first
 
 
-def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
-                    ) -> dict[str, float]:
+def masked_accuracy(
+    den, files: list[str], rates: list[float], n: int, seed: int
+) -> dict[str, float]:
     rng = random.Random(seed)
     out = {}
     windows = []
@@ -25,7 +26,7 @@ def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
         if len(ids) < 32:
             continue
         start = rng.randrange(0, max(1, len(ids) - den.max_length))
-        windows.append(ids[start:start + den.max_length])
+        windows.append(ids[start : start + den.max_length])
     for rate in rates:
         correct = total = 0
         for ids in windows:
@@ -39,8 +40,9 @@ def masked_accuracy(den, files: list[str], rates: list[float], n: int, seed: int
     return out
 
 
-def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preference"
-               ) -> dict[str, object]:
+def bug_scores(
+    den, bugs, desc: str, repair: bool = True, order: str = "preference"
+) -> dict[str, object]:
     """Top-1 localisation and (with `repair`) exact repair of injected bugs; the worst
     token by `order`: the fixer's `preference`, or `suspicion` (its order before the
     793.1M-token swap fine-tune; the repair always follows the fixer)."""
@@ -56,18 +58,29 @@ def bug_scores(den, bugs, desc: str, repair: bool = True, order: str = "preferen
             result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
             repaired = result is not None and result.text == bug.clean
         by_kind.setdefault(bug.kind, []).append((located, repaired))
-        records.append({"kind": bug.kind, "injected": bug.buggy[bug.start:bug.end],
-                        "worst": worst.text, "likely": worst.likely, "located": located,
-                        "repaired": repaired if repair else None})
+        records.append(
+            {
+                "kind": bug.kind,
+                "injected": bug.buggy[bug.start : bug.end],
+                "worst": worst.text,
+                "likely": worst.likely,
+                "located": located,
+                "repaired": repaired if repair else None,
+            }
+        )
     flat = [x for v in by_kind.values() for x in v]
     rate = (lambda v: sum(b for _, b in v) / len(v)) if repair else (lambda v: None)
     return {
         "top1_localisation": sum(a for a, _ in flat) / len(flat),
         "exact_repair": rate(flat),
         "n": len(flat),
-        "by_kind": {k: {"top1_localisation": sum(a for a, _ in v) / len(v),
-                        "exact_repair": rate(v), "n": len(v)}
-                    for k, v in sorted(by_kind.items())},
+        "by_kind": {
+            k: {
+                "top1_localisation": sum(a for a, _ in v) / len(v),
+                "exact_repair": rate(v),
+                "n": len(v),
+            }
+            for k, v in sorted(by_kind.items())
+        },
         "records": records,
     }
-

@@ -44,7 +44,9 @@ def _any_word(_root: Any, data: bytes) -> set[str]:
 
 
 RULES: dict[str, Callable[[Any, bytes], set[str]]] = {
-    "identifiers": checks._spelled, "any_word": _any_word}
+    "identifiers": checks._spelled,
+    "any_word": _any_word,
+}
 
 
 @contextmanager
@@ -63,8 +65,10 @@ def _neutral(text: str, a: int, b: int) -> str:
 
 def _blamed(before: str, text: str, a: int, b: int, fill: str) -> bool:
     after, filled = checks.splice(text, [(a, b)], [fill])
-    return any(p.kind == "name" for p in checks.check_fills(
-        before, after, [(a, b)], filled, kinds=("name",)))
+    return any(
+        p.kind == "name"
+        for p in checks.check_fills(before, after, [(a, b)], filled, kinds=("name",))
+    )
 
 
 def whole_file_lines(files: list[str], n: int, seed: int) -> list[Case]:
@@ -79,8 +83,7 @@ def whole_file_lines(files: list[str], n: int, seed: int) -> list[Case]:
 
 
 def window_cases(examples: list[Example]) -> list[Case]:
-    return [(_neutral(ex.text, ex.start, ex.end), ex.text, ex.start, ex.end)
-            for ex in examples]
+    return [(_neutral(ex.text, ex.start, ex.end), ex.text, ex.start, ex.end) for ex in examples]
 
 
 def false_alarms(cases: list[Case]) -> dict[str, Any]:
@@ -102,10 +105,11 @@ def replay(records: list[dict[str, Any]], examples: list[Example]) -> dict[str, 
         blamed = right = 0
         with _rule(rule):
             for ex, r in zip(examples, records, strict=True):
-                if ex.text[ex.start:ex.end] != r["truth"]:
+                if ex.text[ex.start : ex.end] != r["truth"]:
                     raise SystemExit("the records are not of these examples (split, n, seed)")
-                hit = _blamed(_neutral(ex.text, ex.start, ex.end), ex.text, ex.start, ex.end,
-                              r["fill"])
+                hit = _blamed(
+                    _neutral(ex.text, ex.start, ex.end), ex.text, ex.start, ex.end, r["fill"]
+                )
                 blamed += hit
                 right += hit and r["fill"].strip() == r["truth"].strip()
         out[rule] = {"fills_blamed": blamed, "right_fills_blamed": right}
@@ -115,34 +119,50 @@ def replay(records: list[dict[str, Any]], examples: list[Example]) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    parser.add_argument("--eval", type=Path, default=RESULTS / "eval_shipped.json",
-                        help="an eval_model result with records (test split, seed 0)")
+    parser.add_argument(
+        "--eval",
+        type=Path,
+        default=RESULTS / "eval_shipped.json",
+        help="an eval_model result with records (test split, seed 0)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     valid = load_test_files(args.corpus, "valid")
-    results: dict[str, Any] = {"false_alarms": {
-        "whole_file_lines": false_alarms(whole_file_lines(valid, 1500, seed=1)),
-        "one_line_windows": false_alarms(window_cases(
-            infill_examples(valid, "single-line", 400, seed=0))),
-        "multi_line_windows": false_alarms(window_cases(
-            infill_examples(valid, "multi-line", 200, seed=0)))}}
+    results: dict[str, Any] = {
+        "false_alarms": {
+            "whole_file_lines": false_alarms(whole_file_lines(valid, 1500, seed=1)),
+            "one_line_windows": false_alarms(
+                window_cases(infill_examples(valid, "single-line", 400, seed=0))
+            ),
+            "multi_line_windows": false_alarms(
+                window_cases(infill_examples(valid, "multi-line", 200, seed=0))
+            ),
+        }
+    }
     if args.eval.exists():
         recorded = json.loads(args.eval.read_text())
         test = load_test_files(args.corpus, "test")
         kinds = {"single_line": ("single-line", 0), "multi_line": ("multi-line", 1)}
         results["recorded_fills"] = {"eval": str(args.eval)}
-        for key in ("single_line", "single_line_true_length", "multi_line",
-                    "multi_line_true_length"):
+        for key in (
+            "single_line",
+            "single_line_true_length",
+            "multi_line",
+            "multi_line_true_length",
+        ):
             if key in recorded and "records" in recorded[key]:
                 kind, seed = kinds[key.removesuffix("_true_length")]
                 records = recorded[key]["records"]
                 results["recorded_fills"][key] = replay(
-                    records, infill_examples(test, kind, len(records), seed=seed))
+                    records, infill_examples(test, kind, len(records), seed=seed)
+                )
     for group, rows in results.items():
         for key, row in rows.items():
             if isinstance(row, dict):
-                print(f"{group:15s} {key:25s} " + "  ".join(
-                    f"{rule}: {json.dumps(row[rule])}" for rule in RULES))
+                print(
+                    f"{group:15s} {key:25s} "
+                    + "  ".join(f"{rule}: {json.dumps(row[rule])}" for rule in RULES)
+                )
     write_results("name_spelling", None, results, args.out or RESULTS / "name_spelling.json")
 
 

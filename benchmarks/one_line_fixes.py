@@ -56,7 +56,7 @@ class Change:
 
 
 def _indent(line: str) -> str:
-    return line[:len(line) - len(line.lstrip())]
+    return line[: len(line) - len(line.lstrip())]
 
 
 def _window_lines(old: str, index: int, seed: str) -> tuple[str, int, int]:
@@ -97,7 +97,7 @@ def one_line_changes(old: str, new: str, seed: str = "") -> list[tuple[Change, s
         if _conflicts(ops, k, a, b):
             continue
         lines = window.splitlines(keepends=True)
-        ending = lines[i1 - a][len(bad):]
+        ending = lines[i1 - a][len(bad) :]
         lines[i1 - a] = good + ending
         change = Change(i1, bad, good, window, "".join(lines), i1 - a)
         out.append((change, why_dropped(old, new, change)))
@@ -141,8 +141,12 @@ def _tokens(text: str, row: int) -> list[tuple[int, str]]:
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.start[0] <= row <= tok.end[0] and tok.type not in (
-                    tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                    tokenize.COMMENT):
+                tokenize.NL,
+                tokenize.NEWLINE,
+                tokenize.INDENT,
+                tokenize.DEDENT,
+                tokenize.COMMENT,
+            ):
                 out.append((tok.type, tok.string))
             if tok.start[0] > row:
                 break
@@ -155,8 +159,7 @@ def _differing(old: str, hybrid: str, row: int) -> tuple[list, list]:
     """The tokens on line `row` that the change removes and adds."""
     a, b = _tokens(old, row), _tokens(hybrid, row)
     removed, added = [], []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False
-                                                       ).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag != "equal":
             removed += a[i1:i2]
             added += b[j1:j2]
@@ -170,8 +173,8 @@ def why_dropped(old: str, new: str, change: Change) -> str | None:
     if "".join(bad.split()) == "".join(good.split()):
         return "whitespace"
     lines = old.splitlines(keepends=True)
-    ending = lines[change.line][len(bad):]
-    hybrid = "".join(lines[:change.line] + [good + ending] + lines[change.line + 1:])
+    ending = lines[change.line][len(bad) :]
+    hybrid = "".join(lines[: change.line] + [good + ending] + lines[change.line + 1 :])
     before, after = _plain_tree(old), _plain_tree(hybrid)
     if before is None or after is None:
         return "not parsed"
@@ -184,8 +187,10 @@ def why_dropped(old: str, new: str, change: Change) -> str | None:
     removed, added = _differing(old, hybrid, change.line + 1)
     if removed + added and all(t == tokenize.STRING and " " in s for t, s in removed + added):
         return "message"
-    if all(t in (tokenize.NUMBER, tokenize.STRING, tokenize.OP)
-           for t, _ in _tokens(old, change.line + 1)):
+    if all(
+        t in (tokenize.NUMBER, tokenize.STRING, tokenize.OP)
+        for t, _ in _tokens(old, change.line + 1)
+    ):
         return "data"
     if _EXPORT.match(bad) or (_DEF.match(bad) and not removed):
         return "signature"
@@ -203,4 +208,4 @@ def _renames(removed: list, added: list, bad: str, old: str, new: str, line: int
         return True
     word = re.compile(rf"\b{name}\b")
     lines = old.splitlines(keepends=True)
-    return bool(word.search("".join(lines[:line] + lines[line + 1:]))) and not word.search(new)
+    return bool(word.search("".join(lines[:line] + lines[line + 1 :]))) and not word.search(new)

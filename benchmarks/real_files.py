@@ -23,11 +23,26 @@ from diffusion_infill.model.training.corpus.sources import _download_wheels
 
 # pinned: name -> version (licences: MIT / BSD / Apache-2.0 / PSF)
 PACKAGES = {
-    "wcwidth": "0.2.13", "rsa": "4.9", "xmltodict": "0.13.0", "sortedcontainers": "2.4.0",
-    "tabulate": "0.9.0", "docopt": "0.6.2", "semver": "3.0.2", "humanize": "4.9.0",
-    "inflection": "0.5.1", "bidict": "0.23.1", "jmespath": "1.0.1", "isodate": "0.6.1",
-    "termcolor": "2.4.0", "colorama": "0.4.6", "filelock": "3.15.4", "iniconfig": "2.0.0",
-    "pyasn1": "0.6.0", "ply": "3.11", "chardet": "5.2.0", "docutils": "0.21.2",
+    "wcwidth": "0.2.13",
+    "rsa": "4.9",
+    "xmltodict": "0.13.0",
+    "sortedcontainers": "2.4.0",
+    "tabulate": "0.9.0",
+    "docopt": "0.6.2",
+    "semver": "3.0.2",
+    "humanize": "4.9.0",
+    "inflection": "0.5.1",
+    "bidict": "0.23.1",
+    "jmespath": "1.0.1",
+    "isodate": "0.6.1",
+    "termcolor": "2.4.0",
+    "colorama": "0.4.6",
+    "filelock": "3.15.4",
+    "iniconfig": "2.0.0",
+    "pyasn1": "0.6.0",
+    "ply": "3.11",
+    "chardet": "5.2.0",
+    "docutils": "0.21.2",
 }
 PER_PACKAGE = 8  # files kept from one package at most (the first in path order)
 SEEN_SHARE = 0.2  # a file with more of its distinctive lines in the training split is dropped
@@ -65,13 +80,18 @@ def build(out: Path, cache: Path, corpus: Path) -> list[dict[str, str]]:
                 if not name.endswith(".py") or "/tests/" in f"/{name}":
                     continue
                 text = zf.read(name).decode("utf-8", errors="replace")
-                if (text.count("\n") < 40 or mostly_in_training(text, seen)
-                        or sum(r["package"] == package for r in records) >= PER_PACKAGE):
+                if (
+                    text.count("\n") < 40
+                    or mostly_in_training(text, seen)
+                    or sum(r["package"] == package for r in records) >= PER_PACKAGE
+                ):
                     continue
                 records.append({"package": package, "path": name, "text": text})
     out.write_text("".join(json.dumps(r) + "\n" for r in records))
-    print(f"{len(records)} files of {len({r['package'] for r in records})} packages -> {out}",
-          file=sys.stderr)
+    print(
+        f"{len(records)} files of {len({r['package'] for r in records})} packages -> {out}",
+        file=sys.stderr,
+    )
     return records
 
 
@@ -87,8 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     args = parser.parse_args(argv)
     if not (args.corpus / "train.jsonl").is_file():
-        parser.error(f"{args.corpus}/train.jsonl not found: "
-                     "python -m diffusion_infill.model.training.corpus")
+        parser.error(
+            f"{args.corpus}/train.jsonl not found: python -m diffusion_infill.model.training.corpus"
+        )
     build(args.out, args.cache, args.corpus)
 
 

@@ -49,18 +49,24 @@ CACHE = Path("data/real_fixes_cache")
 
 
 def _arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.real_fixes",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.real_fixes", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", metavar="{build,eval}")
     build = sub.add_parser("build", help="fetch the pinned releases and write the set")
     build.add_argument("--out", type=Path, default=SET)
     build.add_argument("--cache", type=Path, default=CACHE)
-    build.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                       help="the corpus whose training split windows must not come from")
+    build.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path("data/corpus_v2"),
+        help="the corpus whose training split windows must not come from",
+    )
     run = sub.add_parser("eval", help="run the fixer on the set")
     run.add_argument("--set", type=Path, default=SET, help=f"the set (default {SET})")
-    run.add_argument("--model", type=Path, default=None,
-                     help="model directory (default: the shipped model)")
+    run.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
     run.add_argument("--n", type=int, default=None, help="only the first N examples")
     run.add_argument("--out", type=Path, default=None, help="results JSON path")
     return parser
@@ -78,16 +84,17 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("say what to do: build (write the set) or eval (run the fixer on it)")
     if args.command == "build":
         if not (args.corpus / "train.jsonl").is_file():
-            parser.error(f"{args.corpus}/train.jsonl not found: "
-                         "python -m diffusion_infill.model.training.corpus")
+            parser.error(
+                f"{args.corpus}/train.jsonl not found: "
+                "python -m diffusion_infill.model.training.corpus"
+            )
         build_set(args.out, args.cache, args.corpus, PINS)
         return
     if args.n is not None and args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
     if not args.set.is_file():
-        parser.error(f"{args.set} not found: build it with python -m benchmarks.real_fixes "
-                     "build")
-    examples = load_set(args.set)[:args.n]
+        parser.error(f"{args.set} not found: build it with python -m benchmarks.real_fixes build")
+    examples = load_set(args.set)[: args.n]
     if not examples:
         parser.error(f"{args.set} holds no examples")
     from benchmarks.fix_eval import evaluate, print_table, results_path

@@ -37,12 +37,18 @@ from diffusion_infill.infill.core.sampler import denoise
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.loading import load_denoiser
 
-VARIANTS = ("located", "substitute", "redenoise_exact", "redenoise_raced", "shipped",
-            "oracle_exact", "oracle_raced")
+VARIANTS = (
+    "located",
+    "substitute",
+    "redenoise_exact",
+    "redenoise_raced",
+    "shipped",
+    "oracle_exact",
+    "oracle_raced",
+)
 
 
-def _redenoise(den, text: str, s: int, e: int, options: SamplerOptions, *, raced: bool
-               ) -> str:
+def _redenoise(den, text: str, s: int, e: int, options: SamplerOptions, *, raced: bool) -> str:
     n = max(1, len(den.encode(text[s:e])))
     if raced:
         span, opts = Span(s, e, length=n + 1), replace(options, lengths=3, grow=0)
@@ -69,15 +75,14 @@ def main(argv: list[str] | None = None) -> None:
     for bug in tqdm(bugs, desc="bugs", file=sys.stderr):
         text = bug.buggy
         scores = score_text(text, denoiser=den)
-        picked = suspicious_spans(scores, text=text, max_fixes=1, min_suspicion=0.0,
-                                  min_likely=0.0)
+        picked = suspicious_spans(scores, text=text, max_fixes=1, min_suspicion=0.0, min_likely=0.0)
         s, e, worst = picked[0]
         fill = prepare_repair(den, text, picked, options)
         denoise(fill.job, den)
         bs, be = _widen(text, bug.start, bug.end)
         got = {
             "located": s < bug.end and e > bug.start,
-            "substitute": text[:worst.start] + worst.likely + text[worst.end:] == bug.clean,
+            "substitute": text[: worst.start] + worst.likely + text[worst.end :] == bug.clean,
             "redenoise_exact": _redenoise(den, text, s, e, options, raced=False) == bug.clean,
             "redenoise_raced": _redenoise(den, text, s, e, options, raced=True) == bug.clean,
             "shipped": fill.result().text == bug.clean,
@@ -92,9 +97,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'kind':<12}" + "".join(f"{v:>17}" for v in ("n", *VARIANTS)))
     for kind, row in sorted(counts.items()):
         print(f"{kind:<12}" + "".join(f"{row[v]:>17}" for v in ("n", *VARIANTS)))
-    write_results("repair_study", args.model,
-                  {"split": args.split, "n": args.n, "seed": args.seed, "counts": counts},
-                  args.out)
+    write_results(
+        "repair_study",
+        args.model,
+        {"split": args.split, "n": args.n, "seed": args.seed, "counts": counts},
+        args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -28,47 +28,133 @@ OUT = ROOT / "docs" / "RESULTS.md"
 
 # (title, what it measures, name prefixes), in page order; the first match wins.
 KINDS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("Quality by hole shape", "Held-out exact match by the shape of the hole "
-     "(`python -m benchmarks.eval_shapes`), with the engine's length and the true length.",
-     ("shapes",)),
-    ("Held-out evaluation", "One-line, multi-line and in-line holes, masked-token accuracy "
-     "and injected bugs on held-out packages (`python -m benchmarks.eval_model`).",
-     ("eval", "select")),
-    ("Real one-line fixes", "One-line changes between releases of packages outside the "
-     "corpus (`python -m benchmarks.real_fixes`).", ("real",)),
-    ("Language server latency", "Round trips through `infill-lsp` over stdio "
-     "(`python -m benchmarks.bench_lsp`).", ("lsp",)),
-    ("Engine latency", "The engine in-process (`python -m benchmarks.bench_engine`).",
-     ("engine", "dtype")),
-    ("The command", "`infill fill` timed from outside on held-out one-line holes, the "
-     "model loaded in the process (`python -m benchmarks.bench_cli`).", ("cli",)),
-    ("Worker throughput", "Requests per second at several clients "
-     "(`python -m benchmarks.bench_worker`).", ("worker",)),
-    ("Inline completion and docstrings", "`python -m benchmarks.eval_completion`, "
-     "`python -m benchmarks.eval_docstrings`.", ("completion", "docstrings")),
+    (
+        "Quality by hole shape",
+        "Held-out exact match by the shape of the hole "
+        "(`python -m benchmarks.eval_shapes`), with the engine's length and the true length.",
+        ("shapes",),
+    ),
+    (
+        "Held-out evaluation",
+        "One-line, multi-line and in-line holes, masked-token accuracy "
+        "and injected bugs on held-out packages (`python -m benchmarks.eval_model`).",
+        ("eval", "select"),
+    ),
+    (
+        "Real one-line fixes",
+        "One-line changes between releases of packages outside the "
+        "corpus (`python -m benchmarks.real_fixes`).",
+        ("real",),
+    ),
+    (
+        "Language server latency",
+        "Round trips through `infill-lsp` over stdio (`python -m benchmarks.bench_lsp`).",
+        ("lsp",),
+    ),
+    (
+        "Engine latency",
+        "The engine in-process (`python -m benchmarks.bench_engine`).",
+        ("engine", "dtype"),
+    ),
+    (
+        "The command",
+        "`infill fill` timed from outside on held-out one-line holes, the "
+        "model loaded in the process (`python -m benchmarks.bench_cli`).",
+        ("cli",),
+    ),
+    (
+        "Worker throughput",
+        "Requests per second at several clients (`python -m benchmarks.bench_worker`).",
+        ("worker",),
+    ),
+    (
+        "Inline completion and docstrings",
+        "`python -m benchmarks.eval_completion`, `python -m benchmarks.eval_docstrings`.",
+        ("completion", "docstrings"),
+    ),
     ("Fixer calibration", "`python -m benchmarks.calibrate_fix`.", ("fix",)),
-    ("Reliability", "Random LSP sessions against the server "
-     "(`python -m benchmarks.fuzz_lsp`).", ("fuzz",)),
-    ("Training", "Throughput, the recipe's ablations and the learning curve "
-     "(docs/TRAINING.md).", ("train", "loader", "ablation", "learning", "fit", "gap")),
+    (
+        "Reliability",
+        "Random LSP sessions against the server (`python -m benchmarks.fuzz_lsp`).",
+        ("fuzz",),
+    ),
+    (
+        "Training",
+        "Throughput, the recipe's ablations and the learning curve (docs/TRAINING.md).",
+        ("train", "loader", "ablation", "learning", "fit", "gap"),
+    ),
 ]
-OTHER = ("Decoder studies", "Studies of the sampler and the engine's rules "
-         "(docs/ARCHITECTURE.md names each).")
+OTHER = (
+    "Decoder studies",
+    "Studies of the sampler and the engine's rules (docs/ARCHITECTURE.md names each).",
+)
 
 # Keys whose values are headline figures; a file without any falls back to every number.
 HEADLINE = {
-    "exact_match", "ms_p50", "ms_p95", "p50_ms", "p95_ms", "top1_localisation",
-    "exact_repair", "top1_line", "top3_line", "random_top1_line", "requests_per_s",
-    "tokens_per_s", "sessions", "requests", "answered", "crashes", "internal_errors",
-    "violations", "similarity", "rouge_l", "summary_rouge_l", "valid_masked_ce",
-    "single_line", "multi_line", "bug_top1", "bug_repair", "tokens_total", "first_line",
-    "recall_at_k", "s_per_hole", "cpu_s", "first_fill_s",
+    "exact_match",
+    "ms_p50",
+    "ms_p95",
+    "p50_ms",
+    "p95_ms",
+    "top1_localisation",
+    "exact_repair",
+    "top1_line",
+    "top3_line",
+    "random_top1_line",
+    "requests_per_s",
+    "tokens_per_s",
+    "sessions",
+    "requests",
+    "answered",
+    "crashes",
+    "internal_errors",
+    "violations",
+    "similarity",
+    "rouge_l",
+    "summary_rouge_l",
+    "valid_masked_ce",
+    "single_line",
+    "multi_line",
+    "bug_top1",
+    "bug_repair",
+    "tokens_total",
+    "first_line",
+    "recall_at_k",
+    "s_per_hole",
+    "cpu_s",
+    "first_fill_s",
 }
-PERCENT = {"exact_match", "parse_rate", "clean", "top1_localisation", "exact_repair",
-           "top1_line", "top3_line", "random_top1_line", "single_line", "multi_line",
-           "bug_top1", "bug_repair", "first_line"}
-SKIP = {"records", "examples", "offered", "versions", "limits", "counters", "worker",
-        "settings", "options", "machine", "note", "command", "commands", "model"}
+PERCENT = {
+    "exact_match",
+    "parse_rate",
+    "clean",
+    "top1_localisation",
+    "exact_repair",
+    "top1_line",
+    "top3_line",
+    "random_top1_line",
+    "single_line",
+    "multi_line",
+    "bug_top1",
+    "bug_repair",
+    "first_line",
+}
+SKIP = {
+    "records",
+    "examples",
+    "offered",
+    "versions",
+    "limits",
+    "counters",
+    "worker",
+    "settings",
+    "options",
+    "machine",
+    "note",
+    "command",
+    "commands",
+    "model",
+}
 MAX_ROWS = 24
 MAX_COLUMNS = 6
 Leaf = tuple[list[str], Any]
@@ -100,8 +186,16 @@ def leaves(obj: Any, path: list[str] | None = None) -> list[Leaf]:
         for i, item in enumerate(obj):
             label = str(i)
             if isinstance(item, dict):
-                label = str(next((item[k] for k in ("date", "name", "where", "label")
-                                  if isinstance(item.get(k), (str, int))), i))
+                label = str(
+                    next(
+                        (
+                            item[k]
+                            for k in ("date", "name", "where", "label")
+                            if isinstance(item.get(k), (str, int))
+                        ),
+                        i,
+                    )
+                )
             out += leaves(item, [*path, label])
     return out
 
@@ -135,8 +229,13 @@ def command_of(data: Any) -> str | None:
 def untracked(results: Path) -> set[Path]:
     """Results files git does not track (empty outside a git checkout)."""
     try:
-        done = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z", "."],
-                              cwd=results, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["git", "ls-files", "--others", "--exclude-standard", "-z", "."],
+            cwd=results,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return set()
     if done.returncode != 0:
@@ -169,16 +268,16 @@ def table(rows: list[Leaf]) -> list[str]:
         line = [row, *(cells.get(c, "") for c in columns)]
         lines.append("| " + " | ".join(cell.replace("|", "/") for cell in line) + " |")
     if len(by_row) > MAX_ROWS:
-        lines.append(f"| ... {len(by_row) - MAX_ROWS} more rows in the file |"
-                     + " |" * len(columns))
+        lines.append(
+            f"| ... {len(by_row) - MAX_ROWS} more rows in the file |" + " |" * len(columns)
+        )
     return lines
 
 
 def file_section(rel: Path, link: str, data: Any) -> list[str]:
     command = command_of(data)
     lines = [f"### [{rel.as_posix()}]({link})", ""]
-    lines.append(f"Command: `{command}`" if command else
-                 "Command: not recorded in the file.")
+    lines.append(f"Command: `{command}`" if command else "Command: not recorded in the file.")
     return [*lines, "", *table(figures(data)), ""]
 
 
@@ -201,19 +300,27 @@ def render(results: Path, out: Path) -> str:
             continue
         sections[kind_of(rel)[0]] += file_section(rel, link, data)
     lines = [
-        "# Measured results", "",
+        "# Measured results",
+        "",
         "Generated by `python -m benchmarks.report` from the results files in "
         "`benchmarks/results/`; do not edit by hand. Each file records how it was measured "
         "(command, model, split, machine); the headline figures are copied here, every other "
         "figure is in the file. The README's table of current figures links to the same "
-        "files.", "",
+        "files.",
+        "",
     ]
     for title, body in sections.items():
         if body:
             lines += [f"## {title}", "", about[title], "", *body]
     if not_understood:
-        lines += ["## Files not understood", "",
-                  "Read by the script but not shown above:", "", *not_understood, ""]
+        lines += [
+            "## Files not understood",
+            "",
+            "Read by the script but not shown above:",
+            "",
+            *not_understood,
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

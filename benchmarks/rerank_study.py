@@ -62,13 +62,17 @@ def _candidates(den, bug, k: int) -> list[dict]:
     if offsets is None or len(ids) > den.max_length:
         return []
     at = {span: i for i, span in enumerate(offsets)}
-    worst = [s for s in worst_first(score_text(text, denoiser=den))
-             if (s.start, s.end) in at and "\ufffd" not in s.likely][:k]
+    worst = [
+        s
+        for s in worst_first(score_text(text, denoiser=den))
+        if (s.start, s.end) in at and "\ufffd" not in s.likely
+    ][:k]
     sp = den.special
-    masked = [[sp.mask if j == at[(s.start, s.end)] else t for j, t in enumerate(ids)]
-              for s in worst]
+    masked = [
+        [sp.mask if j == at[(s.start, s.end)] else t for j, t in enumerate(ids)] for s in worst
+    ]
     rows = den.logits(masked, [[at[(s.start, s.end)]] for s in worst])
-    swaps = [text[:s.start] + s.likely + text[s.end:] for s in worst]
+    swaps = [text[: s.start] + s.likely + text[s.end :] for s in worst]
     seqs = [ids] + [den.encode(t) for t in swaps]
     if any(len(q) > den.max_length for q in seqs):
         return []
@@ -81,33 +85,51 @@ def _candidates(den, bug, k: int) -> list[dict]:
         lp[:, [sp.mask, sp.pad, sp.null]] = -np.inf
         residuals.append(float((lp.max(axis=1) - written).max()))
     out = []
-    for s, row, swapped, total, residual in zip(worst, rows, swaps, totals[1:],
-                                                residuals[1:], strict=True):
+    for s, row, swapped, total, residual in zip(
+        worst, rows, swaps, totals[1:], residuals[1:], strict=True
+    ):
         lp = log_softmax(row)[0].astype(np.float64)
         written = ids[at[(s.start, s.end)]]
         other = lp.copy()
         other[[sp.mask, sp.pad, sp.null, written]] = -np.inf
-        out.append({"hit": s.start < bug.end and s.end > bug.start, "pref": preference(s),
-                    "masked": float(other.max() - lp[written]),
-                    "swapped": total - totals[0], "residual": residual,
-                    "repaired": swapped == bug.clean})
+        out.append(
+            {
+                "hit": s.start < bug.end and s.end > bug.start,
+                "pref": preference(s),
+                "masked": float(other.max() - lp[written]),
+                "swapped": total - totals[0],
+                "residual": residual,
+                "repaired": swapped == bug.clean,
+            }
+        )
     return out
 
 
 def replay(records: list[dict], k: int) -> dict[str, object]:
     n = len(records)
-    out: dict[str, object] = {"n": n, "recall_at_k": {
-        j: sum(any(c["hit"] for c in r["cands"][:j]) for r in records) / n
-        for j in (1, 2, 4, 8, 16, 32) if j <= k}}
+    out: dict[str, object] = {
+        "n": n,
+        "recall_at_k": {
+            j: sum(any(c["hit"] for c in r["cands"][:j]) for r in records) / n
+            for j in (1, 2, 4, 8, 16, 32)
+            if j <= k
+        },
+    }
     kinds = sorted({r["kind"] for r in records})
     for name, key in RULES.items():
-        picks = [(r["kind"], max(r["cands"], key=key)) if r["cands"] else (r["kind"], None)
-                 for r in records]
+        picks = [
+            (r["kind"], max(r["cands"], key=key)) if r["cands"] else (r["kind"], None)
+            for r in records
+        ]
         out[name] = {
             "top1_localisation": sum(bool(c and c["hit"]) for _, c in picks) / n,
             "exact_repair": sum(bool(c and c["hit"] and c["repaired"]) for _, c in picks) / n,
-            "by_kind": {kd: sum(bool(c and c["hit"]) for k, c in picks if k == kd)
-                        / max(1, sum(k == kd for k, _ in picks)) for kd in kinds}}
+            "by_kind": {
+                kd: sum(bool(c and c["hit"]) for k, c in picks if k == kd)
+                / max(1, sum(k == kd for k, _ in picks))
+                for kd in kinds
+            },
+        }
     return out
 
 
@@ -124,18 +146,30 @@ def main(argv: list[str] | None = None) -> None:
     files = heldout_files(p, args)
     den = load_denoiser(args.model)
     bugs = bug_examples(files, args.n, seed=args.seed)
-    records = [{"kind": b.kind, "cands": _candidates(den, b, args.k)}
-               for b in tqdm(bugs, desc="rerank", file=sys.stderr)]
+    records = [
+        {"kind": b.kind, "cands": _candidates(den, b, args.k)}
+        for b in tqdm(bugs, desc="rerank", file=sys.stderr)
+    ]
     figures = replay(records, args.k)
     print(f"n={figures['n']}  recall@K {figures['recall_at_k']}")
     for name in RULES:
         f = figures[name]
-        print(f"{name:36s} top-1 {100 * f['top1_localisation']:5.1f}%  exact repair "
-              f"{100 * f['exact_repair']:5.1f}%  " + " ".join(
-                  f"{k} {100 * v:.0f}%" for k, v in f["by_kind"].items()))
-    write_results("rerank_study", args.model, {
-        "split": args.split, "k": args.k, "seconds": round(time.perf_counter() - t0, 1),
-        **figures}, out=args.out)
+        print(
+            f"{name:36s} top-1 {100 * f['top1_localisation']:5.1f}%  exact repair "
+            f"{100 * f['exact_repair']:5.1f}%  "
+            + " ".join(f"{k} {100 * v:.0f}%" for k, v in f["by_kind"].items())
+        )
+    write_results(
+        "rerank_study",
+        args.model,
+        {
+            "split": args.split,
+            "k": args.k,
+            "seconds": round(time.perf_counter() - t0, 1),
+            **figures,
+        },
+        out=args.out,
+    )
 
 
 if __name__ == "__main__":

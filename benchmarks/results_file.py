@@ -20,8 +20,9 @@ def model_name(model: Path | None) -> str:
     return path.parent.name if path.name == "export" else path.name
 
 
-def write_results(kind: str, model: Path | None, results: dict[str, Any],
-                  out: Path | None = None) -> Path:
+def write_results(
+    kind: str, model: Path | None, results: dict[str, Any], out: Path | None = None
+) -> Path:
     """Write `results` as JSON (default path from kind and model), print the path."""
     path = out or RESULTS / f"{kind}_{model_name(model)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

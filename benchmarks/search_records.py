@@ -22,8 +22,11 @@ def summarise(records: list[dict]) -> dict[str, object]:
 
     def truth_beats(score: str) -> float:
         """Share of all holes where the greedy fill missed and the truth scores higher."""
-        return round(sum(r[f"truth_{score}"] > r[f"greedy_{score}"]
-                         for r in records if not r["greedy_hit"]) / n, 3)
+        return round(
+            sum(r[f"truth_{score}"] > r[f"greedy_{score}"] for r in records if not r["greedy_hit"])
+            / n,
+            3,
+        )
 
     out: dict[str, object] = {
         "n": n,
@@ -31,12 +34,15 @@ def summarise(records: list[dict]) -> dict[str, object]:
         "greedy_exact_match": share("greedy_hit"),
         "truth_beats_greedy_l2r": truth_beats("l2r"),
         "truth_beats_greedy_best_first": truth_beats("best_first"),
-        "mean_l2r_per_token_truth_minus_greedy": round(float(np.mean(
-            [(r["truth_l2r"] - r["greedy_l2r"]) / r["length"] for r in records])), 3),
-        "mean_l2r_per_token_truth": round(float(np.mean(
-            [r["truth_l2r"] / r["length"] for r in records])), 3),
-        "mean_l2r_per_token_greedy": round(float(np.mean(
-            [r["greedy_l2r"] / r["length"] for r in records])), 3),
+        "mean_l2r_per_token_truth_minus_greedy": round(
+            float(np.mean([(r["truth_l2r"] - r["greedy_l2r"]) / r["length"] for r in records])), 3
+        ),
+        "mean_l2r_per_token_truth": round(
+            float(np.mean([r["truth_l2r"] / r["length"] for r in records])), 3
+        ),
+        "mean_l2r_per_token_greedy": round(
+            float(np.mean([r["greedy_l2r"] / r["length"] for r in records])), 3
+        ),
         "beam_exact_match": share("beam_hit"),
         "beam_truth_in_final_beam": share("beam_any"),
         "beam_beats_greedy_l2r": share("beam_beats_greedy"),

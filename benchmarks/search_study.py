@@ -60,16 +60,24 @@ from diffusion_infill.model.training.train import init_record
 BATCH = 16  # canvases per forward pass when scoring a candidate left to right
 
 
-def _prepared(den: Denoiser, ex: Example, length: int,
-              options: infill.SamplerOptions) -> PreparedFill:
+def _prepared(
+    den: Denoiser, ex: Example, length: int, options: infill.SamplerOptions
+) -> PreparedFill:
     """The engine's request for `ex` with its hole as exactly `length` masks."""
     span = infill.Span(ex.start, ex.end, length=length, exact=True)
-    return prepare_fill(ex.text, [span], denoiser=den, options=options, rewrite=True,
-                        parse_text=neutralise(ex.text, [span]))
+    return prepare_fill(
+        ex.text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(ex.text, [span]),
+    )
 
 
-def masked_canvas(den: Denoiser, ex: Example, length: int,
-                  options: infill.SamplerOptions) -> tuple[list[int], int]:
+def masked_canvas(
+    den: Denoiser, ex: Example, length: int, options: infill.SamplerOptions
+) -> tuple[list[int], int]:
     """The engine's canvas for `ex` with its hole as `length` masks, and the first slot."""
     canvas = _prepared(den, ex, length, options).job.canvases[0]
     return canvas.ids(), canvas.offsets()[0]
@@ -80,11 +88,11 @@ def l2r_score(den: Denoiser, ids: list[int], first: int, tokens: list[int]) -> f
     rows = []
     for i in range(len(tokens)):
         c = list(ids)
-        c[first:first + i] = tokens[:i]
+        c[first : first + i] = tokens[:i]
         rows.append(c)
     total = 0.0
     for b in range(0, len(rows), BATCH):
-        chunk = rows[b:b + BATCH]
+        chunk = rows[b : b + BATCH]
         out = den.logits(chunk, [[first + b + k] for k in range(len(chunk))])
         for k, arr in enumerate(out):
             total += float(log_softmax(arr)[0, tokens[b + k]])
@@ -107,15 +115,16 @@ def best_first_score(den: Denoiser, ids: list[int], first: int, tokens: list[int
     return total
 
 
-def beam_search(den: Denoiser, ids: list[int], first: int, length: int, width: int,
-                banned: list[int]) -> list[tuple[list[int], float]]:
+def beam_search(
+    den: Denoiser, ids: list[int], first: int, length: int, width: int, banned: list[int]
+) -> list[tuple[list[int], float]]:
     """Left-to-right beam search over `length` slots; the final beam, best first."""
     beams: list[tuple[list[int], float]] = [([], 0.0)]
     for i in range(length):
         rows = []
         for toks, _ in beams:
             c = list(ids)
-            c[first:first + i] = toks
+            c[first : first + i] = toks
             rows.append(c)
         out = den.logits(rows, [[first + i]] * len(rows))
         grown: list[tuple[list[int], float]] = []
@@ -129,15 +138,21 @@ def beam_search(den: Denoiser, ids: list[int], first: int, length: int, width: i
     return beams
 
 
-def _decode(den: Denoiser, ex: Example, length: int,
-            options: infill.SamplerOptions) -> list[int]:
+def _decode(den: Denoiser, ex: Example, length: int, options: infill.SamplerOptions) -> list[int]:
     """The engine's fill of `ex` at exactly `length` tokens, as token ids."""
     job = denoise(_prepared(den, ex, length, options).job, den)
     return fill_ids(job.canvases[0].spans[0].ids, den.special)
 
 
-def study(den: Denoiser, examples: list[Example], *, beam: int, samples: int,
-          temperature: float, options: infill.SamplerOptions) -> list[dict]:
+def study(
+    den: Denoiser,
+    examples: list[Example],
+    *,
+    beam: int,
+    samples: int,
+    temperature: float,
+    options: infill.SamplerOptions,
+) -> list[dict]:
     banned = [den.special.mask, den.special.null, den.special.pad]
     records = []
     for n, ex in enumerate(tqdm(examples, desc="search study", file=sys.stderr)):
@@ -150,11 +165,14 @@ def study(den: Denoiser, examples: list[Example], *, beam: int, samples: int,
 
         ids, first = masked_canvas(den, ex, L, options)
         greedy = _decode(den, ex, L, options)
-        rec: dict = {"length": L, "greedy_hit": hit(greedy),
-                     "truth_l2r": l2r_score(den, ids, first, truth_ids),
-                     "greedy_l2r": l2r_score(den, ids, first, greedy),
-                     "truth_best_first": best_first_score(den, ids, first, truth_ids),
-                     "greedy_best_first": best_first_score(den, ids, first, greedy)}
+        rec: dict = {
+            "length": L,
+            "greedy_hit": hit(greedy),
+            "truth_l2r": l2r_score(den, ids, first, truth_ids),
+            "greedy_l2r": l2r_score(den, ids, first, greedy),
+            "truth_best_first": best_first_score(den, ids, first, truth_ids),
+            "greedy_best_first": best_first_score(den, ids, first, greedy),
+        }
         if beam:
             final = beam_search(den, ids, first, L, beam, banned)
             rec["beam_hit"] = hit(final[0][0])
@@ -162,10 +180,20 @@ def study(den: Denoiser, examples: list[Example], *, beam: int, samples: int,
             rec["beam_l2r"] = final[0][1]
             rec["beam_beats_greedy"] = final[0][1] > rec["greedy_l2r"]
         if samples:
-            drawn = [_decode(den, ex, L, infill.SamplerOptions.build(
-                options, temperature=temperature, seed=1000 * n + k)) for k in range(samples)]
+            drawn = [
+                _decode(
+                    den,
+                    ex,
+                    L,
+                    infill.SamplerOptions.build(
+                        options, temperature=temperature, seed=1000 * n + k
+                    ),
+                )
+                for k in range(samples)
+            ]
             scored = [(rec["greedy_l2r"], greedy)] + [
-                (l2r_score(den, ids, first, d), d) for d in drawn]
+                (l2r_score(den, ids, first, d), d) for d in drawn
+            ]
             rec["samples_hit"] = hit(max(scored, key=lambda s: s[0])[1])
             rec["samples_any"] = any(hit(d) for _, d in scored)
         records.append(rec)
@@ -178,8 +206,12 @@ def main(argv: list[str] | None = None) -> None:
     p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
     p.add_argument("--kind", choices=("single-line", "multi-line"), default="multi-line")
     p.add_argument("--n", type=int, default=50)
-    p.add_argument("--seed", type=int, default=None,
-                   help="holes' seed; default as eval_model (0 single-line, 1 multi-line)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="holes' seed; default as eval_model (0 single-line, 1 multi-line)",
+    )
     p.add_argument("--beam", type=int, default=4, help="beam width (0: no beam search)")
     p.add_argument("--samples", type=int, default=4, help="sampled decodes (0: none)")
     p.add_argument("--temperature", type=float, default=0.7)
@@ -194,22 +226,36 @@ def main(argv: list[str] | None = None) -> None:
     seed = args.seed if args.seed is not None else (0 if args.kind == "single-line" else 1)
     files = heldout_files(p, args)
     den = load_denoiser(args.model)
-    examples = infill_examples(files, args.kind, args.n, seed=seed,
-                               window_chars=HELDOUT_WINDOW_CHARS)
+    examples = infill_examples(
+        files, args.kind, args.n, seed=seed, window_chars=HELDOUT_WINDOW_CHARS
+    )
     t0 = time.perf_counter()
-    records = study(den, examples, beam=args.beam, samples=args.samples,
-                    temperature=args.temperature, options=infill.SamplerOptions())
+    records = study(
+        den,
+        examples,
+        beam=args.beam,
+        samples=args.samples,
+        temperature=args.temperature,
+        options=infill.SamplerOptions(),
+    )
     model_dir = args.model or default_model_dir()
     # the model's tokens seen and depth: where benchmarks.gap_curve puts this study
     record = init_record(model_dir)
     config = json.loads((Path(model_dir) / "config.json").read_text())
-    results = {"model": str(model_dir),
-               "tokens_total": record.get("tokens_total", record.get("tokens")),
-               "layers": config.get("num_hidden_layers"), "split": args.split,
-               "kind": args.kind, "beam": args.beam, "samples": args.samples,
-               "temperature": args.temperature, "seed": seed,
-               "summary": summarise(records),
-               "seconds": round(time.perf_counter() - t0, 1), "records": records}
+    results = {
+        "model": str(model_dir),
+        "tokens_total": record.get("tokens_total", record.get("tokens")),
+        "layers": config.get("num_hidden_layers"),
+        "split": args.split,
+        "kind": args.kind,
+        "beam": args.beam,
+        "samples": args.samples,
+        "temperature": args.temperature,
+        "seed": seed,
+        "summary": summarise(records),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "records": records,
+    }
     print(json.dumps(results["summary"], indent=1))
     out = args.out or Path(f"benchmarks/results/search_study_{args.kind.replace('-', '_')}.json")
     write_results("search_study", args.model, results, out)

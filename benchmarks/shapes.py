@@ -28,14 +28,36 @@ SHAPES = ("cursor", "whole-line", "part-of-line", "block")
 
 # tree-sitter nodes a part-of-line hole is cut from, by what a user selects
 _PART_FIELDS = {  # node type -> the child field that is the part
-    "if_statement": "condition", "elif_clause": "condition", "while_statement": "condition",
-    "assignment": "right", "augmented_assignment": "right", "return_statement": None,
+    "if_statement": "condition",
+    "elif_clause": "condition",
+    "while_statement": "condition",
+    "assignment": "right",
+    "augmented_assignment": "right",
+    "return_statement": None,
 }
-_PART_TYPES = {"argument_list", "binary_operator", "comparison_operator", "boolean_operator",
-               "call", "subscript", "attribute", "list", "dictionary", "tuple",
-               "conditional_expression", "list_comprehension", "string"}
-_BLOCK_TYPES = {"block", "if_statement", "for_statement", "while_statement",
-                "with_statement", "try_statement"}
+_PART_TYPES = {
+    "argument_list",
+    "binary_operator",
+    "comparison_operator",
+    "boolean_operator",
+    "call",
+    "subscript",
+    "attribute",
+    "list",
+    "dictionary",
+    "tuple",
+    "conditional_expression",
+    "list_comprehension",
+    "string",
+}
+_BLOCK_TYPES = {
+    "block",
+    "if_statement",
+    "for_statement",
+    "while_statement",
+    "with_statement",
+    "try_statement",
+}
 
 
 def _nodes(root) -> Iterator:  # noqa: ANN001 - tree_sitter types
@@ -70,8 +92,11 @@ def _parts(text: str, line_start: int, line_end: int, parser) -> list[tuple[int,
         part = None
         if node.type in _PART_FIELDS:
             field = _PART_FIELDS[node.type]
-            child = (node.child_by_field_name(field) if field
-                     else (node.named_children[0] if node.named_children else None))
+            child = (
+                node.child_by_field_name(field)
+                if field
+                else (node.named_children[0] if node.named_children else None)
+            )
             if child is not None:
                 part = (_char(data, child.start_byte), _char(data, child.end_byte))
         elif node.type == "argument_list" and node.named_child_count:
@@ -80,7 +105,7 @@ def _parts(text: str, line_start: int, line_end: int, parser) -> list[tuple[int,
             part = (a, b)
         if part is None:
             continue
-        piece = text[part[0]:part[1]].strip()
+        piece = text[part[0] : part[1]].strip()
         if 2 <= len(piece) < len(code) and "\n" not in piece:
             out.append(part)
     return sorted(set(out))
@@ -103,18 +128,28 @@ def _blocks(text: str, parser) -> list[tuple[int, int]]:  # noqa: ANN001
     return sorted(set(out))
 
 
-def shape_examples(files: list[str], shape: str, n: int, seed: int = 0,
-                   window_chars: int = HELDOUT_WINDOW_CHARS) -> list[Example]:
+def shape_examples(
+    files: list[str], shape: str, n: int, seed: int = 0, window_chars: int = HELDOUT_WINDOW_CHARS
+) -> list[Example]:
     """`n` holes of `shape` (SHAPES) in windows of about `window_chars` (the same holes
     at any window size)."""
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
     if shape in ("cursor", "whole-line"):
-        lines = infill_examples(files, "single-line", 2 * n, seed=seed,
-                                window_chars=window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
+        lines = infill_examples(
+            files,
+            "single-line",
+            2 * n,
+            seed=seed,
+            window_chars=window_chars,
+            draw_chars=HELDOUT_WINDOW_CHARS,
+        )
         if shape == "cursor":
-            return [Example(e.text, e.start, e.end, "cursor") for e in lines
-                    if _whole_line(e) is not None][:n]
+            return [
+                Example(e.text, e.start, e.end, "cursor")
+                for e in lines
+                if _whole_line(e) is not None
+            ][:n]
         return [w for w in map(_whole_line, lines) if w is not None][:n]
     from diffusion_infill.infill.core.scopes import (
         python_parser,  # tree-sitter, only for these shapes
@@ -125,15 +160,29 @@ def shape_examples(files: list[str], shape: str, n: int, seed: int = 0,
     out: list[Example] = []
     if shape == "part-of-line":
         # the part is chosen in the short window, so that any window size has the same
-        drawn = [infill_examples(files, "single-line", 4 * n, seed=seed + 3,
-                                 window_chars=size, draw_chars=HELDOUT_WINDOW_CHARS)
-                 for size in (HELDOUT_WINDOW_CHARS, window_chars)]
+        drawn = [
+            infill_examples(
+                files,
+                "single-line",
+                4 * n,
+                seed=seed + 3,
+                window_chars=size,
+                draw_chars=HELDOUT_WINDOW_CHARS,
+            )
+            for size in (HELDOUT_WINDOW_CHARS, window_chars)
+        ]
         for short, ex in zip(*drawn, strict=True):
             parts = _parts(short.text, short.start, short.end, parser)
             if parts:
                 a, b = rng.choice(parts)
-                out.append(Example(ex.text, ex.start + a - short.start,
-                                   ex.start + b - short.start, "part-of-line"))
+                out.append(
+                    Example(
+                        ex.text,
+                        ex.start + a - short.start,
+                        ex.start + b - short.start,
+                        "part-of-line",
+                    )
+                )
             if len(out) == n:
                 break
         return out
@@ -157,21 +206,27 @@ def shape_examples(files: list[str], shape: str, n: int, seed: int = 0,
     return out
 
 
-def real_file_examples(texts: list[str], shape: str, seed: int = 0,
-                       window_chars: int = HELDOUT_WINDOW_CHARS) -> list[Example]:
+def real_file_examples(
+    texts: list[str], shape: str, seed: int = 0, window_chars: int = HELDOUT_WINDOW_CHARS
+) -> list[Example]:
     """One cursor or whole-line hole per text (a file of a package outside the corpus)."""
     if shape not in ("cursor", "whole-line"):
         raise ValueError("real files are measured with cursor and whole-line holes")
     out = []
     for i, text in enumerate(texts):
-        found = infill_examples([text], "single-line", 1, seed=seed + i,
-                                window_chars=window_chars, draw_chars=HELDOUT_WINDOW_CHARS)
+        found = infill_examples(
+            [text],
+            "single-line",
+            1,
+            seed=seed + i,
+            window_chars=window_chars,
+            draw_chars=HELDOUT_WINDOW_CHARS,
+        )
         if not found:
             continue
         ex = found[0]
         wide = _whole_line(ex)
         if wide is None:
             continue
-        out.append(Example(ex.text, ex.start, ex.end, "cursor") if shape == "cursor"
-                   else wide)
+        out.append(Example(ex.text, ex.start, ex.end, "cursor") if shape == "cursor" else wide)
     return out

@@ -42,9 +42,24 @@ from diffusion_infill.lsp.operations import (
 from diffusion_infill.lsp.progress import WorkProgress
 
 __all__ = [  # with what lsp/operations.py defines that tests and benchmarks import from here
-    "APPLY", "DOCSTRING", "FILL_HOLES", "FIX_SELECTION", "KINDS", "LISTING_BUDGET", "OPS",
-    "QUICK_FIX", "REWRITE", "CodeActions", "Op", "action_options", "apply_edit_supported",
-    "docstring_request", "find_docstring_slot", "offered", "resolve_supported", "within",
+    "APPLY",
+    "DOCSTRING",
+    "FILL_HOLES",
+    "FIX_SELECTION",
+    "KINDS",
+    "LISTING_BUDGET",
+    "OPS",
+    "QUICK_FIX",
+    "REWRITE",
+    "CodeActions",
+    "Op",
+    "action_options",
+    "apply_edit_supported",
+    "docstring_request",
+    "find_docstring_slot",
+    "offered",
+    "resolve_supported",
+    "within",
 ]
 
 log = logging.getLogger("infill.lsp")
@@ -54,14 +69,26 @@ REWRITE = "refactor.rewrite.infill.rewriteSelection"
 FIX_SELECTION = "refactor.rewrite.infill.fixSelection"
 DOCSTRING = "refactor.rewrite.infill.insertDocstring"
 QUICK_FIX = "quickfix.infill"
-KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite,
-         FILL_HOLES, REWRITE, FIX_SELECTION, DOCSTRING, QUICK_FIX]
+KINDS = [
+    types.CodeActionKind.QuickFix,
+    types.CodeActionKind.RefactorRewrite,
+    FILL_HOLES,
+    REWRITE,
+    FIX_SELECTION,
+    DOCSTRING,
+    QUICK_FIX,
+]
 
 APPLY = "infill.applyAction"  # the command of an action a non-resolving client picks
 LISTING_BUDGET = 1.5  # seconds a non-resolving client's listing may spend on edits
 
-OPS = {"fill": FILL_HOLES, "rewrite": REWRITE, "docstring": DOCSTRING,
-       "fix": FIX_SELECTION, "fixToken": QUICK_FIX}
+OPS = {
+    "fill": FILL_HOLES,
+    "rewrite": REWRITE,
+    "docstring": DOCSTRING,
+    "fix": FIX_SELECTION,
+    "fixToken": QUICK_FIX,
+}
 
 
 def _wanted(kind: str, only: list[str] | None) -> bool:
@@ -72,8 +99,10 @@ class CodeActions(Feature):
     """`textDocument/codeAction` (cheap: no model) and `codeAction/resolve` (the model)."""
 
     def register(self) -> None:
-        self.host.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-            code_action_kinds=KINDS, resolve_provider=True))(self.code_actions)
+        self.host.feature(
+            types.TEXT_DOCUMENT_CODE_ACTION,
+            types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=True),
+        )(self.code_actions)
         self.host.feature(types.CODE_ACTION_RESOLVE)(self.resolve)
         self.host.command(APPLY)(self.apply)
 
@@ -87,16 +116,22 @@ class CodeActions(Feature):
             return []
         return await self.eager(actions, params.work_done_token)
 
-    async def eager(self, actions: list[types.CodeAction],
-                    token: types.ProgressToken | None) -> list[types.CodeAction]:
+    async def eager(
+        self, actions: list[types.CodeAction], token: types.ProgressToken | None
+    ) -> list[types.CodeAction]:
         """For a client that cannot resolve: the actions' edits, computed side by side
         within LISTING_BUDGET seconds; an action not done by then is offered as the
         command `infill.applyAction`, which computes it when picked and applies it with
         `workspace/applyEdit` (dropped when the client cannot apply edits)."""
         enabled = [a for a in actions if a.disabled is None]
-        tasks = {asyncio.ensure_future(self.resolve(  # the request's progress token: one
-            a, show_errors=False, progress_token=token if i == 0 else None)): a  # begin/end
-            for i, a in enumerate(enabled)}
+        tasks = {
+            asyncio.ensure_future(
+                self.resolve(  # the request's progress token: one
+                    a, show_errors=False, progress_token=token if i == 0 else None
+                )
+            ): a  # begin/end
+            for i, a in enumerate(enabled)
+        }
         done: set[asyncio.Future[types.CodeAction]] = set()
         try:
             if tasks:
@@ -108,11 +143,18 @@ class CodeActions(Feature):
         for task, action in tasks.items():
             if task not in done or task.cancelled():
                 if apply_edit_supported(self.host):
-                    out.append(types.CodeAction(
-                        title=action.title, kind=action.kind, data=action.data,
-                        diagnostics=action.diagnostics, is_preferred=action.is_preferred,
-                        command=types.Command(title=action.title, command=APPLY,
-                                              arguments=[action.data])))
+                    out.append(
+                        types.CodeAction(
+                            title=action.title,
+                            kind=action.kind,
+                            data=action.data,
+                            diagnostics=action.diagnostics,
+                            is_preferred=action.is_preferred,
+                            command=types.Command(
+                                title=action.title, command=APPLY, arguments=[action.data]
+                            ),
+                        )
+                    )
             elif isinstance(task.exception(), JsonRpcContentModified):
                 return []
             elif task.exception() is not None:  # one action failing leaves the others
@@ -133,8 +175,13 @@ class CodeActions(Feature):
             return False
         return await self.host.apply_edit(done.edit, done.title)
 
-    async def resolve(self, action: types.CodeAction, *, show_errors: bool = True,
-                      progress_token: types.ProgressToken | None = None) -> types.CodeAction:
+    async def resolve(
+        self,
+        action: types.CodeAction,
+        *,
+        show_errors: bool = True,
+        progress_token: types.ProgressToken | None = None,
+    ) -> types.CodeAction:
         """Run the action's operation and attach its edit (for the version it was offered
         on)."""
         host = self.host
@@ -143,8 +190,9 @@ class CodeActions(Feature):
         if snap.version != op.version:
             raise JsonRpcContentModified("the document changed since the action was offered")
         try:
-            async with WorkProgress(host, action.title, token=progress_token,
-                                    delay=host.settings.progress_delay / 1000) as progress:
+            async with WorkProgress(
+                host, action.title, token=progress_token, delay=host.settings.progress_delay / 1000
+            ) as progress:
                 edits, note = await compute_edits(host, snap, op, progress)
         except InfillError as exc:
             raise request_failed(host, exc, action.title, show=show_errors) from None
@@ -155,8 +203,7 @@ class CodeActions(Feature):
         return action
 
 
-def offered(host: Host, snap: Snapshot, params: types.CodeActionParams
-            ) -> list[types.CodeAction]:
+def offered(host: Host, snap: Snapshot, params: types.CodeActionParams) -> list[types.CodeAction]:
     """The actions for this range, without edits (cheap: no model)."""
     s = host.settings
     a, b = snap.lines.span(params.range)
@@ -173,8 +220,14 @@ def offered(host: Host, snap: Snapshot, params: types.CodeActionParams
         found = diagnostics.fix_range(snap, diag)
         if found is not None:
             start, end, token, likely = found
-            add(f"Infill: fix {token.strip() or token!r} ({expectation(likely)})",
-                "fixToken", start, end, diagnostics=[diag], is_preferred=True)
+            add(
+                f"Infill: fix {token.strip() or token!r} ({expectation(likely)})",
+                "fixToken",
+                start,
+                end,
+                diagnostics=[diag],
+                is_preferred=True,
+            )
     try:
         holes = find_holes(snap.text, s.hole_marker)
     except NoHolesError:
@@ -182,12 +235,16 @@ def offered(host: Host, snap: Snapshot, params: types.CodeActionParams
     except InfillError as exc:  # a malformed marker: say why there is nothing to fill
         holes = []
         if _wanted(FILL_HOLES, only):
-            out.append(types.CodeAction(title="Infill: fill holes", kind=FILL_HOLES,
-                                        disabled=types.CodeActionDisabled(reason=str(exc))))
+            out.append(
+                types.CodeAction(
+                    title="Infill: fill holes",
+                    kind=FILL_HOLES,
+                    disabled=types.CodeActionDisabled(reason=str(exc)),
+                )
+            )
     if holes:
         n = len(holes)
-        add(f"Infill: fill {n} hole{'s' if n > 1 else ''}", "fill", holes[0].start,
-            holes[-1].end)
+        add(f"Infill: fill {n} hole{'s' if n > 1 else ''}", "fill", holes[0].start, holes[-1].end)
     if b > a:
         add("Infill: rewrite selection", "rewrite", a, b)
         add("Infill: fix selection", "fix", a, b)
@@ -208,4 +265,3 @@ def resolve_supported(host: Host) -> bool:
     ca = td.code_action if td is not None else None
     rs = ca.resolve_support if ca is not None else None
     return rs is not None and "edit" in rs.properties
-

@@ -98,8 +98,9 @@ class Completions(Feature):
         self.tasks: dict[str, asyncio.Task[object]] = {}
 
     def register(self) -> None:
-        self.host.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION,
-                          types.InlineCompletionOptions())(self.inline)
+        self.host.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
+            self.inline
+        )
         self.host.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())(self.items)
 
     def changed(self, uri: str, line: int | None) -> None:
@@ -114,27 +115,32 @@ class Completions(Feature):
         if task is not None and task is not asyncio.current_task():
             task.cancel()
 
-    async def inline(self, params: types.InlineCompletionParams
-                     ) -> types.InlineCompletionList | None:
-        done = await self.complete(params.text_document.uri, params.position,
-                                   params.work_done_token)
+    async def inline(
+        self, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList | None:
+        done = await self.complete(
+            params.text_document.uri, params.position, params.work_done_token
+        )
         if done is None:
             return None
         if isinstance(done, Late):
             return types.InlineCompletionList(items=[])
         here = done.snap.lines.range(done.offset, done.offset)
-        return types.InlineCompletionList(items=[
-            types.InlineCompletionItem(insert_text=done.text, range=here)])
+        return types.InlineCompletionList(
+            items=[types.InlineCompletionItem(insert_text=done.text, range=here)]
+        )
 
     async def items(self, params: types.CompletionParams) -> types.CompletionList | None:
-        done = await self.complete(params.text_document.uri, params.position,
-                                   params.work_done_token)
+        done = await self.complete(
+            params.text_document.uri, params.position, params.work_done_token
+        )
         if isinstance(done, Late):  # incomplete: the client asks again as the user types
             return types.CompletionList(is_incomplete=True, items=[])
         return completion_list(done) if done is not None else None
 
-    async def complete(self, uri: str, position: types.Position,
-                       token: types.ProgressToken | None) -> Completion | Late | None:
+    async def complete(
+        self, uri: str, position: types.Position, token: types.ProgressToken | None
+    ) -> Completion | Late | None:
         """The completion at `position`, cancelling the one still running for `uri`."""
         started = asyncio.get_running_loop().time()  # the deadline counts from here
         self.drop(uri)
@@ -147,16 +153,15 @@ class Completions(Feature):
             if self.tasks.get(uri) is task:
                 del self.tasks[uri]
 
-    async def _complete(self, uri: str, position: types.Position,
-                        token: types.ProgressToken | None, started: float
-                        ) -> Completion | Late | None:
+    async def _complete(
+        self, uri: str, position: types.Position, token: types.ProgressToken | None, started: float
+    ) -> Completion | Late | None:
         host = self.host
         s = host.settings
         snap = host.snapshot(uri)
         at = snap.lines.offset(position)
         line = snap.lines.line_of(at)
-        ask = completion_ask(snap.text, at, (snap.lines.start(line), snap.lines.end(line)),
-                             s, uri)
+        ask = completion_ask(snap.text, at, (snap.lines.start(line), snap.lines.end(line)), s, uri)
         if ask is None:
             return None
 
@@ -170,12 +175,17 @@ class Completions(Feature):
                 timer.reschedule(deadline())
                 # Progress only with the request's own token: a server-created progress
                 # bar per keystroke would be noise.
-                async with WorkProgress(host, "Infill: completing", token=token,
-                                        delay=None) as progress:
+                async with WorkProgress(
+                    host, "Infill: completing", token=token, delay=None
+                ) as progress:
                     result = await host.worker.fill(
-                        ask.excerpt.text, spans=[ask.span], marker=s.hole_marker,
-                        language=snap.language, options=ask.options,
-                        on_step=live_view(host, snap, "completion", progress))
+                        ask.excerpt.text,
+                        spans=[ask.span],
+                        marker=s.hole_marker,
+                        language=snap.language,
+                        options=ask.options,
+                        on_step=live_view(host, snap, "completion", progress),
+                    )
         except TimeoutError:  # the worker's job was cancelled on the way out
             ms = round((asyncio.get_running_loop().time() - started) * 1000)
             host.log(f"completion: no answer by its deadline, dropped after {ms} ms")
@@ -204,16 +214,22 @@ class CompletionAsk:
         return shape(fill, multiline=self.multiline, at_line_end=self.at_line_end)
 
 
-def completion_ask(text: str, at: int, line: tuple[int, int], s: Settings,
-                   uri: str = "") -> CompletionAsk | None:
+def completion_ask(
+    text: str, at: int, line: tuple[int, int], s: Settings, uri: str = ""
+) -> CompletionAsk | None:
     """The completion at offset `at` of `text`, whose line's content is text[line[0]:
     line[1]]; None where no completion belongs (`wants_completion`)."""
-    multiline = not text[line[0]:line[1]].strip()
-    if not multiline and not wants_completion(text[at:line[1]]):
+    multiline = not text[line[0] : line[1]].strip()
+    if not multiline and not wants_completion(text[at : line[1]]):
         return None
     ex = excerpt(text, at, at, context=s.context_chars)
-    return CompletionAsk(ex, Span(at - ex.offset, at - ex.offset),
-                         completion_options(s, multiline, uri), multiline, at == line[1])
+    return CompletionAsk(
+        ex,
+        Span(at - ex.offset, at - ex.offset),
+        completion_options(s, multiline, uri),
+        multiline,
+        at == line[1],
+    )
 
 
 def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOptions:
@@ -228,14 +244,22 @@ def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOp
     steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
     if multiline:
         tokens = s.multiline_tokens
-        return s.sampler_options(default_span_tokens=tokens,
-                                 max_span_tokens=max(s.max_tokens, tokens),
-                                 grow_cap=max(s.grow_cap, tokens), max_steps=steps,
-                                 cache_refresh=DEFAULT_CACHE_REFRESH, carry_key=carry)
-    return s.sampler_options(default_span_tokens=s.completion_tokens,
-                             max_span_tokens=s.completion_tokens,
-                             window_tokens=s.completion_window, max_steps=steps,
-                             cache_refresh=steps, carry_key=carry)
+        return s.sampler_options(
+            default_span_tokens=tokens,
+            max_span_tokens=max(s.max_tokens, tokens),
+            grow_cap=max(s.grow_cap, tokens),
+            max_steps=steps,
+            cache_refresh=DEFAULT_CACHE_REFRESH,
+            carry_key=carry,
+        )
+    return s.sampler_options(
+        default_span_tokens=s.completion_tokens,
+        max_span_tokens=s.completion_tokens,
+        window_tokens=s.completion_window,
+        max_steps=steps,
+        cache_refresh=steps,
+        carry_key=carry,
+    )
 
 
 def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:
@@ -270,7 +294,12 @@ def completion_list(done: Completion) -> types.CompletionList:
     first = LINE_BREAK.split(new_text.strip(), maxsplit=1)
     label = first[0][:80] + ("…" if len(first) > 1 or len(first[0]) > 80 else "")
     item = types.CompletionItem(
-        label=label or new_text, kind=types.CompletionItemKind.Text, detail="infill",
-        filter_text=new_text, sort_text="0", insert_text_format=types.InsertTextFormat.PlainText,
-        text_edit=types.TextEdit(range=lines.range(start, done.offset), new_text=new_text))
+        label=label or new_text,
+        kind=types.CompletionItemKind.Text,
+        detail="infill",
+        filter_text=new_text,
+        sort_text="0",
+        insert_text_format=types.InsertTextFormat.PlainText,
+        text_edit=types.TextEdit(range=lines.range(start, done.offset), new_text=new_text),
+    )
     return types.CompletionList(is_incomplete=True, items=[item])

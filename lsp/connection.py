@@ -55,12 +55,19 @@ class WorkerConnection:
     @staticmethod
     def _make(s: Settings) -> WorkerClient:
         if s.worker_address is not None:
-            return WorkerClient(s.worker_address, token=os.environ.get("INFILL_WORKER_TOKEN"),
-                                connect_timeout=30.0, request_timeout=REQUEST_TIMEOUT)
-        return WorkerClient.spawned(model=s.model_dir, device=s.device,
-                                    args=["--dtype", s.precision] if s.precision else [],
-                                    connect_timeout=CONNECT_TIMEOUT,
-                                    request_timeout=REQUEST_TIMEOUT)
+            return WorkerClient(
+                s.worker_address,
+                token=os.environ.get("INFILL_WORKER_TOKEN"),
+                connect_timeout=30.0,
+                request_timeout=REQUEST_TIMEOUT,
+            )
+        return WorkerClient.spawned(
+            model=s.model_dir,
+            device=s.device,
+            args=["--dtype", s.precision] if s.precision else [],
+            connect_timeout=CONNECT_TIMEOUT,
+            request_timeout=REQUEST_TIMEOUT,
+        )
 
     @property
     def client(self) -> WorkerClient:
@@ -92,23 +99,48 @@ class WorkerConnection:
         await asyncio.shield(self.client.connect())
         return self.description
 
-    async def fill(self, text: str, *, spans: Sequence[Span] | None = None, marker: str,
-                   language: str | None, options: SamplerOptions,
-                   on_step: Callable[[Step], None] | None = None) -> Result:
+    async def fill(
+        self,
+        text: str,
+        *,
+        spans: Sequence[Span] | None = None,
+        marker: str,
+        language: str | None,
+        options: SamplerOptions,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> Result:
         await self.connect()
-        return await self.client.fill(text, spans=spans, marker=marker, language=language,
-                                      options=options, on_step=on_step)
+        return await self.client.fill(
+            text, spans=spans, marker=marker, language=language, options=options, on_step=on_step
+        )
 
-    async def fix(self, text: str, *, start: int, end: int, max_fixes: int,
-                  min_suspicion: float, min_likely: float, language: str | None,
-                  options: SamplerOptions) -> Result:
+    async def fix(
+        self,
+        text: str,
+        *,
+        start: int,
+        end: int,
+        max_fixes: int,
+        min_suspicion: float,
+        min_likely: float,
+        language: str | None,
+        options: SamplerOptions,
+    ) -> Result:
         await self.connect()
-        return await self.client.fix(text, start=start, end=end, max_fixes=max_fixes,
-                                     min_suspicion=min_suspicion, min_likely=min_likely,
-                                     language=language, options=options)
+        return await self.client.fix(
+            text,
+            start=start,
+            end=end,
+            max_fixes=max_fixes,
+            min_suspicion=min_suspicion,
+            min_likely=min_likely,
+            language=language,
+            options=options,
+        )
 
-    async def score(self, text: str, *, start: int, end: int,
-                    language: str | None) -> list[TokenScore]:
+    async def score(
+        self, text: str, *, start: int, end: int, language: str | None
+    ) -> list[TokenScore]:
         await self.connect()
         return await self.client.score(text, start=start, end=end, language=language)
 

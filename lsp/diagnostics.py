@@ -38,8 +38,10 @@ log = logging.getLogger("infill.lsp")
 SOURCE = "infill"
 CODE = "improbable-token"
 SCORE_LINES = 300  # a longer document is scored only this many lines around the change
-SEVERITY = {"information": types.DiagnosticSeverity.Information,
-            "hint": types.DiagnosticSeverity.Hint}
+SEVERITY = {
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
 
 
 class Diagnostics(Feature):
@@ -69,8 +71,9 @@ class Diagnostics(Feature):
             old.cancel()
         task = asyncio.get_running_loop().create_task(self._run(uri))
         self.tasks[uri] = task
-        task.add_done_callback(lambda t: self.tasks.pop(uri, None)
-                               if self.tasks.get(uri) is t else None)
+        task.add_done_callback(
+            lambda t: self.tasks.pop(uri, None) if self.tasks.get(uri) is t else None
+        )
 
     def closed(self, uri: str) -> None:
         task = self.tasks.pop(uri, None)
@@ -81,8 +84,13 @@ class Diagnostics(Feature):
             self._publish(uri, None, [])
 
     def settings_changed(self, old: Settings, new: Settings) -> None:
-        keys = ("diagnostics", "diagnostics_threshold", "diagnostics_likely_threshold",
-                "diagnostics_severity", "max_diagnostics")
+        keys = (
+            "diagnostics",
+            "diagnostics_threshold",
+            "diagnostics_likely_threshold",
+            "diagnostics_severity",
+            "max_diagnostics",
+        )
         if any(getattr(old, k) != getattr(new, k) for k in keys):
             self.refresh_all()
 
@@ -106,9 +114,10 @@ class Diagnostics(Feature):
             self.published.add(uri)
         else:
             self.published.discard(uri)
-        self.host.notify(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-                         types.PublishDiagnosticsParams(uri=uri, diagnostics=diags,
-                                                        version=version))
+        self.host.notify(
+            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version),
+        )
 
     def region(self, snap: Snapshot) -> tuple[int, int]:
         lines = snap.lines
@@ -130,8 +139,9 @@ class Diagnostics(Feature):
         start, end = self.region(snap)
         ex = excerpt(snap.text, start, end, context=host.settings.context_chars)
         try:
-            scores = await host.worker.score(ex.text, start=start - ex.offset,
-                                             end=end - ex.offset, language=snap.language)
+            scores = await host.worker.score(
+                ex.text, start=start - ex.offset, end=end - ex.offset, language=snap.language
+            )
         except InfillError as exc:
             host.log(f"diagnostics for {uri} failed: {exc.message}")
             return
@@ -139,8 +149,9 @@ class Diagnostics(Feature):
             return  # stale: the change that made it so scheduled the next run
         self._publish(uri, snap.version, self._diagnostics(snap, ex.offset, scores))
 
-    def _diagnostics(self, snap: Snapshot, offset: int, scores: list[TokenScore]
-                     ) -> list[types.Diagnostic]:
+    def _diagnostics(
+        self, snap: Snapshot, offset: int, scores: list[TokenScore]
+    ) -> list[types.Diagnostic]:
         """The worst tokens over the threshold, in text order (`offset`: of the excerpt
         the scores are relative to)."""
         s = self.host.settings
@@ -149,12 +160,23 @@ class Diagnostics(Feature):
         for sc in sorted(flagged(scores, s), key=lambda sc: sc.start):
             a, b = (offset + k for k in marked_range(sc))
             token = snap.text[a:b]
-            diags.append(types.Diagnostic(
-                range=snap.lines.range(a, b), severity=severity, source=SOURCE, code=CODE,
-                message=f"unlikely token {token.strip() or token!r} (suspicion "
-                        f"{sc.suspicion:.2f}); {expectation(sc.likely)}",
-                data={"version": snap.version, "start": a, "end": b, "token": token,
-                      "likely": sc.likely}))
+            diags.append(
+                types.Diagnostic(
+                    range=snap.lines.range(a, b),
+                    severity=severity,
+                    source=SOURCE,
+                    code=CODE,
+                    message=f"unlikely token {token.strip() or token!r} (suspicion "
+                    f"{sc.suspicion:.2f}); {expectation(sc.likely)}",
+                    data={
+                        "version": snap.version,
+                        "start": a,
+                        "end": b,
+                        "token": token,
+                        "likely": sc.likely,
+                    },
+                )
+            )
         return diags
 
 
@@ -169,9 +191,11 @@ def marked_range(sc: TokenScore) -> tuple[int, int]:
 def flagged(scores: list[TokenScore], s: Settings) -> list[TokenScore]:
     """The tokens the fixer's rule (infill/core/suspicion.py) flags at the diagnostics'
     thresholds, worst first (`preference`), at most `maxDiagnostics`."""
-    return [sc for sc in worst_first(scores)
-            if is_suspicious(sc, s.diagnostics_threshold, s.diagnostics_likely_threshold)
-            ][: s.max_diagnostics]
+    return [
+        sc
+        for sc in worst_first(scores)
+        if is_suspicious(sc, s.diagnostics_threshold, s.diagnostics_likely_threshold)
+    ][: s.max_diagnostics]
 
 
 def fix_range(snap: Snapshot, diag: types.Diagnostic) -> tuple[int, int, str, str] | None:
@@ -181,7 +205,11 @@ def fix_range(snap: Snapshot, diag: types.Diagnostic) -> tuple[int, int, str, st
     if diag.source != SOURCE or not isinstance(data, dict):
         return None
     a, b, version = data.get("start"), data.get("end"), data.get("version")
-    if version != snap.version or not isinstance(a, int) or not isinstance(b, int) \
-            or not 0 <= a <= b <= len(snap.text):
+    if (
+        version != snap.version
+        or not isinstance(a, int)
+        or not isinstance(b, int)
+        or not 0 <= a <= b <= len(snap.text)
+    ):
         return None
     return a, b, str(data.get("token", "")), str(data.get("likely", ""))

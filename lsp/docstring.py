@@ -96,8 +96,12 @@ def _first_statement(body):  # noqa: ANN001, ANN202 - tree_sitter nodes
 def _has_docstring(node) -> bool:  # noqa: ANN001 - a tree_sitter node
     body = node.child_by_field_name("body")
     first = _first_statement(body) if body is not None else None
-    return (first is not None and first.type == "expression_statement"
-            and first.named_child_count > 0 and first.named_children[0].type in _STRING)
+    return (
+        first is not None
+        and first.type == "expression_statement"
+        and first.named_child_count > 0
+        and first.named_children[0].type in _STRING
+    )
 
 
 def quote_style(src: _Source) -> str:
@@ -108,14 +112,21 @@ def quote_style(src: _Source) -> str:
         node = stack.pop()
         body = node if node.type == "module" else node.child_by_field_name("body")
         first = _first_statement(body) if body is not None else None
-        if (node.type == "module" or node.type in DEFS) and first is not None \
-                and first.type == "expression_statement" and first.named_child_count \
-                and first.named_children[0].type in _STRING:
+        if (
+            (node.type == "module" or node.type in DEFS)
+            and first is not None
+            and first.type == "expression_statement"
+            and first.named_child_count
+            and first.named_children[0].type in _STRING
+        ):
             literal = src.text[src.char(first.start_byte) : src.char(first.end_byte)]
             head = literal.lstrip("rRuUbBfF")
             counts["'''" if head.startswith("'") else '"""'] += 1
-        stack.extend(c for c in node.named_children
-                     if c.type in DEFS or c.type in ("block", "decorated_definition"))
+        stack.extend(
+            c
+            for c in node.named_children
+            if c.type in DEFS or c.type in ("block", "decorated_definition")
+        )
     if counts["'''"] > counts['"""']:
         return "'''"
     return '"""'
@@ -144,17 +155,25 @@ def _slot(src: _Source, node, quote: str) -> DocstringSlot | None:  # noqa: ANN0
         if indent.strip():  # something else before the statement on its line (`;`)
             return None
         at = m.end()
-        return DocstringSlot(name, DEFS[node.type], at, at, indent + quote,
-                             quote + newline, quote, indent)
+        return DocstringSlot(
+            name, DEFS[node.type], at, at, indent + quote, quote + newline, quote, indent
+        )
     # `def f(): return 1`: the docstring and the body go on lines of their own.
     unit = "\t" if "\t" in header_indent else "    "
     indent = header_indent + unit
-    return DocstringSlot(name, DEFS[node.type], colon, stmt, newline + indent + quote,
-                         quote + newline + indent, quote, indent)
+    return DocstringSlot(
+        name,
+        DEFS[node.type],
+        colon,
+        stmt,
+        newline + indent + quote,
+        quote + newline + indent,
+        quote,
+        indent,
+    )
 
 
-def docstring_slot(text: str, offset: int, *, marker: str = DEFAULT_MARKER
-                   ) -> DocstringSlot | None:
+def docstring_slot(text: str, offset: int, *, marker: str = DEFAULT_MARKER) -> DocstringSlot | None:
     """The slot of the innermost function or class around character `offset`, or None
     when that one has a docstring (or there is none, or it cannot be parsed)."""
     src = _Source(text, marker)

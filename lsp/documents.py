@@ -54,25 +54,38 @@ class Document(TextDocument):
         start, end = Lines(text, self.position_codec).span(change.range)
         self._source = text[:start] + clean(change.text) + text[end:]
 
-    def _apply_full_change(self, change: types.TextDocumentContentChangeWholeDocument
-                           ) -> None:
+    def _apply_full_change(self, change: types.TextDocumentContentChangeWholeDocument) -> None:
         self._source = clean(change.text)
 
 
 class DocumentWorkspace(Workspace):
     """A pygls Workspace whose documents are `Document`s."""
 
-    def _create_text_document(self, doc_uri: str, source: str | None = None,
-                              version: int | None = None,
-                              language_id: str | None = None) -> TextDocument:
-        return Document(doc_uri, source=source, version=version, language_id=language_id,
-                        sync_kind=self._sync_kind, position_codec=self.position_codec)
+    def _create_text_document(
+        self,
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> TextDocument:
+        return Document(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync_kind,
+            position_codec=self.position_codec,
+        )
 
-    def put_text_document(self, text_document: types.TextDocumentItem,
-                          notebook_uri: str | None = None) -> None:
+    def put_text_document(
+        self, text_document: types.TextDocumentItem, notebook_uri: str | None = None
+    ) -> None:
         self._text_documents[text_document.uri] = self._create_text_document(
-            text_document.uri, source=clean(text_document.text),
-            version=text_document.version, language_id=text_document.language_id)
+            text_document.uri,
+            source=clean(text_document.text),
+            version=text_document.version,
+            language_id=text_document.language_id,
+        )
 
     def get_text_document(self, doc_uri: str) -> TextDocument:
         return self._text_documents.get(doc_uri) or super().get_text_document(doc_uri)
@@ -80,8 +93,11 @@ class DocumentWorkspace(Workspace):
     def remove_text_document(self, doc_uri: str) -> None:
         self._text_documents.pop(doc_uri, None)
 
-    def update_text_document(self, text_doc: types.VersionedTextDocumentIdentifier,
-                             change: types.TextDocumentContentChangeEvent) -> None:
+    def update_text_document(
+        self,
+        text_doc: types.VersionedTextDocumentIdentifier,
+        change: types.TextDocumentContentChangeEvent,
+    ) -> None:
         doc = self._text_documents.get(text_doc.uri)
         if doc is None:
             log.warning("a change to a document that is not open: %s", text_doc.uri)

@@ -72,13 +72,16 @@ def excerpt(text: str, start: int, end: int, *, context: int) -> Excerpt:
     # With no such line there (a docstring longer than half the context), the cut moves
     # out instead, to the nearest one within three more contexts: the excerpt grows.
     if a > 0:
-        lines = (_definition_lines(text, a, max(a, min(core_a, a + context // 2)))
-                 or _definition_lines(text, max(0, a - 3 * context), a)[-1:])
+        lines = (
+            _definition_lines(text, a, max(a, min(core_a, a + context // 2)))
+            or _definition_lines(text, max(0, a - 3 * context), a)[-1:]
+        )
         if lines:
             a = lines[0]
     if b < len(text):
-        lines = (_definition_lines(text, max(core_b, b - context // 2), b)[-1:]
-                 or _definition_lines(text, b, min(len(text), b + 3 * context)))
+        lines = _definition_lines(text, max(core_b, b - context // 2), b)[-1:] or _definition_lines(
+            text, b, min(len(text), b + 3 * context)
+        )
         if lines:
             b = lines[0]
     return Excerpt(a, text[a:b])

@@ -128,11 +128,13 @@ class Feature:
 def require_current(host: Host, snap: Snapshot) -> None:
     if not host.is_current(snap):
         raise JsonRpcContentModified(
-            "the document changed while the model ran; the result was dropped")
+            "the document changed while the model ran; the result was dropped"
+        )
 
 
-def request_failed(host: Host, exc: InfillError, what: str, *, show: bool = True
-                   ) -> JsonRpcException:
+def request_failed(
+    host: Host, exc: InfillError, what: str, *, show: bool = True
+) -> JsonRpcException:
     """An engine, worker or input error as the request's LSP error, shown to the user
     (a warning when it is about the user's input, an error otherwise) and logged."""
     message = f"{what}: {exc.message}"
@@ -151,6 +153,7 @@ def workspace_edit(host: Host, snap: Snapshot, edits: Sequence[Edit]) -> types.W
     we = ws.workspace_edit if ws is not None else None
     if we is not None and we.document_changes:
         ident = types.OptionalVersionedTextDocumentIdentifier(uri=snap.uri, version=snap.version)
-        return types.WorkspaceEdit(document_changes=[
-            types.TextDocumentEdit(text_document=ident, edits=text_edits)])
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=ident, edits=text_edits)]
+        )
     return types.WorkspaceEdit(changes={snap.uri: text_edits})

@@ -42,8 +42,12 @@ class Op:
     def from_data(cls, data: Any) -> Op:
         try:
             op = cls(**data)
-            ok = (op.op in OPERATIONS and isinstance(op.uri, str) and 0 <= op.start <= op.end
-                  and (op.version is None or isinstance(op.version, int)))
+            ok = (
+                op.op in OPERATIONS
+                and isinstance(op.uri, str)
+                and 0 <= op.start <= op.end
+                and (op.version is None or isinstance(op.version, int))
+            )
         except (TypeError, ValueError):
             ok = False
         if not ok:
@@ -62,7 +66,7 @@ def find_docstring_slot(text: str, at: int, marker: str, context: int) -> Docstr
     slot = docstring_slot(ex.text, at - ex.offset, marker=marker)
     top = definition_start(text, at, 4 * context) if slot is None and ex.offset else None
     if top is not None and top != ex.offset:
-        ex = Excerpt(top, text[top:ex.end])  # the excerpt holds `at`: ex.end >= at
+        ex = Excerpt(top, text[top : ex.end])  # the excerpt holds `at`: ex.end >= at
         slot = docstring_slot(ex.text, at - ex.offset, marker=marker)
     return slot.moved(ex.offset) if slot is not None else None
 
@@ -75,16 +79,22 @@ def action_options(s: Settings, *, race: bool = True) -> SamplerOptions:
     """The settings' sampler options; with `checks`, a fill that breaks the code loses to
     the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md).
     `race`: holes race `lengths` allocations (measured on code; a docstring is prose)."""
-    return s.sampler_options(checks=DEFAULT_CHECKS if s.checks else "",
-                             lengths=s.lengths if race else 1)
+    return s.sampler_options(
+        checks=DEFAULT_CHECKS if s.checks else "", lengths=s.lengths if race else 1
+    )
 
 
 async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     s = host.settings
     holes = find_holes(snap.text, s.hole_marker)
     ex = excerpt(snap.text, holes[0].start, holes[-1].end, context=s.context_chars)
-    result = await host.worker.fill(ex.text, marker=s.hole_marker, language=snap.language,
-                                    options=action_options(s), on_step=on_step)
+    result = await host.worker.fill(
+        ex.text,
+        marker=s.hole_marker,
+        language=snap.language,
+        options=action_options(s),
+        on_step=on_step,
+    )
     return shift(result.edits, ex.offset), result, ex
 
 
@@ -92,9 +102,14 @@ async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
     s = host.settings
     ex = excerpt(snap.text, op.start, op.end, context=s.context_chars)
     span = Span(op.start - ex.offset, op.end - ex.offset)
-    result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
-                                    language=snap.language, options=action_options(s),
-                                    on_step=on_step)
+    result = await host.worker.fill(
+        ex.text,
+        spans=[span],
+        marker=s.hole_marker,
+        language=snap.language,
+        options=action_options(s),
+        on_step=on_step,
+    )
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
 
@@ -104,9 +119,14 @@ async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Don
     if slot is None:
         raise InfillError("there is no function or class without a docstring here")
     ex, span = docstring_request(snap.text, slot, s.context_chars)
-    result = await host.worker.fill(ex.text, spans=[span], marker=s.hole_marker,
-                                    language=snap.language,
-                                    options=action_options(s, race=False), on_step=on_step)
+    result = await host.worker.fill(
+        ex.text,
+        spans=[span],
+        marker=s.hole_marker,
+        language=snap.language,
+        options=action_options(s, race=False),
+        on_step=on_step,
+    )
     body = result.fills[0].text if result.fills else ""
     return ([slot.edit(body)] if slot.clean_body(body) else []), result, ex
 
@@ -120,15 +140,20 @@ def docstring_request(text: str, slot: DocstringSlot, context: int) -> tuple[Exc
 
 
 async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
-    """"fix" (the selection's worst tokens) or "fixToken" (a diagnostic's token)."""
+    """ "fix" (the selection's worst tokens) or "fixToken" (a diagnostic's token)."""
     s = host.settings
     ex = excerpt(snap.text, op.start, op.end, context=s.context_chars)
     token = op.op == "fixToken"
-    result = await host.worker.fix(ex.text, start=op.start - ex.offset, end=op.end - ex.offset,
-                                   max_fixes=1 if token else s.max_fixes,
-                                   min_suspicion=0.0 if token else s.fix_threshold,
-                                   min_likely=0.0 if token else s.fix_likely_threshold,
-                                   language=snap.language, options=action_options(s))
+    result = await host.worker.fix(
+        ex.text,
+        start=op.start - ex.offset,
+        end=op.end - ex.offset,
+        max_fixes=1 if token else s.max_fixes,
+        min_suspicion=0.0 if token else s.fix_threshold,
+        min_likely=0.0 if token else s.fix_likely_threshold,
+        language=snap.language,
+        options=action_options(s),
+    )
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 
 
@@ -140,29 +165,33 @@ def within(text: str, edits: list[Edit], start: int, end: int) -> list[Edit]:
     for e in edits:
         new, a, b = e.new_text, e.start, e.end
         if a < start:
-            keep = text[a:min(start, b)]
+            keep = text[a : min(start, b)]
             if not new.startswith(keep):
                 continue
-            new, a = new[len(keep):], a + len(keep)
+            new, a = new[len(keep) :], a + len(keep)
         if b > end:
-            keep = text[max(end, a):b]
+            keep = text[max(end, a) : b]
             if not new.endswith(keep) or len(keep) > len(new):
                 continue
-            new, b = new[:len(new) - len(keep)], b - len(keep)
+            new, b = new[: len(new) - len(keep)], b - len(keep)
         if start <= a <= b <= end and (a < b or new):
             out.append(Edit(a, b, new))
     return out
 
 
 OPERATIONS: dict[str, Callable[[Host, Snapshot, Op, OnStep], Awaitable[Done]]] = {
-    "fill": _fill_holes, "rewrite": _rewrite, "docstring": _docstring, "fix": _fix,
+    "fill": _fill_holes,
+    "rewrite": _rewrite,
+    "docstring": _docstring,
+    "fix": _fix,
     "fixToken": _fix,
 }
 NOTHING = {"fix": "nothing looked suspicious", "docstring": "the model wrote no docstring"}
 
 
-async def compute_edits(host: Host, snap: Snapshot, op: Op, progress: WorkProgress
-                        ) -> tuple[list[Edit], str | None]:
+async def compute_edits(
+    host: Host, snap: Snapshot, op: Op, progress: WorkProgress
+) -> tuple[list[Edit], str | None]:
     """The operation's edits (str offsets in the snapshot's text), and a note when it
     changed nothing."""
     started = asyncio.get_running_loop().time()
@@ -170,11 +199,16 @@ async def compute_edits(host: Host, snap: Snapshot, op: Op, progress: WorkProgre
     edits, result, ex = await OPERATIONS[op.op](host, snap, op, on_step)
     ms = (asyncio.get_running_loop().time() - started) * 1000
     tokens, passes = (result.stats.tokens, result.stats.nfe) if result.stats else (0, 0)
-    host.log(f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
-             f"{len(ex.text)} of {len(snap.text)} characters, {ms:.0f} ms")
+    host.log(
+        f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
+        f"{len(ex.text)} of {len(snap.text)} characters, {ms:.0f} ms"
+    )
     rejected = [f.rejected for f in result.fills if f.rejected is not None]
-    left = (f"{len(rejected)} left as it was: every candidate failed the checks "
-            f"({rejected[0]})") if rejected else None
+    left = (
+        (f"{len(rejected)} left as it was: every candidate failed the checks ({rejected[0]})")
+        if rejected
+        else None
+    )
     if left:
         host.log(f"{op.op}: {left}")
     if not edits:

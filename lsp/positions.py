@@ -32,6 +32,7 @@ def line_start(text: str, i: int) -> int:
     """Offset of the start of the line that holds offset `i` (LSP line breaks)."""
     return max(text.rfind("\n", 0, i), text.rfind("\r", 0, i)) + 1
 
+
 UTF8 = PositionCodec(types.PositionEncodingKind.Utf8)
 UTF16 = PositionCodec(types.PositionEncodingKind.Utf16)
 UTF32 = PositionCodec(types.PositionEncodingKind.Utf32)
@@ -123,8 +124,9 @@ def shift(edits: Sequence[Edit], offset: int) -> list[Edit]:
     return [Edit(e.start + offset, e.end + offset, e.new_text) for e in edits]
 
 
-def apply_text_edits(text: str, edits: Sequence[types.TextEdit],
-                     codec: PositionCodec = UTF16) -> str:
+def apply_text_edits(
+    text: str, edits: Sequence[types.TextEdit], codec: PositionCodec = UTF16
+) -> str:
     """`text` with LSP TextEdits applied, as a client would (for tests and checks)."""
     lines = Lines(text, codec)
     spans = sorted(((lines.span(e.range), e.new_text) for e in edits), key=lambda x: x[0])

@@ -32,8 +32,9 @@ def server_progress_supported(host: Host) -> bool:
 
 
 class WorkProgress:
-    def __init__(self, host: Host, title: str, *, token: types.ProgressToken | None,
-                 delay: float | None) -> None:
+    def __init__(
+        self, host: Host, title: str, *, token: types.ProgressToken | None, delay: float | None
+    ) -> None:
         """`delay`: seconds before a server-created progress; None: never create one."""
         self.host = host
         self.title = title
@@ -57,8 +58,9 @@ class WorkProgress:
     @property
     def visible(self) -> bool:
         """Whether the client may see this progress at all."""
-        return self.given is not None or (self.delay is not None
-                                          and server_progress_supported(self.host))
+        return self.given is not None or (
+            self.delay is not None and server_progress_supported(self.host)
+        )
 
     async def _start_later(self) -> None:
         await asyncio.sleep(self.delay or 0.0)
@@ -77,19 +79,25 @@ class WorkProgress:
     def _begin(self, token: types.ProgressToken) -> None:
         self.token = token
         progress = self.host.work_done_progress
-        progress.begin(token, types.WorkDoneProgressBegin(
-            title=self.title, cancellable=True, message=self._last or None))
+        progress.begin(
+            token,
+            types.WorkDoneProgressBegin(
+                title=self.title, cancellable=True, message=self._last or None
+            ),
+        )
         future = progress.tokens.get(token)
         task, loop = self._task, asyncio.get_running_loop()
         if future is not None and task is not None:
             future.add_done_callback(
-                lambda f: loop.call_soon_threadsafe(task.cancel) if f.cancelled() else None)
+                lambda f: loop.call_soon_threadsafe(task.cancel) if f.cancelled() else None
+            )
 
     def report(self, message: str) -> None:
         self._last = message
         if self.token is not None:
             self.host.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message))
+                self.token, types.WorkDoneProgressReport(message=message)
+            )
 
     async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         self._ended = True
@@ -109,8 +117,9 @@ class WorkProgress:
                 future.set_result(None)  # release the cancel callback
 
 
-def live_view(host: Host, snap: Snapshot, kind: str, progress: WorkProgress
-              ) -> Callable[[Step], None] | None:
+def live_view(
+    host: Host, snap: Snapshot, kind: str, progress: WorkProgress
+) -> Callable[[Step], None] | None:
     """The `on_step` callback of a fill: progress reports, and with `liveView` the custom
     `infill/denoiseStep` notification (docs/LSP.md) with each span's text after the step
     (`░` a masked slot, `∅` a null one). None when nobody would see the steps (the worker
@@ -123,9 +132,16 @@ def live_view(host: Host, snap: Snapshot, kind: str, progress: WorkProgress
     def on_step(step: Step) -> None:
         progress.report(f"step {step.step}")
         if live:
-            host.notify(STEP_NOTIFICATION, {
-                "uri": snap.uri, "version": snap.version, "requestId": request_id,
-                "operation": kind, "step": step.step,
-                "spans": [{"index": i, "text": t} for i, t in step.spans]})
+            host.notify(
+                STEP_NOTIFICATION,
+                {
+                    "uri": snap.uri,
+                    "version": snap.version,
+                    "requestId": request_id,
+                    "operation": kind,
+                    "step": step.step,
+                    "spans": [{"index": i, "text": t} for i, t in step.spans],
+                },
+            )
 
     return on_step

@@ -45,7 +45,8 @@ class InfillProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams) -> Any:
         result = yield from super().lsp_initialize(params)
         self._workspace = DocumentWorkspace.replacing(
-            self.workspace, self._server._text_document_sync_kind)
+            self.workspace, self._server._text_document_sync_kind
+        )
         if supports_inline_completion(params.capabilities):
             result.capabilities.completion_provider = None
         return result
@@ -66,8 +67,11 @@ class InfillProtocol(LanguageServerProtocol):
         except (ClassValidationError, TypeError, ValueError, KeyError, AttributeError):
             msg_id = data["id"] if isinstance(data["id"], int | str) else None
             log.warning("invalid params for %.100r (request %r)", method, msg_id)
-            self._send_response(msg_id, None, JsonRpcInvalidParams(
-                f"invalid params for {method}").to_response_error())
+            self._send_response(
+                msg_id,
+                None,
+                JsonRpcInvalidParams(f"invalid params for {method}").to_response_error(),
+            )
             return UNUSABLE
 
     def handle_message(self, message: Any) -> None:

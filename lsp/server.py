@@ -47,8 +47,7 @@ log = logging.getLogger("infill.lsp")
 PYTHON_IDS = {"python"}  # languageIds that get scope-aware (tree-sitter) windows
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
 F = TypeVar("F", bound=Callable[..., Any])
-FEATURES: tuple[type[Feature], ...] = (CodeActions, Completions, Diagnostics,
-                                       WorkerInfoCommand)
+FEATURES: tuple[type[Feature], ...] = (CodeActions, Completions, Diagnostics, WorkerInfoCommand)
 
 
 def version() -> str:
@@ -89,8 +88,12 @@ class InfillServer(LanguageServer):
     """The pygls server; implements `lsp.host.Host` for the features."""
 
     def __init__(self) -> None:
-        super().__init__("infill-lsp", version(), protocol_cls=InfillProtocol,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "infill-lsp",
+            version(),
+            protocol_cls=InfillProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
         self.settings = Settings()
         self.worker = WorkerConnection()
         self.features = [feature(self) for feature in FEATURES]
@@ -132,15 +135,17 @@ class InfillServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def log(self, message: str) -> None:
-        self.window_log_message(types.LogMessageParams(type=types.MessageType.Log,
-                                                       message=f"infill: {message}"))
+        self.window_log_message(
+            types.LogMessageParams(type=types.MessageType.Log, message=f"infill: {message}")
+        )
 
     def notify(self, method: str, params: Any) -> None:
         self.protocol.notify(method, params)
 
     async def apply_edit(self, edit: types.WorkspaceEdit, label: str) -> bool:
         result = await self.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=edit, label=label))
+            types.ApplyWorkspaceEditParams(edit=edit, label=label)
+        )
         return bool(result and result.applied)
 
     def request_id(self) -> Any:
@@ -184,8 +189,10 @@ class InfillServer(LanguageServer):
                 self.log(f"connected: {await self.worker.connect()}")
             except InfillError as exc:  # shown; the next request tries again
                 log.warning("the model worker is not available: %s", exc.message)
-                self.show(f"infill: the model worker is not available: {exc.message}",
-                          types.MessageType.Warning)
+                self.show(
+                    f"infill: the model worker is not available: {exc.message}",
+                    types.MessageType.Warning,
+                )
 
         self._warm = asyncio.get_running_loop().create_task(go())
 
@@ -209,15 +216,15 @@ class InfillServer(LanguageServer):
         self.use_settings(init=self.init_options)
         self.warm_up()
 
-    async def _did_change_configuration(self, params: types.DidChangeConfigurationParams
-                                        ) -> None:
+    async def _did_change_configuration(self, params: types.DidChangeConfigurationParams) -> None:
         config = params.settings
         if not (isinstance(config, dict) and isinstance(config.get(SECTION), dict)):
             ws = self.client_capabilities.workspace
             if ws is None or not ws.configuration:
                 return
-            pulled = await self.workspace_configuration_async(types.ConfigurationParams(
-                items=[types.ConfigurationItem(section=SECTION)]))
+            pulled = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            )
             config = pulled[0] if pulled else None
             if not isinstance(config, dict):
                 return
@@ -252,15 +259,22 @@ def create_server() -> InfillServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="infill-lsp", description="Language server for "
-                                "diffusion infilling (LSP over stdio).")
-    p.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted "
-                   "because editors pass it)")
+    p = argparse.ArgumentParser(
+        prog="infill-lsp", description="Language server for diffusion infilling (LSP over stdio)."
+    )
+    p.add_argument(
+        "--stdio",
+        action="store_true",
+        help="use stdio (the default; accepted because editors pass it)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
     p.add_argument("--version", action="version", version=f"infill-lsp {version()}")
     args = p.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, format="infill-lsp: %(levelname)s %(message)s",
-                        level=logging.DEBUG if args.verbose else logging.WARNING)
+    logging.basicConfig(
+        stream=sys.stderr,
+        format="infill-lsp: %(levelname)s %(message)s",
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+    )
     if not args.verbose:
         logging.getLogger("pygls").setLevel(logging.ERROR)  # it logs every message at INFO
     ls = create_server()

@@ -132,8 +132,9 @@ class Settings:
     precision: str | None = _s("precision", _optional(_precision), default=None)
     # -- sampling (SamplerOptions)
     steps: int | None = _s("steps", _optional(_int(1, 4096)), default=None)  # max_steps
-    threshold: float | None = _s("threshold", _optional(_real(0.0, 1.0, open_low=True)),
-                                 default=None)  # commit threshold; None: the order's default
+    threshold: float | None = _s(
+        "threshold", _optional(_real(0.0, 1.0, open_low=True)), default=None
+    )  # commit threshold; None: the order's default
     max_tokens: int = _s("maxTokens", _int(1, 1024), default=256)  # max_span_tokens
     # a hole (no hint) grows no further than this many tokens (grow_cap)
     grow_cap: int = _s("growCap", _int(1, 1024), default=DEFAULT_GROW_CAP)
@@ -156,23 +157,28 @@ class Settings:
     completion_reuse: bool = _s("completionReuse", _bool, default=True)
     # ms a completion may take before it answers nothing and its job is cancelled; None:
     # the worker's device decides (lsp.completion.completion_deadline); 0: no deadline
-    completion_deadline: int | None = _s("completionDeadline", _optional(_int(0, 600_000)),
-                                         default=None)
+    completion_deadline: int | None = _s(
+        "completionDeadline", _optional(_int(0, 600_000)), default=None
+    )
     # -- diagnostics and fixes
     diagnostics: bool = _s("diagnostics", _bool, default=False)  # off until measured fast
     # the fixer's rule (infill/core/suspicion.py): suspicion >= *Threshold and p(likely)
     # >= *LikelyThreshold; diagnostics and Fix selection share its calibrated defaults
-    diagnostics_threshold: float = _s("diagnosticsThreshold", _real(0.0, 1.0),
-                                      default=DEFAULT_MIN_SUSPICION)
-    diagnostics_likely_threshold: float = _s("diagnosticsLikelyThreshold", _real(0.0, 1.0),
-                                             default=DEFAULT_MIN_LIKELY)
+    diagnostics_threshold: float = _s(
+        "diagnosticsThreshold", _real(0.0, 1.0), default=DEFAULT_MIN_SUSPICION
+    )
+    diagnostics_likely_threshold: float = _s(
+        "diagnosticsLikelyThreshold", _real(0.0, 1.0), default=DEFAULT_MIN_LIKELY
+    )
     diagnostics_delay: int = _s("diagnosticsDelay", _int(0, 60_000), default=500)  # ms
     diagnostics_severity: str = _s("diagnosticsSeverity", _severity, default="information")
     max_diagnostics: int = _s("maxDiagnostics", _int(1, 1000), default=20)
-    fix_threshold: float = _s("fixThreshold", _real(0.0, 1.0),
-                              default=DEFAULT_MIN_SUSPICION)  # Fix selection
-    fix_likely_threshold: float = _s("fixLikelyThreshold", _real(0.0, 1.0),
-                                     default=DEFAULT_MIN_LIKELY)
+    fix_threshold: float = _s(
+        "fixThreshold", _real(0.0, 1.0), default=DEFAULT_MIN_SUSPICION
+    )  # Fix selection
+    fix_likely_threshold: float = _s(
+        "fixLikelyThreshold", _real(0.0, 1.0), default=DEFAULT_MIN_LIKELY
+    )
     max_fixes: int = _s("maxFixes", _int(1, 64), default=3)  # tokens per Fix selection
     # -- the editor side
     live_view: bool = _s("liveView", _bool, default=False)  # stream infill/denoiseStep
@@ -181,8 +187,11 @@ class Settings:
 
     def sampler_options(self, **overrides: Any) -> SamplerOptions:
         """The SamplerOptions these settings set, with `overrides` on top."""
-        out: dict[str, Any] = {"max_span_tokens": self.max_tokens, "grow_cap": self.grow_cap,
-                               "cache_refresh": self.cache_refresh}
+        out: dict[str, Any] = {
+            "max_span_tokens": self.max_tokens,
+            "grow_cap": self.grow_cap,
+            "cache_refresh": self.cache_refresh,
+        }
         if self.steps is not None:
             out["max_steps"] = self.steps
         if self.threshold is not None:

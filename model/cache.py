@@ -45,8 +45,9 @@ class ContextCache:
     nbytes: int = field(init=False, repr=False)  # memory of its keys and values
 
     def __post_init__(self) -> None:
-        self.nbytes = sum(t.element_size() * t.nelement()
-                          for kv in self.layers for t in (kv.keys, kv.values))
+        self.nbytes = sum(
+            t.element_size() * t.nelement() for kv in self.layers for t in (kv.keys, kv.values)
+        )
 
 
 def common_ends(old: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
@@ -81,15 +82,22 @@ class CachedModernBert:
         self.layer_types = list(cfg.layer_types)
         self.margin = CARRY_MARGIN
 
-    def _cos_sin(self, positions: torch.Tensor, layer_type: str, dtype: torch.dtype
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        cos, sin = self.body.rotary_emb(torch.empty(0, dtype=dtype, device=positions.device),
-                                        positions[None, :], layer_type)
+    def _cos_sin(
+        self, positions: torch.Tensor, layer_type: str, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        cos, sin = self.body.rotary_emb(
+            torch.empty(0, dtype=dtype, device=positions.device), positions[None, :], layer_type
+        )
         return cos[0].float(), sin[0].float()  # (n, d)
 
-    def _layers(self, hidden: torch.Tensor, positions: torch.Tensor,
-                cache: ContextCache | None, store: list[LayerKV] | None,
-                update: bool = False) -> torch.Tensor:
+    def _layers(
+        self,
+        hidden: torch.Tensor,
+        positions: torch.Tensor,
+        cache: ContextCache | None,
+        store: list[LayerKV] | None,
+        update: bool = False,
+    ) -> torch.Tensor:
         """Run the encoder layers over `hidden` (n, H) at `positions` (n,).
 
         With `cache`, attention reads the cached keys/values with the rows at `positions`
@@ -122,8 +130,9 @@ class CachedModernBert:
                 far = (positions[:, None] - key_pos[None, :]).abs() > self.half_window
                 mask = torch.zeros(far.shape, dtype=q.dtype, device=q.device)
                 mask.masked_fill_(far, float("-inf"))
-            out = F.scaled_dot_product_attention(q, keys.to(q.dtype), values.to(q.dtype),
-                                                 attn_mask=mask)  # (h, n, d)
+            out = F.scaled_dot_product_attention(
+                q, keys.to(q.dtype), values.to(q.dtype), attn_mask=mask
+            )  # (h, n, d)
             out = attn.Wo(out.transpose(0, 1).reshape(n, -1))
             hidden = hidden + out
             hidden = hidden + layer.mlp(layer.mlp_norm(hidden))
@@ -139,15 +148,15 @@ class CachedModernBert:
         return out, ContextCache(ids.clone(), store)
 
     @torch.inference_mode()
-    def partial(self, ids: torch.Tensor, active: torch.Tensor, cache: ContextCache
-                ) -> torch.Tensor:
+    def partial(self, ids: torch.Tensor, active: torch.Tensor, cache: ContextCache) -> torch.Tensor:
         """Hidden states (n, H) at the `active` positions (n,) of canvas `ids` (T,)."""
         hidden = self.body.embeddings(input_ids=ids[active][None, :])[0]
         return self._layers(hidden, active, cache, None)
 
     @torch.inference_mode()
-    def carry(self, ids: torch.Tensor, old: ContextCache, active: torch.Tensor
-              ) -> tuple[torch.Tensor, torch.Tensor, ContextCache] | None:
+    def carry(
+        self, ids: torch.Tensor, old: ContextCache, active: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, ContextCache] | None:
         """The cache of canvas `ids` built from the cache `old` of another canvas: the
         common prefix's entries kept, the common suffix's moved to their new positions, the
         rest and `active` recomputed. Returns the recomputed positions (m,), sorted and
@@ -166,18 +175,22 @@ class CachedModernBert:
             values = kv.values.new_empty((self.heads, total, self.head_dim))
             keys[:, :prefix], values[:, :prefix] = kv.keys[:, :prefix], kv.values[:, :prefix]
             if suffix:
-                moved = kv.keys[:, kv.keys.shape[1] - suffix:]
+                moved = kv.keys[:, kv.keys.shape[1] - suffix :]
                 if shift:
-                    cos, sin = self._cos_sin(torch.tensor([shift], device=ids.device),
-                                             self.layer_types[li], moved.dtype)
+                    cos, sin = self._cos_sin(
+                        torch.tensor([shift], device=ids.device), self.layer_types[li], moved.dtype
+                    )
                     moved = rope(moved, cos, sin)
-                keys[:, total - suffix:] = moved
-                values[:, total - suffix:] = kv.values[:, kv.values.shape[1] - suffix:]
+                keys[:, total - suffix :] = moved
+                values[:, total - suffix :] = kv.values[:, kv.values.shape[1] - suffix :]
             layers.append(LayerKV(keys, values))
         cache = ContextCache(ids.clone(), layers, carried=old.carried + 1)
         # the tokens nearest the change are recomputed too: their entries moved most
-        stale = torch.arange(max(0, prefix - self.margin), min(total, total - suffix + self.margin),
-                             device=ids.device)
+        stale = torch.arange(
+            max(0, prefix - self.margin),
+            min(total, total - suffix + self.margin),
+            device=ids.device,
+        )
         active = torch.unique(torch.cat((stale, active)))  # sorted
         hidden = self.body.embeddings(input_ids=ids[active][None, :])[0]
         return active, self._layers(hidden, active, cache, None, update=True), cache

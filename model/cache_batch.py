@@ -26,8 +26,9 @@ from torch.nn.utils.rnn import pad_sequence
 from diffusion_infill.model.cache import CachedModernBert, ContextCache, LayerKV, rope
 
 
-def _masks(cached: CachedModernBert, positions: torch.Tensor, lengths: torch.Tensor,
-           dtype: torch.dtype) -> dict[str, torch.Tensor | None]:
+def _masks(
+    cached: CachedModernBert, positions: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype
+) -> dict[str, torch.Tensor | None]:
     """Additive masks (B, 1, n, T) per layer type: keys past a canvas's end, and for
     sliding layers keys farther than half the window from the query's position (None:
     nothing to hide)."""
@@ -48,20 +49,21 @@ def _padded_kv(caches: Sequence[ContextCache], li: int) -> tuple[torch.Tensor, t
     """Layer `li`'s cached keys and values of every canvas, (B, T, heads, head_dim) each,
     zero past a canvas's end (a copy: the caches stay as they were)."""
     keys = pad_sequence([c.layers[li].keys.transpose(0, 1) for c in caches], batch_first=True)
-    values = pad_sequence([c.layers[li].values.transpose(0, 1) for c in caches],
-                          batch_first=True)
+    values = pad_sequence([c.layers[li].values.transpose(0, 1) for c in caches], batch_first=True)
     return keys, values
 
 
-def _qkv(cached: CachedModernBert, li: int, hidden: torch.Tensor, positions: torch.Tensor
-         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _qkv(
+    cached: CachedModernBert, li: int, hidden: torch.Tensor, positions: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Layer `li`'s queries and keys (RoPE applied) and values, (B, n, heads, head_dim)."""
     b, n, _ = hidden.shape
     layer = cached.body.layers[li]
     qkv = layer.attn.Wqkv(layer.attn_norm(hidden)).view(b, n, 3, cached.heads, cached.head_dim)
     q, k, v = qkv.unbind(dim=2)
-    cos, sin = cached.body.rotary_emb(torch.empty(0, dtype=q.dtype, device=hidden.device),
-                                      positions, cached.layer_types[li])
+    cos, sin = cached.body.rotary_emb(
+        torch.empty(0, dtype=q.dtype, device=hidden.device), positions, cached.layer_types[li]
+    )
     cos, sin = cos.float()[:, :, None], sin.float()[:, :, None]  # (B, n, 1, d)
     return rope(q, cos, sin), rope(k, cos, sin), v
 
@@ -72,10 +74,13 @@ def _rows(x: torch.Tensor, picked: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def many(cached: CachedModernBert, ids: Sequence[torch.Tensor],
-         actives: Sequence[torch.Tensor], caches: Sequence[ContextCache] | None,
-         wanted: Sequence[torch.Tensor] | None = None
-         ) -> tuple[list[torch.Tensor], list[ContextCache] | None]:
+def many(
+    cached: CachedModernBert,
+    ids: Sequence[torch.Tensor],
+    actives: Sequence[torch.Tensor],
+    caches: Sequence[ContextCache] | None,
+    wanted: Sequence[torch.Tensor] | None = None,
+) -> tuple[list[torch.Tensor], list[ContextCache] | None]:
     """Final hidden states of canvas `ids[i]` at the `wanted[i]` rows (default: all) of its
     active positions `actives[i]` (sorted), every canvas in one pass. With `caches`,
     attention reads each canvas's cached entries with its active rows fresh (a partial pass
@@ -86,8 +91,10 @@ def many(cached: CachedModernBert, ids: Sequence[torch.Tensor],
     device, last = ids[0].device, len(cached.body.layers) - 1
     positions = pad_sequence(list(actives), batch_first=True)  # (B, n), padding at 0
     counts = [a.shape[0] for a in (wanted if wanted is not None else actives)]
-    rows = (torch.arange(positions.shape[1], device=device)[None, :]
-            < torch.tensor([a.shape[0] for a in actives], device=device)[:, None])
+    rows = (
+        torch.arange(positions.shape[1], device=device)[None, :]
+        < torch.tensor([a.shape[0] for a in actives], device=device)[:, None]
+    )
     bi, ri = rows.nonzero(as_tuple=True)  # the real (canvas, row) pairs
     pi = positions[bi, ri]
     lengths = torch.tensor([t.shape[0] for t in ids], device=device)
@@ -105,8 +112,9 @@ def many(cached: CachedModernBert, ids: Sequence[torch.Tensor],
             keys[bi, pi] = k[bi, ri].to(keys.dtype)
             values[bi, pi] = v[bi, ri].to(values.dtype)
         if li == last and wanted is not None:
-            picked = pad_sequence([*wanted, positions.new_zeros(1)],
-                                  batch_first=True)[:-1]  # (B, m >= 1), padding at row 0
+            picked = pad_sequence([*wanted, positions.new_zeros(1)], batch_first=True)[
+                :-1
+            ]  # (B, m >= 1), padding at row 0
             hidden, q, positions = _rows(hidden, picked), _rows(q, picked), _rows(positions, picked)
             masks = {}
         if not masks:
@@ -117,24 +125,42 @@ def many(cached: CachedModernBert, ids: Sequence[torch.Tensor],
     return states, (None if caches is not None else _fresh_caches(ids, store))
 
 
-def _attend(layer: torch.nn.Module, hidden: torch.Tensor, q: torch.Tensor,
-            keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
-            ) -> torch.Tensor:
+def _attend(
+    layer: torch.nn.Module,
+    hidden: torch.Tensor,
+    q: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None,
+) -> torch.Tensor:
     """The rest of one layer after its queries, keys and values: attention over `keys`
     and `values` under the additive `mask`, the output projection and the MLP, each added
     to `hidden` (B, n, H)."""
     out = F.scaled_dot_product_attention(
-        q.transpose(1, 2), keys.to(q.dtype).transpose(1, 2),
-        values.to(q.dtype).transpose(1, 2), attn_mask=mask)  # (B, h, n, d)
+        q.transpose(1, 2),
+        keys.to(q.dtype).transpose(1, 2),
+        values.to(q.dtype).transpose(1, 2),
+        attn_mask=mask,
+    )  # (B, h, n, d)
     hidden = hidden + layer.attn.Wo(out.transpose(1, 2).reshape(hidden.shape[0], q.shape[1], -1))
     return hidden + layer.mlp(layer.mlp_norm(hidden))
 
 
-def _fresh_caches(ids: Sequence[torch.Tensor],
-                  store: list[tuple[torch.Tensor, torch.Tensor]]) -> list[ContextCache]:
+def _fresh_caches(
+    ids: Sequence[torch.Tensor], store: list[tuple[torch.Tensor, torch.Tensor]]
+) -> list[ContextCache]:
     """Each canvas's context entry from a full pass's keys and values per layer (`store`:
     (B, n, heads, head_dim) each, padded past a canvas's end)."""
-    return [ContextCache(t.clone(), [LayerKV(k[i, :len(t)].transpose(0, 1).contiguous(),
-                                             v[i, :len(t)].transpose(0, 1).contiguous())
-                                     for k, v in store])
-            for i, t in enumerate(ids)]
+    return [
+        ContextCache(
+            t.clone(),
+            [
+                LayerKV(
+                    k[i, : len(t)].transpose(0, 1).contiguous(),
+                    v[i, : len(t)].transpose(0, 1).contiguous(),
+                )
+                for k, v in store
+            ],
+        )
+        for i, t in enumerate(ids)
+    ]

@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 MODEL_TYPE = "diffusion_gemma"
 PROMPTS = ("code", "chat")  # how the code before a hole reaches the encoder
 HOLE = "<|hole|>"  # how a hole is marked in a chat prompt (encoded as plain text)
-INSTRUCTION = (f"Fill in each {HOLE} in this code. Answer with the code only, from where it "
-               "stops.\n\n")
+INSTRUCTION = (
+    f"Fill in each {HOLE} in this code. Answer with the code only, from where it stops.\n\n"
+)
 MAX_WINDOW = 8192  # tokens of a window: the encoder reads the code before the holes
 PROMPTS_KEPT = 16  # encoder caches kept (LRU), one per distinct prompt
 STATES_KEPT = 64  # canvases whose self-conditioning logits are kept (LRU, on the device)
@@ -81,11 +82,19 @@ class DiffusionGemmaDenoiser:
 
     preferred_order = "entropy-bound"  # its own sampler; a worker decodes with it by default
 
-    def __init__(self, model: Any, tokenizer: Tokenizer, *, name: str, device: torch.device,
-                 prompt: str = "code") -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Tokenizer,
+        *,
+        name: str,
+        device: torch.device,
+        prompt: str = "code",
+    ) -> None:
         if prompt not in PROMPTS:
-            raise ModelLoadError(f"unknown prompt layout {prompt!r}: use one of "
-                                 f"{', '.join(PROMPTS)}")
+            raise ModelLoadError(
+                f"unknown prompt layout {prompt!r}: use one of {', '.join(PROMPTS)}"
+            )
         self.model, self.tokenizer, self.name, self.device = model, tokenizer, name, device
         self.prompt = prompt
         text = model.config.get_text_config()
@@ -96,8 +105,10 @@ class DiffusionGemmaDenoiser:
         def token(name: str) -> int:
             found = tokenizer.token_to_id(name)
             if found is None:
-                raise ModelLoadError(f"the tokenizer of model {self.name} has no {name} "
-                                     "token (DiffusionGemma's tokenizer has it)")
+                raise ModelLoadError(
+                    f"the tokenizer of model {self.name} has no {name} "
+                    "token (DiffusionGemma's tokenizer has it)"
+                )
             return found
 
         self.special = SpecialIds(mask=token("<mask>"), null=token("<eos>"), pad=token("<pad>"))
@@ -116,8 +127,15 @@ class DiffusionGemmaDenoiser:
         self._states: OrderedDict[Hashable, _State] = OrderedDict()
 
     @classmethod
-    def load(cls, path: Path, *, device: str | None = None, dtype: str | None = None,
-             quantize: str | None = None, prompt: str | None = None) -> DiffusionGemmaDenoiser:
+    def load(
+        cls,
+        path: Path,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        quantize: str | None = None,
+        prompt: str | None = None,
+    ) -> DiffusionGemmaDenoiser:
         """The model in `path` (checked by model.loading), offline, from safetensors only,
         never with remote code. Refuses (ModelLoadError) a CUDA device without a GPU, an
         unsupported dtype or quantisation, and weights that do not fit the free memory."""
@@ -127,8 +145,14 @@ class DiffusionGemmaDenoiser:
         qconfig = footprint.quantization(quantize, dev)
         need = footprint.needed_bytes(path, torch_dtype, quantize)
         free = footprint.free_bytes(dev)
-        log.info("%s: the weights need %s on %s (%s), %s free", path, footprint.gib(need),
-                 dev, quantize or str(torch_dtype).removeprefix("torch."), footprint.gib(free))
+        log.info(
+            "%s: the weights need %s on %s (%s), %s free",
+            path,
+            footprint.gib(need),
+            dev,
+            quantize or str(torch_dtype).removeprefix("torch."),
+            footprint.gib(free),
+        )
         footprint.check_fits(need, free, dev, path)
         tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         tokenizer.encode_special_tokens = True  # "<mask>" in user code is text
@@ -136,8 +160,9 @@ class DiffusionGemmaDenoiser:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        kwargs: dict[str, Any] = dict(local_files_only=True, trust_remote_code=False,
-                                      use_safetensors=True, dtype=torch_dtype)
+        kwargs: dict[str, Any] = dict(
+            local_files_only=True, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype
+        )
         if qconfig is not None:
             kwargs.update(quantization_config=qconfig, device_map={"": dev.index or 0})
         elif dev.type == "cuda":
@@ -149,8 +174,9 @@ class DiffusionGemmaDenoiser:
         if qconfig is None and dev.type != "cuda":
             model.to(dev)
         model.eval()
-        return cls(model, tokenizer, name=path.name, device=dev,
-                   prompt=prompt or footprint.env_prompt())
+        return cls(
+            model, tokenizer, name=path.name, device=dev, prompt=prompt or footprint.env_prompt()
+        )
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
@@ -165,18 +191,25 @@ class DiffusionGemmaDenoiser:
     # -- a pass -----------------------------------------------------------------------
 
     @torch.inference_mode()
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
         hints = hints or [None] * len(canvases)
-        rows = [self._row(list(c), list(p), h)
-                for c, p, h in zip(canvases, positions, hints, strict=True)]
+        rows = [
+            self._row(list(c), list(p), h)
+            for c, p, h in zip(canvases, positions, hints, strict=True)
+        ]
         out: list[np.ndarray | None] = [None] * len(rows)
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, r in enumerate(rows):
             groups.setdefault(r.prompt, []).append(i)
         for prompt, members in groups.items():
-            for i, arr in zip(members, self._decode(prompt, [rows[i] for i in members]),
-                              strict=True):
+            for i, arr in zip(
+                members, self._decode(prompt, [rows[i] for i in members]), strict=True
+            ):
                 out[i] = arr
         return [a for a in out if a is not None]
 
@@ -196,8 +229,13 @@ class DiffusionGemmaDenoiser:
         at = torch.tensor([j - first for j in masked], dtype=torch.long)
         canvas[at] = noise[at]
         t = hint.temperature if hint is not None and hint.temperature else 1.0
-        return _Row(self._prompt(ids, slots, end), canvas, [p - first for p in pos],
-                    state if hint is not None else None, float(t))
+        return _Row(
+            self._prompt(ids, slots, end),
+            canvas,
+            [p - first for p in pos],
+            state if hint is not None else None,
+            float(t),
+        )
 
     def _state(self, hint: CacheHint | None, ids: list[int]) -> _State:
         if hint is None:  # no key: noise seeded by the canvas itself, no self-conditioning
@@ -213,7 +251,7 @@ class DiffusionGemmaDenoiser:
         return state
 
     def _prompt(self, ids: list[int], slots: list[int], end: int) -> tuple[int, ...]:
-        before = ids[:slots[0]]
+        before = ids[: slots[0]]
         if self.prompt == "code":
             return (self.bos, *before)
         hole, inside = self.encode(HOLE), set(slots)
@@ -224,8 +262,17 @@ class DiffusionGemmaDenoiser:
             elif j == 0 or j - 1 not in inside:
                 marked += hole
         turn_open, turn_close = self._turn
-        return (self.bos, turn_open, *self.encode("user\n" + INSTRUCTION), *marked,
-                turn_close, *self.encode("\n"), turn_open, *self.encode("model\n"), *before)
+        return (
+            self.bos,
+            turn_open,
+            *self.encode("user\n" + INSTRUCTION),
+            *marked,
+            turn_close,
+            *self.encode("\n"),
+            turn_open,
+            *self.encode("model\n"),
+            *before,
+        )
 
     def _encoded(self, prompt: tuple[int, ...]) -> Any:
         """The encoder's KV cache of `prompt`: computed once, kept (LRU)."""
@@ -253,30 +300,35 @@ class DiffusionGemmaDenoiser:
         canvas = torch.full((size, width), self.special.pad, dtype=torch.long)
         seen = torch.ones((size, start + width), dtype=torch.bool)  # cache + canvas keys
         for b, r in enumerate(rows):
-            canvas[b, :len(r.canvas)] = r.canvas
-            seen[b, start + len(r.canvas):] = False
+            canvas[b, : len(r.canvas)] = r.canvas
+            seen[b, start + len(r.canvas) :] = False
         emb = self.model.model.decoder.embed_tokens.weight.dtype
         sc = mask = None
         if any(r.state is not None and r.state.logits is not None for r in rows):
             sc = torch.zeros((size, width, self.vocab_size), dtype=emb, device=self.device)
             for b, r in enumerate(rows):
                 if r.state is not None and r.state.logits is not None:
-                    sc[b, :len(r.state.logits)] = r.state.logits
-            mask = torch.tensor([r.state is not None and r.state.logits is not None
-                                 for r in rows], device=self.device)
+                    sc[b, : len(r.state.logits)] = r.state.logits
+            mask = torch.tensor(
+                [r.state is not None and r.state.logits is not None for r in rows],
+                device=self.device,
+            )
         where = torch.arange(start, start + width, device=self.device)[None]
-        out = self.model(decoder_input_ids=canvas.to(self.device),
-                         cache=_batched(self._encoded(prompt), size),
-                         self_conditioning_logits=sc, self_conditioning_mask=mask,
-                         decoder_position_ids=where,
-                         decoder_attention_mask=None if seen.all() else seen.to(self.device))
+        out = self.model(
+            decoder_input_ids=canvas.to(self.device),
+            cache=_batched(self._encoded(prompt), size),
+            self_conditioning_logits=sc,
+            self_conditioning_mask=mask,
+            decoder_position_ids=where,
+            decoder_attention_mask=None if seen.all() else seen.to(self.device),
+        )
         self.decoder_passes += 1
         logits = out.logits  # (B, L, V) float32
         logits[:, :, self.banned] = float("-inf")
         result = []
         for b, r in enumerate(rows):
             if r.state is not None:
-                r.state.logits = (logits[b, :len(r.canvas)] / r.temperature).to(emb)
+                r.state.logits = (logits[b, : len(r.canvas)] / r.temperature).to(emb)
             at = torch.tensor(r.rows, dtype=torch.long, device=self.device)
             result.append(logits[b, at].float().cpu().numpy())
         return result
@@ -294,4 +346,3 @@ def _batched(cache: Any, size: int) -> Any:
         shallow.values = layer.values.expand(size, -1, -1, -1)
         view.layers.append(shallow)
     return view
-

@@ -20,11 +20,31 @@ import torch
 from diffusion_infill.model.denoiser import ModelLoadError
 
 # Bytes per element of each safetensors dtype.
-DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2,
-               "BF16": 2, "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1,
-               "F8_E5M2": 1}
-DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
-          "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}
+DTYPE_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}
+DTYPES = {
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "fp32": torch.float32,
+    "float32": torch.float32,
+}
 QUANTIZE = {"8bit": 1.0, "4bit": 0.5}  # bytes per parameter of bitsandbytes weights
 HEADROOM = 1.15  # the weights plus activations, self-conditioning logits, allocator slack
 MAX_HEADER = 100 * 2**20  # a safetensors header larger than this is corrupt
@@ -44,8 +64,10 @@ def pick_device(device: str | None) -> torch.device:
     except RuntimeError as exc:
         raise ModelLoadError(f"unknown device {device!r}: {exc}") from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {device!r} was asked for, but no CUDA GPU is available "
-                             "(torch.cuda.is_available() is False); use --device cpu")
+        raise ModelLoadError(
+            f"device {device!r} was asked for, but no CUDA GPU is available "
+            "(torch.cuda.is_available() is False); use --device cpu"
+        )
     return dev
 
 
@@ -56,8 +78,10 @@ def pick_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     if wish == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     if wish not in DTYPES:
-        raise ModelLoadError(f"unsupported dtype {wish!r} for this model: use auto, "
-                             f"{', '.join(sorted(DTYPES))} (8-bit or 4-bit weights: --quantize)")
+        raise ModelLoadError(
+            f"unsupported dtype {wish!r} for this model: use auto, "
+            f"{', '.join(sorted(DTYPES))} (8-bit or 4-bit weights: --quantize)"
+        )
     return DTYPES[wish]
 
 
@@ -76,17 +100,19 @@ def quantization(kind: str | None, device: torch.device) -> Any:
     if kind not in QUANTIZE:
         raise ModelLoadError(f"unknown quantisation {kind!r}: use {', '.join(QUANTIZE)} or none")
     if device.type != "cuda":
-        raise ModelLoadError(f"{kind} weights (bitsandbytes) need a CUDA device, not "
-                             f"{device.type}")
+        raise ModelLoadError(f"{kind} weights (bitsandbytes) need a CUDA device, not {device.type}")
     if importlib.util.find_spec("bitsandbytes") is None:
-        raise ModelLoadError(f"{kind} weights need the bitsandbytes package, which is not "
-                             "installed (pip install bitsandbytes)")
+        raise ModelLoadError(
+            f"{kind} weights need the bitsandbytes package, which is not "
+            "installed (pip install bitsandbytes)"
+        )
     from transformers import BitsAndBytesConfig
 
     if kind == "8bit":
         return BitsAndBytesConfig(load_in_8bit=True)
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_compute_dtype=torch.bfloat16)
+    return BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
+    )
 
 
 def weights(path: Path) -> tuple[int, int]:
@@ -137,7 +163,12 @@ def check_fits(need: int, free: int, device: torch.device, path: Path) -> None:
     """ModelLoadError when `need` bytes do not fit in `free`, saying what might."""
     if need <= free:
         return
-    hint = ("; try --quantize 8bit or 4bit (bitsandbytes), or a bigger GPU"
-            if device.type == "cuda" else "; use a GPU (--device cuda)")
-    raise ModelLoadError(f"the model in {path} needs about {gib(need)} on {device}, but "
-                         f"only {gib(free)} is free{hint}")
+    hint = (
+        "; try --quantize 8bit or 4bit (bitsandbytes), or a bigger GPU"
+        if device.type == "cuda"
+        else "; use a GPU (--device cuda)"
+    )
+    raise ModelLoadError(
+        f"the model in {path} needs about {gib(need)} on {device}, but "
+        f"only {gib(free)} is free{hint}"
+    )

@@ -51,9 +51,16 @@ FULL_BATCH_TOKENS = 1 << 12
 class HFDenoiser:
     """A masked diffusion LM on one device, answering logits at requested positions."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Tokenizer, special: SpecialIds,
-                 max_length: int, name: str, device: torch.device,
-                 precision: Precision | None = None) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Tokenizer,
+        special: SpecialIds,
+        max_length: int,
+        name: str,
+        device: torch.device,
+        precision: Precision | None = None,
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.special = special
@@ -66,11 +73,15 @@ class HFDenoiser:
         # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA, but a
         # CPU without bf16 instructions runs it ~3x slower than fp32: chosen per machine.
         self.precision = precision or pick_precision(device)
-        self._autocast = torch.autocast(device.type, dtype=torch.bfloat16,
-                                        enabled=self.precision.dtype == torch.bfloat16)
+        self._autocast = torch.autocast(
+            device.type, dtype=torch.bfloat16, enabled=self.precision.dtype == torch.bfloat16
+        )
         # Context key/value reuse (model/cache.py) for ModernBERT; others ignore hints.
-        self._cached = (CachedModernBert(model)
-                        if getattr(model.config, "model_type", "") == "modernbert" else None)
+        self._cached = (
+            CachedModernBert(model)
+            if getattr(model.config, "model_type", "") == "modernbert"
+            else None
+        )
         self._caches: OrderedDict[Hashable, ContextCache] = OrderedDict()
         # Dream-family models keep their autoregressive parent's shift: the logits at
         # position i predict token i + 1.
@@ -83,8 +94,14 @@ class HFDenoiser:
         self.carry_limit = CARRY_LIMIT  # carried entries grow staler with each request
 
     @classmethod
-    def load(cls, path: Path, *, device: str | None = None, trust_remote_code: bool = False,
-             dtype: str | None = None) -> HFDenoiser:
+    def load(
+        cls,
+        path: Path,
+        *,
+        device: str | None = None,
+        trust_remote_code: bool = False,
+        dtype: str | None = None,
+    ) -> HFDenoiser:
         """The model in `path`, a directory `model.loading.check_model_dir` accepted (call
         `model.loading.load_denoiser`, which checks it first)."""
         path = Path(path)
@@ -100,11 +117,23 @@ class HFDenoiser:
         if precision.int8:
             model = quantise_int8(model)
         set_threads(os.environ.get("INFILL_THREADS"))
-        log.info("model %s on %s in %s (%s), %d CPU threads", path, dev, precision.name,
-                 precision.reason, torch.get_num_threads())
-        return cls(model, tokenizer, special_ids(tokenizer, config, path), max_length,
-                   name=path.name if path.name != "weights" else "shipped", device=dev,
-                   precision=precision)
+        log.info(
+            "model %s on %s in %s (%s), %d CPU threads",
+            path,
+            dev,
+            precision.name,
+            precision.reason,
+            torch.get_num_threads(),
+        )
+        return cls(
+            model,
+            tokenizer,
+            special_ids(tokenizer, config, path),
+            max_length,
+            name=path.name if path.name != "weights" else "shipped",
+            device=dev,
+            precision=precision,
+        )
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
@@ -112,25 +141,37 @@ class HFDenoiser:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False)
 
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
         if self._cached is None or hints is None or all(h is None for h in hints):
             return self._batched(canvases, positions)
         out: list[np.ndarray] = [np.empty(0)] * len(canvases)
         groups: dict[str, list[int]] = {"plain": [], "partial": [], "full": [], "alone": []}
         for i, hint in enumerate(hints):
             groups["plain" if hint is None else self._route(canvases[i], hint)].append(i)
-        for i, arr in zip(groups["plain"], self._batched([canvases[i] for i in groups["plain"]],
-                                                         [positions[i] for i in groups["plain"]]),
-                          strict=True):
+        for i, arr in zip(
+            groups["plain"],
+            self._batched(
+                [canvases[i] for i in groups["plain"]], [positions[i] for i in groups["plain"]]
+            ),
+            strict=True,
+        ):
             out[i] = arr
         # Canvases whose passes are alike run as one batch (model/cache_batch.py): a step
         # of a request of many windows is then a few passes, not one per window.
         for kind, budget in (("partial", PARTIAL_BATCH_TOKENS), ("full", FULL_BATCH_TOKENS)):
             alike = sorted(groups[kind], key=lambda i: len(canvases[i]))  # less padding
             for chunk in _chunks(alike, [len(canvases[i]) for i in alike], budget):
-                arrays = self._many([canvases[i] for i in chunk], [positions[i] for i in chunk],
-                                    [hints[i] for i in chunk], full=kind == "full")
+                arrays = self._many(
+                    [canvases[i] for i in chunk],
+                    [positions[i] for i in chunk],
+                    [hints[i] for i in chunk],
+                    full=kind == "full",
+                )
                 for i, arr in zip(chunk, arrays, strict=True):
                     out[i] = arr
         for i in groups["alone"]:  # carries: one at a time
@@ -151,8 +192,13 @@ class HFDenoiser:
         return "partial"
 
     @torch.inference_mode()
-    def _many(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-              hints: Sequence[CacheHint], full: bool) -> list[np.ndarray]:
+    def _many(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint],
+        full: bool,
+    ) -> list[np.ndarray]:
         """Logits of several canvases with cache hints, all partial or all full, in one
         pass; their context entries kept under their keys (and carry names)."""
         assert self._cached is not None
@@ -162,11 +208,15 @@ class HFDenoiser:
             actives = [torch.arange(len(c), device=dev) for c in canvases]
             entries = None
         else:
-            actives = [torch.tensor(sorted(set(h.active) | set(p)), dtype=torch.long, device=dev)
-                       for h, p in zip(hints, positions, strict=True)]
+            actives = [
+                torch.tensor(sorted(set(h.active) | set(p)), dtype=torch.long, device=dev)
+                for h, p in zip(hints, positions, strict=True)
+            ]
             entries = [self._caches[h.key] for h in hints]
-        wanted = [torch.searchsorted(a, torch.tensor(p, dtype=torch.long, device=dev))
-                  for a, p in zip(actives, positions, strict=True)]
+        wanted = [
+            torch.searchsorted(a, torch.tensor(p, dtype=torch.long, device=dev))
+            for a, p in zip(actives, positions, strict=True)
+        ]
         with self._autocast:
             states, fresh = cache_batch.many(self._cached, ids, actives, entries, wanted)
             flat = self._project(torch.cat(states))
@@ -184,15 +234,15 @@ class HFDenoiser:
         return self.model.decoder(self.model.head(hidden)).float().cpu().numpy()
 
     @torch.inference_mode()
-    def _carried(self, canvas: Sequence[int], pos: Sequence[int], hint: CacheHint
-                 ) -> np.ndarray:
+    def _carried(self, canvas: Sequence[int], pos: Sequence[int], hint: CacheHint) -> np.ndarray:
         """A refresh whose context entries may be carried over from an earlier request's
         (`_route` said "alone"): those entries moved to this canvas, the rest recomputed;
         a full pass of its own where too little of the canvas is common to both."""
         assert self._cached is not None and hint.carry is not None
         ids = torch.tensor(canvas, dtype=torch.long, device=self.device)
-        active = torch.tensor(sorted(set(hint.active) | set(pos)), dtype=torch.long,
-                              device=self.device)
+        active = torch.tensor(
+            sorted(set(hint.active) | set(pos)), dtype=torch.long, device=self.device
+        )
         with self._autocast:
             carried = self._cached.carry(ids, self._caches[hint.carry], active)
             if carried is not None:
@@ -208,8 +258,9 @@ class HFDenoiser:
     def _keep(self, key: Hashable, entry: ContextCache) -> None:
         self._caches[key] = entry
         self._caches.move_to_end(key)
-        while len(self._caches) > 1 and (len(self._caches) > self.cache_size
-                                         or self._cache_nbytes() > self.cache_bytes):
+        while len(self._caches) > 1 and (
+            len(self._caches) > self.cache_size or self._cache_nbytes() > self.cache_bytes
+        ):
             self._caches.popitem(last=False)
 
     def _cache_nbytes(self) -> int:
@@ -221,21 +272,22 @@ class HFDenoiser:
         self._caches.pop(key, None)
 
     @torch.inference_mode()
-    def _batched(self, canvases: Sequence[Sequence[int]],
-                 positions: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    def _batched(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> list[np.ndarray]:
         if not canvases:
             return []
         width = max(len(c) for c in canvases)
         ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
         attn = torch.zeros((len(canvases), width), dtype=torch.long)
         for i, c in enumerate(canvases):
-            ids[i, :len(c)] = torch.tensor(c, dtype=torch.long)
-            attn[i, :len(c)] = 1
+            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+            attn[i, : len(c)] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
-        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long,
-                            device=self.device)
-        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long,
-                            device=self.device)
+        rows = torch.tensor(
+            [i for i, p in enumerate(positions) for _ in p], dtype=torch.long, device=self.device
+        )
+        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long, device=self.device)
         with self._autocast:
             if self._sparse_head:
                 hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
@@ -247,7 +299,7 @@ class HFDenoiser:
                 flat = full[rows, cols].float().cpu().numpy()
         result, start = [], 0
         for p in positions:
-            result.append(flat[start:start + len(p)])
+            result.append(flat[start : start + len(p)])
             start += len(p)
         return result
 

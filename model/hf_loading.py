@@ -49,10 +49,12 @@ def load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Mod
     if own is not None:
         return own
     if not (path / weight_files.WEIGHTS).is_file() and (path / weight_files.PACKED).is_file():
-        raise ModelLoadError(f"cannot load model from {path}: packed int8 weights "
-                             f"({weight_files.PACKED}) load only for the ModernBERT this project "
-                             "trains; unpack them "
-                             "(python -m diffusion_infill.model.training.packing unpack)")
+        raise ModelLoadError(
+            f"cannot load model from {path}: packed int8 weights "
+            f"({weight_files.PACKED}) load only for the ModernBERT this project "
+            "trains; unpack them "
+            "(python -m diffusion_infill.model.training.packing unpack)"
+        )
     from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
@@ -63,7 +65,8 @@ def load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Mod
         if config.model_type in PROMPT_TO_BLOCK:
             raise ModelLoadError(
                 f"{path} holds a {config.model_type} model, which model.diffusion_gemma "
-                "loads (model.loading.load_denoiser picks it), not HFDenoiser")
+                "loads (model.loading.load_denoiser picks it), not HFDenoiser"
+            )
         weights = dict(kwargs, use_safetensors=True, dtype=torch.float32)
         try:
             model = AutoModelForMaskedLM.from_pretrained(path, **weights)
@@ -77,8 +80,10 @@ def load_network(path: Path, trust_remote_code: bool) -> tuple[Any, torch.nn.Mod
     except ValueError as exc:
         msg = str(exc)
         if "trust_remote_code" in msg:
-            msg = ("this model needs its own code; pass trust_remote_code=True "
-                   "(--trust-remote-code) only if you trust the directory")
+            msg = (
+                "this model needs its own code; pass trust_remote_code=True "
+                "(--trust-remote-code) only if you trust the directory"
+            )
         raise ModelLoadError(f"cannot load model from {path}: {msg}") from exc
     except Exception as exc:  # corrupt safetensors, shape mismatch, ...
         raise ModelLoadError(f"cannot load model from {path}: {exc}") from exc
@@ -122,4 +127,3 @@ def set_threads(value: str | None) -> None:
     if n < 1:
         raise ModelLoadError(f"INFILL_THREADS must be a positive whole number, not {value!r}")
     torch.set_num_threads(n)
-

@@ -36,8 +36,14 @@ def check_model_dir(path: Path) -> None:
         raise ModelLoadError(f"no config.json in model directory {path}")
     if not any(path.glob("*.safetensors")):
         pickles = [p.name for p in path.glob("*.bin")] + [p.name for p in path.glob("*.pt")]
-        hint = (f" (found {', '.join(pickles)}: pickled weights are refused; convert them "
-                "to safetensors)") if pickles else ""
+        hint = (
+            (
+                f" (found {', '.join(pickles)}: pickled weights are refused; convert them "
+                "to safetensors)"
+            )
+            if pickles
+            else ""
+        )
         raise ModelLoadError(f"no .safetensors weights in {path}{hint}")
     if not (path / "tokenizer.json").is_file():
         raise ModelLoadError(f"no tokenizer.json in model directory {path}")
@@ -84,16 +90,19 @@ def load_denoiser(
         try:
             from diffusion_infill.model.diffusion_gemma import DiffusionGemmaDenoiser  # noqa: PLC0415
         except ImportError as exc:
-            raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}"
-                                 ) from exc
-        return DiffusionGemmaDenoiser.load(path, device=device, dtype=dtype,
-                                           quantize=quantize, prompt=prompt)
+            raise ModelLoadError(
+                f"cannot load the model backend (torch, transformers): {exc}"
+            ) from exc
+        return DiffusionGemmaDenoiser.load(
+            path, device=device, dtype=dtype, quantize=quantize, prompt=prompt
+        )
     if quantize or prompt:
-        raise ModelLoadError(f"--quantize and --prompt are for DiffusionGemma models; {path} "
-                             f"holds a {_model_type(path) or 'different'} model")
+        raise ModelLoadError(
+            f"--quantize and --prompt are for DiffusionGemma models; {path} "
+            f"holds a {_model_type(path) or 'different'} model"
+        )
     try:
         from diffusion_infill.model.hf import HFDenoiser  # noqa: PLC0415 - torch only when a model is loaded
     except ImportError as exc:
         raise ModelLoadError(f"cannot load the model backend (torch, transformers): {exc}") from exc
-    return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code,
-                           dtype=dtype)
+    return HFDenoiser.load(path, device=device, trust_remote_code=trust_remote_code, dtype=dtype)

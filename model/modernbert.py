@@ -26,10 +26,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-SUPPORTED = dict(architectures=["ModernBertForMaskedLM"], model_type="modernbert",
-                 hidden_activation="gelu", classifier_activation="gelu", attention_bias=False,
-                 mlp_bias=False, norm_bias=False, classifier_bias=False, decoder_bias=True,
-                 tie_word_embeddings=True)
+SUPPORTED = dict(
+    architectures=["ModernBertForMaskedLM"],
+    model_type="modernbert",
+    hidden_activation="gelu",
+    classifier_activation="gelu",
+    attention_bias=False,
+    mlp_bias=False,
+    norm_bias=False,
+    classifier_bias=False,
+    decoder_bias=True,
+    tie_word_embeddings=True,
+)
 
 
 def supported(raw: dict[str, Any]) -> bool:
@@ -38,9 +46,15 @@ def supported(raw: dict[str, Any]) -> bool:
         return False
     rope = raw.get("rope_parameters") or {}
     types = raw.get("layer_types") or []
-    return bool(types) and all(
-        rope.get(t, {}).get("rope_type", "default") == "default" and "rope_theta" in rope.get(t, {})
-        for t in set(types)) and set(types) <= {"full_attention", "sliding_attention"}
+    return (
+        bool(types)
+        and all(
+            rope.get(t, {}).get("rope_type", "default") == "default"
+            and "rope_theta" in rope.get(t, {})
+            for t in set(types)
+        )
+        and set(types) <= {"full_attention", "sliding_attention"}
+    )
 
 
 class Rotary(nn.Module):
@@ -50,10 +64,11 @@ class Rotary(nn.Module):
         super().__init__()
         exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
         for kind, theta in thetas.items():  # buffers: they follow the module's device
-            self.register_buffer(f"inv_{kind}", 1.0 / (theta ** exponents), persistent=False)
+            self.register_buffer(f"inv_{kind}", 1.0 / (theta**exponents), persistent=False)
 
-    def forward(self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, position_ids: torch.Tensor, layer_type: str
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         inv = getattr(self, f"inv_{layer_type}")
         freqs = position_ids[..., None].float() * inv  # (B, n, d/2)
         emb = torch.cat((freqs, freqs), dim=-1)
@@ -97,8 +112,9 @@ class MLP(nn.Module):
 class Layer(nn.Module):
     def __init__(self, c: SimpleNamespace, index: int) -> None:
         super().__init__()
-        self.attn_norm: nn.Module = (nn.Identity() if index == 0 else
-                                     nn.LayerNorm(c.hidden_size, eps=c.norm_eps, bias=False))
+        self.attn_norm: nn.Module = (
+            nn.Identity() if index == 0 else nn.LayerNorm(c.hidden_size, eps=c.norm_eps, bias=False)
+        )
         self.attn = Attention(c)
         self.mlp_norm = nn.LayerNorm(c.hidden_size, eps=c.norm_eps, bias=False)
         self.mlp = MLP(c)
@@ -115,11 +131,11 @@ class Body(nn.Module):
         self.final_norm = nn.LayerNorm(c.hidden_size, eps=c.norm_eps, bias=False)
         self.heads = c.num_attention_heads
         self.head_dim = c.hidden_size // c.num_attention_heads
-        self.rotary_emb = Rotary(self.head_dim, {t: float(p["rope_theta"])
-                                                 for t, p in c.rope_parameters.items()})
+        self.rotary_emb = Rotary(
+            self.head_dim, {t: float(p["rope_theta"]) for t, p in c.rope_parameters.items()}
+        )
 
-    def _masks(self, attention_mask: torch.Tensor, dtype: torch.dtype
-               ) -> dict[str, torch.Tensor]:
+    def _masks(self, attention_mask: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tensor]:
         """Additive masks (B, 1, T, T): padding keys, and for sliding layers keys farther
         than local_attention // 2."""
         t = attention_mask.shape[1]
@@ -132,8 +148,9 @@ class Body(nn.Module):
             out[name] = mask.masked_fill_(blocked, float("-inf"))
         return out
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-                ) -> SimpleNamespace:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> SimpleNamespace:
         b, t = input_ids.shape
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
@@ -142,13 +159,13 @@ class Body(nn.Module):
         positions = torch.arange(t, device=input_ids.device)[None, :]
         rope = {k: self.rotary_emb(hidden, positions, k) for k in masks}
         for kind, layer in zip(self.config.layer_types, self.layers, strict=True):
-            qkv = layer.attn.Wqkv(layer.attn_norm(hidden)).view(b, t, 3, self.heads,
-                                                                  self.head_dim)
+            qkv = layer.attn.Wqkv(layer.attn_norm(hidden)).view(b, t, 3, self.heads, self.head_dim)
             q, k, v = (x.transpose(1, 2) for x in qkv.unbind(dim=2))  # (B, h, T, d)
             cos, sin = (r[:, None] for r in rope[kind])  # (B, 1, T, d)
             q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=masks[kind],
-                                                 scale=1 / math.sqrt(self.head_dim))
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=masks[kind], scale=1 / math.sqrt(self.head_dim)
+            )
             hidden = hidden + layer.attn.Wo(out.transpose(1, 2).reshape(b, t, -1))
             hidden = hidden + layer.mlp(layer.mlp_norm(hidden))
         return SimpleNamespace(last_hidden_state=self.final_norm(hidden))
@@ -175,8 +192,9 @@ class ModernBertMaskedLM(nn.Module):
         self.decoder = nn.Linear(c.hidden_size, c.vocab_size, bias=True)
         self.decoder.weight = self.model.embeddings.tok_embeddings.weight
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-                ) -> SimpleNamespace:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> SimpleNamespace:
         hidden = self.model(input_ids, attention_mask).last_hidden_state
         return SimpleNamespace(logits=self.decoder(self.head(hidden)))
 

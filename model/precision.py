@@ -26,8 +26,13 @@ from pathlib import Path
 import torch
 
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
-NAMES = {"fp32": torch.float32, "float32": torch.float32, "bf16": torch.bfloat16,
-         "bfloat16": torch.bfloat16, "int8": torch.float32}  # int8: fp32 around int8 layers
+NAMES = {
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "int8": torch.float32,
+}  # int8: fp32 around int8 layers
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,10 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
 
 def _time_matmul(layer: torch.nn.Linear, x: torch.Tensor, dtype: torch.dtype) -> float:
     """Seconds for one call of `layer` on `x` computed in `dtype` (bf16: autocast)."""
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16,
-                                         enabled=dtype == torch.bfloat16):
+    with (
+        torch.no_grad(),
+        torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16),
+    ):
         t0 = time.perf_counter()
         layer(x)
         return time.perf_counter() - t0
@@ -88,19 +95,24 @@ def _best_times(rounds: int = 12) -> tuple[float, float]:
 def _fastest_on_cpu() -> Precision:
     flags = cpu_flags()
     if flags and not flags & BF16_FLAGS:
-        return Precision(torch.float32, "CPU has no bf16 instructions: int8 linear layers",
-                         int8=True)
+        return Precision(
+            torch.float32, "CPU has no bf16 instructions: int8 linear layers", int8=True
+        )
     fp32, bf16 = _best_times()
     if bf16 < 0.9 * fp32:
-        return Precision(torch.bfloat16, f"bf16 timed faster ({bf16 * 1e6:.0f} vs "
-                                         f"{fp32 * 1e6:.0f} us per matmul)")
-    return Precision(torch.float32, f"bf16 timed no faster ({bf16 * 1e6:.0f} vs "
-                                    f"{fp32 * 1e6:.0f} us per matmul): int8 linear layers",
-                     int8=True)
+        return Precision(
+            torch.bfloat16,
+            f"bf16 timed faster ({bf16 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul)",
+        )
+    return Precision(
+        torch.float32,
+        f"bf16 timed no faster ({bf16 * 1e6:.0f} vs "
+        f"{fp32 * 1e6:.0f} us per matmul): int8 linear layers",
+        int8=True,
+    )
 
 
-def pick_precision(device: torch.device | str = "cpu", requested: str | None = None
-                   ) -> Precision:
+def pick_precision(device: torch.device | str = "cpu", requested: str | None = None) -> Precision:
     """The dtype to compute in on `device`: `requested`, else $INFILL_DTYPE, else measured."""
     wish = (requested or os.environ.get("INFILL_DTYPE") or "auto").lower()
     device = torch.device(device)
@@ -109,8 +121,9 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
             raise ValueError(f"unknown dtype {wish!r}: use auto, fp32, bf16 or int8")
         source = "requested" if requested else "INFILL_DTYPE"
         if wish == "int8" and device.type != "cpu":
-            raise ValueError(f"{source}={wish}: int8 weights are for the CPU; "
-                             f"use fp32 or bf16 on {device.type}")
+            raise ValueError(
+                f"{source}={wish}: int8 weights are for the CPU; use fp32 or bf16 on {device.type}"
+            )
         return Precision(NAMES[wish], f"{source}={wish}", int8=wish == "int8")
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
@@ -146,12 +159,17 @@ def quantise_int8(model: torch.nn.Module, weight_range: int = 0) -> torch.nn.Mod
     qconfig = QConfig(
         activation=PlaceholderObserver.with_args(dtype=torch.quint8, is_dynamic=True),
         weight=PerChannelMinMaxObserver.with_args(
-            dtype=torch.qint8, qscheme=torch.per_channel_symmetric,
-            quant_min=-weight_range, quant_max=weight_range - 1))
+            dtype=torch.qint8,
+            qscheme=torch.per_channel_symmetric,
+            quant_min=-weight_range,
+            quant_max=weight_range - 1,
+        ),
+    )
     with warnings.catch_warnings():  # torch.ao's notice that torchao is its successor
         warnings.simplefilter("ignore")
-        return quantize_dynamic(model, {torch.nn.Linear: qconfig},
-                                mapping={torch.nn.Linear: _full_range_linear()})
+        return quantize_dynamic(
+            model, {torch.nn.Linear: qconfig}, mapping={torch.nn.Linear: _full_range_linear()}
+        )
 
 
 WEIGHT_RANGE = 64  # int8 weights in -64..63: 255 * 64 * 2 fits an int16 (AVX2's vpmaddubsw)

@@ -43,8 +43,7 @@ def corpus(tmp_path_factory) -> Path:
     for split in ("train", "valid", "test"):
         with (root / f"{split}.jsonl").open("w") as fh:
             for i, text in enumerate(SOURCES):
-                fh.write(json.dumps({"unit": f"u{i % 3}", "path": f"f{i}.py", "text": text})
-                         + "\n")
+                fh.write(json.dumps({"unit": f"u{i % 3}", "path": f"f{i}.py", "text": text}) + "\n")
     return root
 
 
@@ -84,8 +83,13 @@ def run_benchmark() -> Callable[..., subprocess.CompletedProcess]:
     root, on one CPU thread in fp32, its output captured as text."""
 
     def run(name: str, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
+        return subprocess.run(
+            [sys.executable, "-m", f"benchmarks.{name}", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"},
+        )
 
     return run

@@ -85,8 +85,9 @@ class LspFake(WorkerFake):
     """`slow_pass`: seconds per pass over a SLOW canvas; `device`: the device the worker
     reports (unset: cpu)."""
 
-    def __init__(self, *, slow_pass: float = SLOW_PASS, device: str | None = None,
-                 **kw: Any) -> None:
+    def __init__(
+        self, *, slow_pass: float = SLOW_PASS, device: str | None = None, **kw: Any
+    ) -> None:
         super().__init__({**TARGETS, **WORKER_TARGETS}, confidence=0.5, **kw)
         self.slow_pass = slow_pass
         self.slow_passes = 0  # passes over a SLOW canvas begun so far
@@ -99,8 +100,12 @@ class LspFake(WorkerFake):
         except AssertionError:
             return -1, FALLBACK
 
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
         for canvas in canvases:
             if "SLOW" in self.decode([t for t in canvas if CTX_BASE <= t < FILL_BASE]):
                 self.slow_passes += 1
@@ -126,8 +131,9 @@ class RecordingWorker(Worker):
         self.fake = denoiser
         self.ended: queue.Queue[Ended] = queue.Queue()
 
-    async def answer(self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
-                     ) -> Message:
+    async def answer(
+        self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
+    ) -> Message:
         outcome = "failed"
         try:
             reply = await super().answer(msg, on_step)
@@ -173,9 +179,14 @@ def fake_worker(denoiser: LspFake | None = None) -> Iterator[str]:
         yield address
 
 
-def capabilities(*, encodings: Sequence[str] | None = None, document_changes: bool = False,
-                 inline: bool = True, resolve: bool = True, progress: bool = True
-                 ) -> types.ClientCapabilities:
+def capabilities(
+    *,
+    encodings: Sequence[str] | None = None,
+    document_changes: bool = False,
+    inline: bool = True,
+    resolve: bool = True,
+    progress: bool = True,
+) -> types.ClientCapabilities:
     """VS Code's recorded capabilities, adjusted: inline completion (not recorded by
     pytest-lsp), position encodings, documentChanges, code action resolve, progress."""
     caps = client_capabilities("visual-studio-code")
@@ -185,33 +196,47 @@ def capabilities(*, encodings: Sequence[str] | None = None, document_changes: bo
     if not inline:
         td.completion = td.completion or types.CompletionClientCapabilities()
     caps.general = types.GeneralClientCapabilities(
-        position_encodings=list(encodings) if encodings is not None else None)
+        position_encodings=list(encodings) if encodings is not None else None
+    )
     caps.workspace.workspace_edit = types.WorkspaceEditClientCapabilities(
-        document_changes=document_changes)
+        document_changes=document_changes
+    )
     assert td.code_action is not None
     td.code_action.resolve_support = (
-        types.ClientCodeActionResolveOptions(properties=["edit"]) if resolve else None)
+        types.ClientCodeActionResolveOptions(properties=["edit"]) if resolve else None
+    )
     caps.window.work_done_progress = progress
     return caps
 
 
 @contextlib.asynccontextmanager
-async def lsp(address: str | None, settings: dict[str, Any] | None = None, *,
-              caps: types.ClientCapabilities | None = None
-              ) -> AsyncIterator[tuple[LanguageClient, types.InitializeResult]]:
+async def lsp(
+    address: str | None,
+    settings: dict[str, Any] | None = None,
+    *,
+    caps: types.ClientCapabilities | None = None,
+) -> AsyncIterator[tuple[LanguageClient, types.InitializeResult]]:
     """A started, initialized server using the worker at `address`."""
     client = make_test_lsp_client()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    await client.start_io(sys.executable, "-m", "diffusion_infill.lsp.server", env=env,
-                          cwd=str(ROOT))
+    await client.start_io(
+        sys.executable, "-m", "diffusion_infill.lsp.server", env=env, cwd=str(ROOT)
+    )
     steps: list[Any] = []
     client.feature("infill/denoiseStep")(lambda _client, params: steps.append(params))
     client.steps = steps  # type: ignore[attr-defined]
     options = {"workerAddress": address, "progressDelay": 0, **(settings or {})}
     try:
-        result = await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=caps or capabilities(), initialization_options=options,
-            root_uri=ROOT.as_uri())), 60)
+        result = await asyncio.wait_for(
+            client.initialize_session(
+                types.InitializeParams(
+                    capabilities=caps or capabilities(),
+                    initialization_options=options,
+                    root_uri=ROOT.as_uri(),
+                )
+            ),
+            60,
+        )
         yield client, result
     finally:
         with contextlib.suppress(Exception):
@@ -222,24 +247,27 @@ async def lsp(address: str | None, settings: dict[str, Any] | None = None, *,
         await client.stop()
 
 
-def open_doc(client: LanguageClient, name: str, text: str, language: str = "python",
-             version: int = 1) -> str:
+def open_doc(
+    client: LanguageClient, name: str, text: str, language: str = "python", version: int = 1
+) -> str:
     uri = f"file:///work/{name}"
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id=language, version=version,
-                                             text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id=language, version=version, text=text
+            )
+        )
+    )
     return uri
 
 
-async def raw_request(client: LanguageClient, method: str, params: Any,
-                      timeout: float = 10) -> Any:
+async def raw_request(client: LanguageClient, method: str, params: Any, timeout: float = 10) -> Any:
     """Send a request with params as given (untyped: malformed ones too) and await its
     answer: the result, or the error as a JsonRpcException."""
     msg_id = f"raw-{next(_raw_ids)}"
     future = asyncio.get_running_loop().create_future()
     client.protocol._request_futures[msg_id] = future
-    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method,
-                                "params": params})
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
     return await asyncio.wait_for(future, timeout)
 
 
@@ -255,8 +283,10 @@ def run(coro: Any, timeout: float = 90) -> Any:
 
 def whole(text: str) -> types.Range:
     lines = text.split("\n")
-    return types.Range(start=types.Position(line=0, character=0),
-                       end=types.Position(line=len(lines) - 1, character=len(lines[-1])))
+    return types.Range(
+        start=types.Position(line=0, character=0),
+        end=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+    )
 
 
 def at(text: str, needle: str, length: int = 0) -> types.Range:
@@ -265,16 +295,21 @@ def at(text: str, needle: str, length: int = 0) -> types.Range:
     line = text.count("\n", 0, i)
     col = i - (text.rfind("\n", 0, i) + 1)
     end = col + (length or len(needle))
-    return types.Range(start=types.Position(line=line, character=col),
-                       end=types.Position(line=line, character=end))
+    return types.Range(
+        start=types.Position(line=line, character=col), end=types.Position(line=line, character=end)
+    )
 
 
-async def actions(client: LanguageClient, uri: str, rng: types.Range,
-                  **context: Any) -> list[types.CodeAction]:
-    got = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
-        context=types.CodeActionContext(diagnostics=context.pop("diagnostics", []),
-                                        **context)))
+async def actions(
+    client: LanguageClient, uri: str, rng: types.Range, **context: Any
+) -> list[types.CodeAction]:
+    got = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=rng,
+            context=types.CodeActionContext(diagnostics=context.pop("diagnostics", []), **context),
+        )
+    )
     return list(got or [])
 
 
@@ -287,11 +322,17 @@ def pick(found: list[types.CodeAction], kind: str) -> types.CodeAction:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--socket", required=True)
-    p.add_argument("--slow-pass", type=float, default=SLOW_PASS,
-                   help="seconds per forward pass over a canvas that holds SLOW")
+    p.add_argument(
+        "--slow-pass",
+        type=float,
+        default=SLOW_PASS,
+        help="seconds per forward pass over a canvas that holds SLOW",
+    )
     args = p.parse_args(argv)
-    return serve_until_stopped(Worker(denoiser=LspFake(slow_pass=args.slow_pass),
-                                      limits=Limits(grace=1.0)), f"unix:{args.socket}")
+    return serve_until_stopped(
+        Worker(denoiser=LspFake(slow_pass=args.slow_pass), limits=Limits(grace=1.0)),
+        f"unix:{args.socket}",
+    )
 
 
 if __name__ == "__main__":

@@ -16,20 +16,33 @@ def test_many_holes_are_spread_over_one_file(modules_corpus: Path) -> None:
     texts = load_test_files(modules_corpus, "test")
     text, truths = many_holes_file(texts, 5)
     assert text.count(MARKER) == len(truths) == 5
-    original = next(t for t in texts if len(t) == len(text) - 5 * len(MARKER)
-                    + sum(map(len, truths)))
-    for line, truth in zip([ln for ln in text.splitlines() if MARKER in ln], truths,
-                           strict=True):
+    original = next(
+        t for t in texts if len(t) == len(text) - 5 * len(MARKER) + sum(map(len, truths))
+    )
+    for line, truth in zip([ln for ln in text.splitlines() if MARKER in ln], truths, strict=True):
         assert line.strip() == MARKER and truth.strip() == truth and truth in original
 
 
 @pytest.mark.slow
-def test_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
-                    tmp_path: Path) -> None:
+def test_end_to_end(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "cli.json"
-    done = run_benchmark("bench_cli", "--model", str(tiny_model_dir), "--corpus",
-                         str(modules_corpus), "--files", "2", "--holes", "3",
-                         "--fill-args", "--lengths 1", "--out", str(out))
+    done = run_benchmark(
+        "bench_cli",
+        "--model",
+        str(tiny_model_dir),
+        "--corpus",
+        str(modules_corpus),
+        "--files",
+        "2",
+        "--holes",
+        "3",
+        "--fill-args",
+        "--lengths 1",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert result["fill_args"] == ["--lengths", "1"]

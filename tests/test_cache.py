@@ -34,8 +34,9 @@ def test_partial_pass_on_an_unchanged_canvas_is_exact() -> None:
     cached = CachedModernBert(model)
     hidden, cache = cached.full(ids)
     active = torch.tensor([10, 11, 12, 60])
-    torch.testing.assert_close(cached.partial(ids, active, cache), hidden[active],
-                               atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(
+        cached.partial(ids, active, cache), hidden[active], atol=1e-5, rtol=1e-4
+    )
 
 
 def test_partial_pass_after_an_edit_is_close_to_a_fresh_one() -> None:
@@ -54,8 +55,14 @@ def test_partial_pass_after_an_edit_is_close_to_a_fresh_one() -> None:
 
 
 def _denoiser() -> HFDenoiser:
-    return HFDenoiser(_model(), tokenizer=None, special=SpecialIds(mask=1, null=2, pad=0),
-                      max_length=128, name="test", device=torch.device("cpu"))
+    return HFDenoiser(
+        _model(),
+        tokenizer=None,
+        special=SpecialIds(mask=1, null=2, pad=0),
+        max_length=128,
+        name="test",
+        device=torch.device("cpu"),
+    )
 
 
 def test_denoiser_hints_refresh_equals_an_uncached_pass() -> None:
@@ -110,10 +117,10 @@ def test_carry_moves_the_suffix_keys_to_their_new_positions_exactly() -> None:
         assert out is not None
         active, hidden, cache = out
         assert cache.carried == 1 and torch.equal(cache.ids, new)
-        torch.testing.assert_close(cache.layers[0].keys, fresh.layers[0].keys,
-                                   atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(cache.layers[0].values, fresh.layers[0].values,
-                                   atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(cache.layers[0].keys, fresh.layers[0].keys, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            cache.layers[0].values, fresh.layers[0].values, atol=1e-5, rtol=1e-4
+        )
         assert {40, 41} <= set(active.tolist())
         assert set(range(50, 50 + len(inserted))) <= set(active.tolist())
         assert len(active) == len(inserted) + 2  # only the new tokens and the asked rows

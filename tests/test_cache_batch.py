@@ -28,11 +28,16 @@ def _model() -> ModernBertForMaskedLM:
     return ModernBertForMaskedLM(cfg).eval()
 
 
-def _denoiser(model: ModernBertForMaskedLM, dtype: torch.dtype = torch.float32
-              ) -> HFDenoiser:
-    return HFDenoiser(model, tokenizer=None, special=SpecialIds(mask=1, null=2, pad=0),
-                      max_length=128, name="test", device=torch.device("cpu"),
-                      precision=Precision(dtype, "test"))
+def _denoiser(model: ModernBertForMaskedLM, dtype: torch.dtype = torch.float32) -> HFDenoiser:
+    return HFDenoiser(
+        model,
+        tokenizer=None,
+        special=SpecialIds(mask=1, null=2, pad=0),
+        max_length=128,
+        name="test",
+        device=torch.device("cpu"),
+        precision=Precision(dtype, "test"),
+    )
 
 
 def _canvases(seed: int) -> list[list[int]]:
@@ -56,17 +61,20 @@ def _steps() -> list[tuple[list[list[int]], list[list[int]], list[CacheHint]]]:
     for step in range(3):
         canvases = [_edit(c, s, step) for c, s in zip(canvases, SPANS, strict=True)]
         spans = [tuple(range(*s)) for s in SPANS]
-        positions = [list(s[step % 2::2]) or [s[0]] for s in spans]
-        hints = [CacheHint(key=("job", i), active=s, refresh=step == 0)
-                 for i, s in enumerate(spans)]
+        positions = [list(s[step % 2 :: 2]) or [s[0]] for s in spans]
+        hints = [
+            CacheHint(key=("job", i), active=s, refresh=step == 0) for i, s in enumerate(spans)
+        ]
         out.append((canvases, positions, hints))
     return out
 
 
-def _one_at_a_time(den: HFDenoiser, canvases: list[list[int]], positions: list[list[int]],
-                   hints: list[CacheHint]) -> list[np.ndarray]:
-    return [den.logits([c], [p], [h])[0] for c, p, h in zip(canvases, positions, hints,
-                                                             strict=True)]
+def _one_at_a_time(
+    den: HFDenoiser, canvases: list[list[int]], positions: list[list[int]], hints: list[CacheHint]
+) -> list[np.ndarray]:
+    return [
+        den.logits([c], [p], [h])[0] for c, p, h in zip(canvases, positions, hints, strict=True)
+    ]
 
 
 class _Reference:
@@ -105,7 +113,8 @@ def _counting(monkeypatch: pytest.MonkeyPatch, den: HFDenoiser) -> list[int]:
 
 
 def test_a_batch_of_cached_passes_equals_the_passes_one_at_a_time(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     model = _model()
     alone, together, reference = _denoiser(model), _denoiser(model), _Reference(model)
     sizes = _counting(monkeypatch, together)
@@ -153,8 +162,11 @@ def test_mixed_calls_and_small_budgets_still_match(monkeypatch: pytest.MonkeyPat
     for step, (canvases, positions, hints) in enumerate(_steps()):
         canvases = [*canvases, doc[:40] + [9] + doc[40:], canvases[0]]
         positions = [*positions, [41], [10, 11]]
-        hints = [*hints, CacheHint(("new", 0), (41,), step == 0,
-                                   carry="doc" if step == 0 else None), None]
+        hints = [
+            *hints,
+            CacheHint(("new", 0), (41,), step == 0, carry="doc" if step == 0 else None),
+            None,
+        ]
         want = _one_at_a_time(alone, canvases[:-1], positions[:-1], hints[:-1])
         want.append(alone.logits([canvases[-1]], [positions[-1]])[0])
         got = together.logits(canvases, positions, hints)
@@ -170,16 +182,14 @@ def test_a_carry_from_a_canvas_with_too_little_in_common_is_a_full_pass() -> Non
     den = _denoiser(_model())
     old, new = _canvases(2)[1], _canvases(3)[1]  # two unrelated canvases of 90 tokens
     den.logits([old], [[5]], [CacheHint(("old", 0), (5,), True, carry="doc")])
-    got = den.logits([new], [[20, 21]], [CacheHint(("new", 0), (20, 21), True,
-                                                  carry="doc")])[0]
+    got = den.logits([new], [[20, 21]], [CacheHint(("new", 0), (20, 21), True, carry="doc")])[0]
     np.testing.assert_allclose(got, den.logits([new], [[20, 21]])[0], atol=1e-5, rtol=1e-4)
     # kept under its key and the carry's name, as a fresh entry (nothing carried over)
     assert den._caches[("new", 0)] is den._caches["doc"]
     assert den._caches["doc"].carried == 0 and den._caches["doc"].ids.tolist() == new
 
 
-def test_a_padded_key_or_a_far_key_changes_the_result(monkeypatch: pytest.MonkeyPatch
-                                                        ) -> None:
+def test_a_padded_key_or_a_far_key_changes_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     # What the mask hides matters: the shortest canvas's rows would read the keys past its
     # end (the longer canvases' padding), and the sliding layer's rows keys more than 8
     # positions away.
@@ -204,4 +214,5 @@ def _broken_masks(real, broken: str):  # type: ignore[no-untyped-def]
         out = real(cached, positions, lengths, dtype)  # the sliding layer as a global one
         out["sliding_attention"] = out["full_attention"]
         return out
+
     return masks

@@ -27,16 +27,18 @@ def problems(text: str, *fills: str, language: str = "python") -> list[tuple[str
         at += len(MARK)
     before = text.replace(MARK, "_" * len(MARK))
     after, filled = splice(text, ranges, list(fills))
-    return [(p.kind, p.range)
-            for p in check_fills(before, after, ranges, filled, language=language)]
+    return [
+        (p.kind, p.range) for p in check_fills(before, after, ranges, filled, language=language)
+    ]
 
 
 # -- parse --------------------------------------------------------------------------
 
 
 def test_valid_fills_have_no_problem():
-    assert problems("import os\n\ndef f(values):\n    return <mask>\n",
-                    "os.path.join(*values)") == []
+    assert (
+        problems("import os\n\ndef f(values):\n    return <mask>\n", "os.path.join(*values)") == []
+    )
     assert problems("x = [<mask> for v in items]\nitems = []\n", "v * 2") == []
 
 
@@ -67,8 +69,7 @@ def test_each_fill_is_blamed_for_its_own_errors():
 def test_a_comment_that_hides_the_code_after_the_fill_is_blamed():
     found = problems("for line in <mask>:\n    pass\n", "  #  #]")
     assert ("comment", 0) in found and ("parse", 0) in found
-    assert problems("values = 1\nx = f(<mask>)\n", "values  # x") == [("parse", 0),
-                                                                    ("comment", 0)]
+    assert problems("values = 1\nx = f(<mask>)\n", "values  # x") == [("parse", 0), ("comment", 0)]
 
 
 def test_a_comment_at_the_end_of_a_line_is_fine():
@@ -122,31 +123,41 @@ def test_a_repeated_keyword_in_a_call_the_fill_does_not_touch_is_not_blamed():
 # -- names --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fill", [
-    "len(values)",  # a builtin, a parameter
-    "values.lower()",  # an attribute is no name
-    "sorted(values, key=str.lower)",  # nor a keyword argument's name
-    "helper(values)",  # defined further down
-    "os.sep.join(values)",  # imported
-    "[v for v in values if v]",  # bound by the fill itself
-    "(lambda q: q)(values)",
-    "__file__",
-    "count",  # used in code elsewhere, even if not defined in the text
-])
+@pytest.mark.parametrize(
+    "fill",
+    [
+        "len(values)",  # a builtin, a parameter
+        "values.lower()",  # an attribute is no name
+        "sorted(values, key=str.lower)",  # nor a keyword argument's name
+        "helper(values)",  # defined further down
+        "os.sep.join(values)",  # imported
+        "[v for v in values if v]",  # bound by the fill itself
+        "(lambda q: q)(values)",
+        "__file__",
+        "count",  # used in code elsewhere, even if not defined in the text
+    ],
+)
 def test_known_names_pass(fill):
-    text = ("import os\n\n# the total\ndef f(values):\n    return <mask>\n\n\n"
-            "def helper(x):\n    return x + count\n")
+    text = (
+        "import os\n\n# the total\ndef f(values):\n    return <mask>\n\n\n"
+        "def helper(x):\n    return x + count\n"
+    )
     assert problems(text, fill) == []
 
 
-@pytest.mark.parametrize("fill", [
-    "lines",  # a word of the docstring
-    "total",  # a word of a comment
-    "width",  # a word of a string
-])
+@pytest.mark.parametrize(
+    "fill",
+    [
+        "lines",  # a word of the docstring
+        "total",  # a word of a comment
+        "width",  # a word of a string
+    ],
+)
 def test_words_of_comments_and_strings_are_no_names(fill):
-    text = ('def read(path):\n    """Return the lines of a file."""\n    # the total\n'
-            '    label = "width"\n    return <mask>\n')
+    text = (
+        'def read(path):\n    """Return the lines of a file."""\n    # the total\n'
+        '    label = "width"\n    return <mask>\n'
+    )
     assert problems(text, fill) == [("name", 0)]
 
 
@@ -164,26 +175,35 @@ def test_an_unknown_name_is_blamed():
 def test_names_bound_in_the_fill_pass():
     text = "def f(values):\n    <mask>\n"
     assert problems(text, "for i, v in enumerate(values):\n        print(i, v)") == []
-    assert problems(text, "try:\n        pass\n    except ValueError as err:\n"
-                          "        print(err)") == []
+    assert (
+        problems(text, "try:\n        pass\n    except ValueError as err:\n        print(err)")
+        == []
+    )
     assert problems(text, "n: int = len(values)") == []
     assert problems(text, "n: Foo = 1") == [("name", 0)]  # an annotation is a load
 
 
-SCOPED = ("import os\n\ndef read(p):\n    with open(p) as fh:\n        return fh.read()\n\n"
-          "class C:\n    limit = 3\n\n    def grow(self, n):\n        global seen\n"
-          "        seen = [k for k in range(n)]\n        return lambda z: z\n\n"
-          "def mean(values):\n    def inner(q):\n        return q\n    return <mask>\n")
+SCOPED = (
+    "import os\n\ndef read(p):\n    with open(p) as fh:\n        return fh.read()\n\n"
+    "class C:\n    limit = 3\n\n    def grow(self, n):\n        global seen\n"
+    "        seen = [k for k in range(n)]\n        return lambda z: z\n\n"
+    "def mean(values):\n    def inner(q):\n        return q\n    return <mask>\n"
+)
 
 
-@pytest.mark.parametrize(("fill", "blamed"), [
-    ("fh.read()", True),  # `with ... as fh` in read(): a local of another function
-    ("p", True),  # read()'s parameter
-    ("self", True), ("k", True), ("z", True),  # a method's, a comprehension's, a lambda's
-    ("seen", False),  # declared global where it is bound
-    ("inner(values)", False),  # nested in mean(): visible there
-    ("os.sep, C, read, limit", False),  # module names; a class body is lenient
-])
+@pytest.mark.parametrize(
+    ("fill", "blamed"),
+    [
+        ("fh.read()", True),  # `with ... as fh` in read(): a local of another function
+        ("p", True),  # read()'s parameter
+        ("self", True),
+        ("k", True),
+        ("z", True),  # a method's, a comprehension's, a lambda's
+        ("seen", False),  # declared global where it is bound
+        ("inner(values)", False),  # nested in mean(): visible there
+        ("os.sep, C, read, limit", False),  # module names; a class body is lenient
+    ],
+)
 def test_a_local_of_another_scope_is_blamed(fill, blamed):
     assert problems(SCOPED, fill) == ([("name", 0)] if blamed else [])
 
@@ -216,8 +236,9 @@ def test_only_the_kinds_asked_for_run():
 # -- options ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kw", [{"checks": "parse,bogus"}, {"checks": True},
-                                {"candidates": 0}, {"candidates": 9}])
+@pytest.mark.parametrize(
+    "kw", [{"checks": "parse,bogus"}, {"checks": True}, {"candidates": 0}, {"candidates": 9}]
+)
 def test_bad_check_options_are_rejected(kw):
     with pytest.raises(OptionError):
         SamplerOptions(**kw)
@@ -288,8 +309,9 @@ def test_one_candidate_only_rejects():
 
 
 def test_the_best_scoring_passing_alternative_wins():
-    d = ByLength({16: "len(values", 8: "values", 4: "1"},
-                 )
+    d = ByLength(
+        {16: "len(values", 8: "values", 4: "1"},
+    )
     d.confidence = lambda span, slot, call: 0.6 if call >= 3 else 0.99
     r = fill_text(TEXT, denoiser=d, checks=DEFAULT_CHECKS, candidates=3)
     assert r.stats.candidates == 2
@@ -310,8 +332,10 @@ def test_a_fill_that_breaks_the_file_does_not_fail_the_holes_of_other_windows():
     the others' holes as they were: two unclosed calls in one window (which the parser's
     recovery lets run to the end of the file) leaves the other window's fill alone."""
     filler = "".join(f"    x{i} = {i}\n" for i in range(40))
-    text = (f"def f(values):\n    a = <mask>\n{filler}    return a\n\n\n"
-            f"def g(values):\n{filler}    return <mask>\n")
+    text = (
+        f"def f(values):\n    a = <mask>\n{filler}    return a\n\n\n"
+        f"def g(values):\n{filler}    return <mask>\n"
+    )
     d = TargetDenoiser({"a = ": "len(len(values", "return ": "values"}, confidence=0.99)
     r = fill_text(text, denoiser=d, checks=DEFAULT_CHECKS, window_tokens=160)
     assert r.stats.windows == 2
@@ -323,15 +347,17 @@ def test_a_rewrite_is_checked_against_the_selection_as_written():
     text = "def f(values):\n    return len(values)\n"
     start = text.index("len")
     d = ByLength({10: "len(values"}, other="len(values")
-    r = fill_spans(text, [Span(start, start + len("len(values)"), 10)], denoiser=d,
-                   checks=DEFAULT_CHECKS)
+    r = fill_spans(
+        text, [Span(start, start + len("len(values)"), 10)], denoiser=d, checks=DEFAULT_CHECKS
+    )
     assert r.text == text and r.fills[0].rejected and r.edits == []
 
 
 def test_an_exact_span_has_no_alternative():
     d = ByLength({4: "len("})
-    r = fill_text(TEXT.replace(MARK, "<mask:4>"), denoiser=d, checks=DEFAULT_CHECKS,
-                  exact_length=True)
+    r = fill_text(
+        TEXT.replace(MARK, "<mask:4>"), denoiser=d, checks=DEFAULT_CHECKS, exact_length=True
+    )
     assert r.fills[0].rejected and r.stats.candidates == 0
 
 
@@ -364,7 +390,7 @@ def test_a_failing_hole_races_exact_shorter_lengths_and_the_best_scored_wins():
     # the primary alone, then one batched round: 8, 4, 2, 1 slots side by side (only
     # `values+1` passes the name check: no scoring pass)
     sizes = [len(canvases) for canvases, _ in d.calls]
-    assert 4 in sizes and set(sizes[:sizes.index(4)]) == {1}
+    assert 4 in sizes and set(sizes[: sizes.index(4)]) == {1}
     d = ScoredByLength({**RACE, 16: "len(values", 1: "f"}, {1: 0.99})  # exactly one
     r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)  # token: no growth
     assert r.text == TEXT.replace(MARK, "f")
@@ -410,10 +436,10 @@ def test_bad_lengths_are_rejected(n):
 # -- the command --------------------------------------------------------------------
 
 
-def test_the_command_leaves_a_rejected_hole_as_it_was_and_says_why(tmp_path, capsys,
-                                                                  monkeypatch):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: ByLength({16: "len(values", 8: "(values"}))
+def test_the_command_leaves_a_rejected_hole_as_it_was_and_says_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: ByLength({16: "len(values", 8: "(values"})
+    )
     f = tmp_path / "m.py"
     f.write_text(TEXT)
     assert main(["fill", "--in-place", str(f)]) == 0  # reported, not an error
@@ -424,8 +450,9 @@ def test_the_command_leaves_a_rejected_hole_as_it_was_and_says_why(tmp_path, cap
 
 
 def test_the_command_writes_the_candidate_that_passes(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: ByLength({16: "len(values", 8: "values"}))
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: ByLength({16: "len(values", 8: "values"})
+    )
     f = tmp_path / "m.py"
     f.write_text(TEXT)
     assert main(["fill", "--json", "--lengths", "1", str(f)]) == 0

@@ -260,9 +260,11 @@ def test_console_entry_point_as_a_process(tmp_path):
     ],
 )
 def test_a_hole_inside_a_string_literal_cannot_break_its_quoting(
-        tmp_path, capsys, monkeypatch, source, target, forbidden):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: TargetDenoiser([target], confidence=0.99))
+    tmp_path, capsys, monkeypatch, source, target, forbidden
+):
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: TargetDenoiser([target], confidence=0.99)
+    )
     f = tmp_path / "s.py"
     f.write_text(source)
     assert main(["fill", "--json", str(f)]) == 0
@@ -273,8 +275,9 @@ def test_a_hole_inside_a_string_literal_cannot_break_its_quoting(
 
 
 def test_a_hole_in_code_or_an_f_string_field_may_write_quotes(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: TargetDenoiser(["'a'", "b"], confidence=0.99))
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: TargetDenoiser(["'a'", "b"], confidence=0.99)
+    )
     f = tmp_path / "s.py"
     f.write_text("b = 1\nx = <mask>\ny = f'{<mask>}'\n")
     assert main(["fill", "--json", str(f)]) == 0

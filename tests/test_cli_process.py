@@ -30,8 +30,14 @@ ORIGINAL = b"# keep me\n" + b"pad = 1\n" * 300 + b"x = <mask>\n"
 
 
 def _run(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(FAKE_MAIN), *args], capture_output=True,
-                          env={**os.environ, **(env or {})}, timeout=60, check=False, **kw)
+    return subprocess.run(
+        [sys.executable, str(FAKE_MAIN), *args],
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+        **kw,
+    )
 
 
 def _one_line(stderr: bytes, *needles: str) -> str:
@@ -69,8 +75,9 @@ def test_in_place_write_past_a_file_size_limit_leaves_the_file_as_it_was(tmp_pat
 
 
 def test_a_write_that_raises_leaves_the_file_byte_for_byte(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: TargetDenoiser({"= ": "42"}, confidence=0.99))
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: TargetDenoiser({"= ": "42"}, confidence=0.99)
+    )
 
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -105,8 +112,10 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize(("sig", "status", "word"),
-                         [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+    ("sig", "status", "word"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+)
 def test_a_signal_during_the_run_ends_with_one_line(tmp_path, sig, status, word):
     f = tmp_path / "a.py"
     f.write_bytes(ORIGINAL)
@@ -114,9 +123,13 @@ def test_a_signal_during_the_run_ends_with_one_line(tmp_path, sig, status, word)
     env = {**os.environ, "INFILL_FAKE_READY": str(ready), "INFILL_FAKE_DELAY": "30"}
     # As a terminal would: a run started in the background of a non-interactive shell (CI)
     # inherits SIGINT ignored, and Python then keeps ignoring it, as it should.
-    proc = subprocess.Popen([sys.executable, str(FAKE_MAIN), "fill", "--in-place", str(f)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            preexec_fn=_default_signals)
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE_MAIN), "fill", "--in-place", str(f)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=_default_signals,
+    )
     deadline = time.monotonic() + 60
     while not ready.exists():  # the model is running
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -133,8 +146,11 @@ def test_a_signal_during_the_run_ends_with_one_line(tmp_path, sig, status, word)
 def test_a_closed_stdout_ends_quietly(tmp_path):
     f = tmp_path / "a.py"
     f.write_bytes(ORIGINAL)
-    proc = subprocess.Popen([sys.executable, str(FAKE_MAIN), "fill", str(f), str(f)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE_MAIN), "fill", str(f), str(f)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.close()  # `| head -c0`: the reader is gone before the diff is written
     err = proc.stderr.read()
     assert proc.wait(timeout=60) in (0, 141)
@@ -164,10 +180,10 @@ def test_a_declared_encoding_is_read_and_written_back(tmp_path):
     assert f.read_bytes() == text.replace("<mask>", "42").encode("latin-1")
 
 
-def test_a_fill_the_declared_encoding_cannot_hold_leaves_the_file(tmp_path, monkeypatch,
-                                                                 capsys):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: TargetDenoiser({"= ": "'€'"}, confidence=0.99))
+def test_a_fill_the_declared_encoding_cannot_hold_leaves_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: TargetDenoiser({"= ": "'€'"}, confidence=0.99)
+    )
     f = tmp_path / "a.py"
     original = "# coding: latin-1\nname = 'café'\nx = <mask>\n".encode("latin-1")
     f.write_bytes(original)
@@ -199,8 +215,14 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
              main(["fix", "--lines", "9:1", "hole.py"]), main(["frob"])]
 print(codes, sorted(m for m in ("torch", "transformers") if m in sys.modules))
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=True,
+    )
     assert proc.stdout.strip() == "[0, 0, 1, 1, 2, 2, 2] []"
 
 
@@ -250,7 +272,7 @@ def test_fix_lines_scores_only_the_windows_of_those_lines(tmp_path, counted, cap
     scoring = fake.calls[0][0]
     assert len(scoring) == 1 and len(scoring[0]) <= 128  # one window, around those lines
     (edit,) = json.loads(capsys.readouterr().out)["edits"]
-    assert 1501 <= LONG[:edit["start"]].count("\n") + 1 <= 1503
+    assert 1501 <= LONG[: edit["start"]].count("\n") + 1 <= 1503
 
 
 def test_fill_of_one_hole_in_a_long_file_reads_one_window(tmp_path, counted, capsys):
@@ -269,8 +291,11 @@ def test_fill_of_one_hole_in_a_long_file_reads_one_window(tmp_path, counted, cap
 
 
 def _git(folder: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t",
-                    *args], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture
@@ -284,7 +309,7 @@ def repo(tmp_path):
 
 
 def _edited_lines(out: str, text: str) -> list[int]:
-    return [text[:e["start"]].count("\n") + 1 for e in json.loads(out)["edits"]]
+    return [text[: e["start"]].count("\n") + 1 for e in json.loads(out)["edits"]]
 
 
 def test_fix_changed_repairs_each_changed_region_and_reads_nothing_else(repo, counted, capsys):
@@ -300,8 +325,7 @@ def test_fix_changed_repairs_each_changed_region_and_reads_nothing_else(repo, co
     assert _edited_lines(capsys.readouterr().out, edited) == [1502, 2702]  # one fix each
 
 
-def test_fix_changed_skips_an_unchanged_file_without_loading_the_model(repo, counted,
-                                                                      capsys):
+def test_fix_changed_skips_an_unchanged_file_without_loading_the_model(repo, counted, capsys):
     fake, _ = counted
     assert main(["fix", "--changed", str(repo / "long.py")]) == 0
     assert fake.calls == []
@@ -309,7 +333,8 @@ def test_fix_changed_skips_an_unchanged_file_without_loading_the_model(repo, cou
 
 
 def test_fix_changed_takes_an_untracked_file_whole_and_refuses_outside_git(
-        repo, tmp_path_factory, counted, capsys):
+    repo, tmp_path_factory, counted, capsys
+):
     new = repo / "new.py"
     new.write_text("x = a\n")
     assert main(["fix", "--json", "--no-checks", "--changed", str(new)]) == 0
@@ -328,6 +353,8 @@ def test_fix_changed_flag_misuse_is_a_usage_error(repo, flags, capsys):
 
 
 def test_changed_hunks_take_both_sides_of_a_deletion_and_merge_neighbours():
-    diff = ("@@ -3 +3 @@\n-a\n+b\n@@ -5,2 +4,0 @@\n-c\n-d\n@@ -9,0 +9,2 @@\n+e\n+f\n"
-            "@@ -20,0 +30 @@\n+g\n")
+    diff = (
+        "@@ -3 +3 @@\n-a\n+b\n@@ -5,2 +4,0 @@\n-c\n-d\n@@ -9,0 +9,2 @@\n+e\n+f\n"
+        "@@ -20,0 +30 @@\n+g\n"
+    )
     assert hunks(diff, 30) == [(3, 5), (9, 10), (30, 30)]

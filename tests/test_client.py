@@ -53,22 +53,37 @@ def _scores(scores: list[TokenScore]) -> list[tuple]:
     which of them is `likely` depends on the order its vocabulary was filled in; `likely`
     is compared only where one replacement stands out (p_likely: to float32's last bits,
     which follow the batch's summation order)."""
-    return [(s.start, s.end, s.text, s.suspicion, round(s.p_likely, 5),
-             s.likely if s.p_likely > 0.5 else None) for s in scores]
+    return [
+        (
+            s.start,
+            s.end,
+            s.text,
+            s.suspicion,
+            round(s.p_likely, 5),
+            s.likely if s.p_likely > 0.5 else None,
+        )
+        for s in scores
+    ]
 
 
 def test_fill_fix_score_info_match_the_in_process_engine(sock):
     with running(Worker(denoiser=WorkerFake(confidence=0.5)), sock):
+
         async def go():
             async with WorkerClient(sock) as c:
                 assert isinstance(c.welcome, Welcome) and c.welcome.model == "fake"
                 return await asyncio.gather(
                     c.fill("a = <mask>\nb = <mask>\n"),
-                    c.fill("x = 1\nreturn y\n", spans=[Span(13, 14)], language=None,
-                           options=SamplerOptions(threshold=0.4)),
+                    c.fill(
+                        "x = 1\nreturn y\n",
+                        spans=[Span(13, 14)],
+                        language=None,
+                        options=SamplerOptions(threshold=0.4),
+                    ),
                     c.fix("y = x - 1\n", max_fixes=1),
                     c.score("y = x - 1\n", start=4),
-                    c.info())
+                    c.info(),
+                )
 
         holes, spans, fix, scores, info = _run(go())
     local = fill_text("a = <mask>\nb = <mask>\n", denoiser=WorkerFake(confidence=0.5))
@@ -85,6 +100,7 @@ def test_fill_fix_score_info_match_the_in_process_engine(sock):
 def test_on_step_streams_the_canvas_settling(sock):
     steps: list[Step] = []
     with running(Worker(denoiser=WorkerFake(confidence=0.5)), sock):
+
         async def go():
             async with WorkerClient(sock) as c:
                 return await c.fill("c = <mask>\n", on_step=steps.append)
@@ -98,11 +114,13 @@ def test_on_step_streams_the_canvas_settling(sock):
 def test_cancelling_the_caller_cancels_the_request_in_the_worker(sock):
     fake = WorkerFake(confidence=0.5, delay=0.002)
     with running(Worker(denoiser=fake), sock) as w:
+
         async def go():
             async with WorkerClient(sock) as c:
                 started = asyncio.Event()
-                task = asyncio.create_task(c.fill("slow = <mask>\n",
-                                                  on_step=lambda _: started.set()))
+                task = asyncio.create_task(
+                    c.fill("slow = <mask>\n", on_step=lambda _: started.set())
+                )
                 await started.wait()
                 task.cancel()
                 with pytest.raises(asyncio.CancelledError):
@@ -117,6 +135,7 @@ def test_cancelling_the_caller_cancels_the_request_in_the_worker(sock):
 
 def test_a_request_timeout_is_a_timeout_error_and_cancels_the_request(sock):
     with running(Worker(denoiser=WorkerFake(confidence=0.5, delay=0.002)), sock) as w:
+
         async def go():
             async with WorkerClient(sock) as c:
                 with pytest.raises(WorkerError) as info:
@@ -130,6 +149,7 @@ def test_a_request_timeout_is_a_timeout_error_and_cancels_the_request(sock):
 
 def test_worker_errors_are_worker_errors_with_the_code(sock):
     with running(Worker(denoiser=WorkerFake(), token="t"), sock):
+
         async def go():
             async with WorkerClient(sock, token="t") as c:
                 with pytest.raises(WorkerError) as bad:
@@ -161,14 +181,15 @@ def test_kill_9_fails_pending_requests_at_once_and_the_next_one_restarts_the_wor
         client = WorkerClient(f"unix:{sock}", spawn=cmd, connect_timeout=30)
         try:
             events = [asyncio.Event() for _ in range(3)]
-            tasks = [asyncio.create_task(client.fill(
-                "slow = <mask>\n", on_step=lambda _, e=e: e.set())) for e in events]
+            tasks = [
+                asyncio.create_task(client.fill("slow = <mask>\n", on_step=lambda _, e=e: e.set()))
+                for e in events
+            ]
             for e in events:  # every request is in the middle of its denoising
                 await asyncio.wait_for(e.wait(), 10)
             first = client.process.pid
             os.kill(first, signal.SIGKILL)
-            outcomes = await asyncio.wait_for(
-                asyncio.gather(*tasks, return_exceptions=True), 5)
+            outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
             after = await client.fill("a = <mask>\n")
             return first, client.process.pid, outcomes, after
         finally:
@@ -183,8 +204,10 @@ def test_kill_9_fails_pending_requests_at_once_and_the_next_one_restarts_the_wor
 
 
 def test_the_sync_client(sock):
-    with running(Worker(denoiser=WorkerFake(confidence=0.9)), sock), \
-            SyncWorkerClient(f"unix:{sock}") as c:
+    with (
+        running(Worker(denoiser=WorkerFake(confidence=0.9)), sock),
+        SyncWorkerClient(f"unix:{sock}") as c,
+    ):
         assert c.fill("b = <mask>\n").text == "b = 'xyz'\n"
         assert c.info().model == "fake"
         assert c.score("a")[0].text == "a"
@@ -196,11 +219,13 @@ def test_the_sync_client(sock):
 def test_cancelled_error_code_reaches_a_client_that_awaits_the_reply(sock):
     """A cancel from elsewhere (e.g. another component holding the id) is reported."""
     with running(Worker(denoiser=WorkerFake(confidence=0.5, delay=0.002)), sock):
+
         async def go():
             async with WorkerClient(sock) as c:
                 started = asyncio.Event()
-                task = asyncio.create_task(c.fill("slow = <mask>\n",
-                                                  on_step=lambda _: started.set()))
+                task = asyncio.create_task(
+                    c.fill("slow = <mask>\n", on_step=lambda _: started.set())
+                )
                 await started.wait()
                 c._cancel(1)  # the request's id: the first on this client
                 with pytest.raises(WorkerError) as info:
@@ -217,8 +242,9 @@ TARGETS = {"= ": "42", "return ": "x + 1"}
 
 @pytest.fixture
 def local_model(monkeypatch):
-    monkeypatch.setattr(loading, "load_denoiser",
-                        lambda *a, **kw: TargetDenoiser(TARGETS, confidence=0.99))
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: TargetDenoiser(TARGETS, confidence=0.99)
+    )
 
 
 def _cli(args, capsys):
@@ -228,7 +254,8 @@ def _cli(args, capsys):
 
 
 def test_cli_fill_through_a_worker_prints_what_the_in_process_path_prints(
-        sock, tmp_path, capsys, local_model):
+    sock, tmp_path, capsys, local_model
+):
     a, b, bad = tmp_path / "a.py", tmp_path / "b.txt", tmp_path / "bad.py"
     a.write_text("def f(x):\n    return <mask>\n\ny = <mask>\n")
     b.write_text("total = <mask>\r\n")
@@ -273,8 +300,9 @@ def test_cli_uses_a_worker_running_on_the_default_socket(tmp_path, capsys, monke
         stale.bind(str(default_socket_path()))
         stale.close()
         assert _cli(["fill", str(f)], capsys)[0] == 1
-        with running(Worker(denoiser=TargetDenoiser(TARGETS, confidence=0.99)),
-                     str(default_socket_path())):
+        with running(
+            Worker(denoiser=TargetDenoiser(TARGETS, confidence=0.99)), str(default_socket_path())
+        ):
             status, out, _ = _cli(["fill", str(f)], capsys)
             assert status == 0 and "+y = 42" in out
             for asked in (["--model", str(tmp_path)], ["--trace"], ["--device", "cpu"]):

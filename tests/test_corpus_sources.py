@@ -40,16 +40,20 @@ License: Expat
 
 
 def code(seed: int, lines: int = 30) -> str:
-    return "".join(f"def f_{seed}_{i}(x):\n    return x * {i} + {seed}  # step {i}\n"
-                   for i in range(lines))
+    return "".join(
+        f"def f_{seed}_{i}(x):\n    return x * {i} + {seed}  # step {i}\n" for i in range(lines)
+    )
 
 
-def make_deb(cache: Path, name: str, version: str, copyright_text: str,
-             files: dict[str, str]) -> Path:
+def make_deb(
+    cache: Path, name: str, version: str, copyright_text: str, files: dict[str, str]
+) -> Path:
     """A minimal .deb: an ar archive holding debian-binary and data.tar.xz."""
     data = io.BytesIO()
-    members = {f"./usr/share/doc/{name}/copyright": copyright_text,
-               **{f"./usr/lib/python3/dist-packages/{p}": t for p, t in files.items()}}
+    members = {
+        f"./usr/share/doc/{name}/copyright": copyright_text,
+        **{f"./usr/lib/python3/dist-packages/{p}": t for p, t in files.items()},
+    }
     with tarfile.open(fileobj=data, mode="w:xz") as tf:
         for path, text in members.items():
             raw = text.encode()
@@ -69,8 +73,11 @@ def make_deb(cache: Path, name: str, version: str, copyright_text: str,
 def wheel(cache: Path, name: str, version: str, files: dict[str, str]) -> None:
     dist = f"{name.replace('-', '_')}-{version}"
     with zipfile.ZipFile(cache / f"{dist}-py3-none-any.whl", "w") as zf:
-        zf.writestr(f"{dist}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\n"
-                    "Classifier: License :: OSI Approved :: MIT License\n")
+        zf.writestr(
+            f"{dist}.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: {name}\n"
+            "Classifier: License :: OSI Approved :: MIT License\n",
+        )
         for path, text in files.items():
             zf.writestr(path, text)
 
@@ -93,9 +100,17 @@ def test_dep5_is_parsed_and_its_upstream_licences_judged() -> None:
 
 
 def test_deb_files_reads_dist_packages_and_names(tmp_path: Path) -> None:
-    deb = make_deb(tmp_path, "python3-widget", "1:2.0-1", DEP5,
-                   {"widget/__init__.py": code(1), "widget/_vendor/x.py": code(2),
-                    "Widget-2.0.egg-info/PKG-INFO": "Name: Widget\n"})
+    deb = make_deb(
+        tmp_path,
+        "python3-widget",
+        "1:2.0-1",
+        DEP5,
+        {
+            "widget/__init__.py": code(1),
+            "widget/_vendor/x.py": code(2),
+            "Widget-2.0.egg-info/PKG-INFO": "Name: Widget\n",
+        },
+    )
     assert debian.deb_in(tmp_path, "python3-widget", "1:2.0-1") == deb
     source, files, names = debian.deb_files(deb, "debian/python3-widget", "1:2.0-1")
     assert [p for p, _ in files] == ["widget/__init__.py"]  # vendored folder skipped
@@ -109,15 +124,23 @@ def test_eval_packages_follow_the_benchmark_scripts() -> None:
         if (ROOT / script).exists():
             named |= exclusions.packages_named_in((ROOT / script).read_text())
     assert named <= exclusions.eval_packages()
-    assert {corpus.canonical(n) for n in exclusions.EVAL_PACKAGES} >= named, \
+    assert {corpus.canonical(n) for n in exclusions.EVAL_PACKAGES} >= named, (
         "an evaluation script names a package that EVAL_PACKAGES does not list yet"
+    )
     source = 'PACKAGES = {"Foo_Bar": "1.0"}\nPINS: list = ["baz"]\nOTHER = {"qux": 1}\n'
     assert exclusions.packages_named_in(source) == {"foo-bar", "baz"}
 
 
 def test_no_new_source_is_an_evaluation_or_held_out_package() -> None:
-    excluded = exclusions.eval_packages() | {"click", "attrs", "requests", "more-itertools",
-                                            "itsdangerous", "h11", "toolz"}
+    excluded = exclusions.eval_packages() | {
+        "click",
+        "attrs",
+        "requests",
+        "more-itertools",
+        "itsdangerous",
+        "h11",
+        "toolz",
+    }
     assert not {corpus.canonical(n) for n in V3_PACKAGES} & excluded
     listed = {exclusions.excluded_project([n], frozenset(excluded)) for n in DEBIAN_PACKAGES}
     assert listed - {None} == {"click", "docopt", "tabulate"}  # listed to be recorded
@@ -126,8 +149,10 @@ def test_no_new_source_is_an_evaluation_or_held_out_package() -> None:
 def test_excluded_project_and_copies_under_other_names() -> None:
     excluded = frozenset({"click", "python-slugify", "tabulate"})
     assert exclusions.excluded_project(["python3-click"], excluded) == "click"
-    assert exclusions.excluded_project(["python3-widget", "Python_Slugify"],
-                                       excluded) == "python-slugify"
+    assert (
+        exclusions.excluded_project(["python3-widget", "Python_Slugify"], excluded)
+        == "python-slugify"
+    )
     assert exclusions.excluded_project(["python3-clickhouse"], excluded) is None
     imports = exclusions.import_names({"tabulate", "python-slugify", "parse", "ply", "rsa"})
     assert imports >= {"tabulate", "slugify", "ply"}
@@ -159,20 +184,33 @@ def test_build_keeps_out_evaluation_packages_and_benchmarks(tmp_path: Path) -> N
     cache, debs = tmp_path / "cache", tmp_path / "cache" / "debian"
     debs.mkdir(parents=True)
     wheel(cache, "click", "1.0", {"click/core.py": code(1)})
-    wheel(cache, "good", "1.0", {"good/a.py": code(2), "good/tabulate.py": code(3),
-                                 "good/b.py": code(4) + '\nNAME = "HumanEval"\n'})
+    wheel(
+        cache,
+        "good",
+        "1.0",
+        {
+            "good/a.py": code(2),
+            "good/tabulate.py": code(3),
+            "good/b.py": code(4) + '\nNAME = "HumanEval"\n',
+        },
+    )
     wheel(cache, "bench", "1.0", {"bench/c.py": code(5), "bench/mbpp/__init__.py": code(6)})
     make_deb(debs, "python3-widget", "2.0-1", DEP5, {"widget/w.py": code(7)})
-    make_deb(debs, "python3-click", "8.0-1", DEP5.replace("Widget", "click"),
-             {"click/core.py": code(8)})
-    make_deb(debs, "python3-gpl", "1.0-1", DEP5.replace("BSD-3-clause", "GPL-3+"),
-             {"gpl/g.py": code(9)})
+    make_deb(
+        debs, "python3-click", "8.0-1", DEP5.replace("Widget", "click"), {"click/core.py": code(8)}
+    )
+    make_deb(
+        debs, "python3-gpl", "1.0-1", DEP5.replace("BSD-3-clause", "GPL-3+"), {"gpl/g.py": code(9)}
+    )
     out = tmp_path / "out"
-    corpus.build(out, cache, stdlib=tmp_path / "no-stdlib",
-                 packages={"click": "1.0", "good": "1.0", "bench": "1.0"},
-                 sdists=frozenset(),
-                 debian={"python3-widget": "2.0-1", "python3-click": "8.0-1",
-                         "python3-gpl": "1.0-1"})
+    corpus.build(
+        out,
+        cache,
+        stdlib=tmp_path / "no-stdlib",
+        packages={"click": "1.0", "good": "1.0", "bench": "1.0"},
+        sdists=frozenset(),
+        debian={"python3-widget": "2.0-1", "python3-click": "8.0-1", "python3-gpl": "1.0-1"},
+    )
     licences = json.loads((out / "licences.json").read_text())
     assert licences["debian/python3-widget"]["kept"] == "yes"
     assert licences["debian/python3-click"]["kept"] == "no (held out: click)"
@@ -180,7 +218,9 @@ def test_build_keeps_out_evaluation_packages_and_benchmarks(tmp_path: Path) -> N
     assert licences["bench"]["kept"] == "no (bundles MBPP)"
     train = [json.loads(ln) for ln in (out / "train.jsonl").read_text().splitlines()]
     assert sorted((r["unit"], r["path"]) for r in train) == [
-        ("debian/python3-widget", "widget/w.py"), ("good", "good/a.py")]
+        ("debian/python3-widget", "widget/w.py"),
+        ("good", "good/a.py"),
+    ]
     assert [r["unit"] for r in map(json.loads, (out / "test.jsonl").open())] == ["click"]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["benchmark_mentions"] == ["good:good/b.py (HumanEval)"]

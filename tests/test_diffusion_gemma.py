@@ -82,8 +82,26 @@ def test_the_directory_loads_offline_without_remote_code(den, dg_dir: Path) -> N
 def test_infill_fill_model_dir_fills_with_the_context_byte_for_byte(dg_dir, tmp_path, capsys):
     f = tmp_path / "m.py"
     f.write_bytes(TEXT.encode())
-    assert main(["fill", "--model", str(dg_dir), "--device", "cpu", "--order", "entropy-bound",
-                 "--steps", "8", "--no-checks", "--exact-length", "--json", str(f)]) == 0
+    assert (
+        main(
+            [
+                "fill",
+                "--model",
+                str(dg_dir),
+                "--device",
+                "cpu",
+                "--order",
+                "entropy-bound",
+                "--steps",
+                "8",
+                "--no-checks",
+                "--exact-length",
+                "--json",
+                str(f),
+            ]
+        )
+        == 0
+    )
     obj = json.loads(capsys.readouterr().out)
     before, after = TEXT.split("<mask:4>")
     assert obj["text"].startswith(before) and obj["text"].endswith(after)
@@ -150,8 +168,10 @@ def test_the_code_after_the_hole_is_never_noised_and_self_conditioning_is_fed_ba
     assert all(s["self_conditioning_logits"] is not None for s in seen[1:])
 
 
-@pytest.mark.parametrize("options", [dict(EB, exact_length=True), dict(exact_length=True),
-                                     dict(EB, lengths=4, exact_length=True)])
+@pytest.mark.parametrize(
+    "options",
+    [dict(EB, exact_length=True), dict(exact_length=True), dict(EB, lengths=4, exact_length=True)],
+)
 def test_exact_lengths(den, options) -> None:
     r = fill_text("s = <mask:5>\nt = s\n", denoiser=den, **options)
     assert [f.tokens for f in r.fills] == [5]
@@ -199,11 +219,15 @@ def test_reproduces_transformers_generate_token_for_token(den, monkeypatch) -> N
 
     seed, bound = 5, 2.5  # a random model is unsure: a wide bound accepts several per step
     prompt = den.encode("def add(a, b):\n    return a")
-    canvas = Canvas(list(prompt), [SpanSlots(0, [den.special.mask] * CANVAS, CANVAS, True)],
-                    [], [], 4096)
-    job = DenoiseJob([canvas], SamplerOptions(order="entropy-bound", seed=seed,
-                                              threshold=bound, max_steps=12),
-                     special=den.special, vocab_size=den.vocab_size)
+    canvas = Canvas(
+        list(prompt), [SpanSlots(0, [den.special.mask] * CANVAS, CANVAS, True)], [], [], 4096
+    )
+    job = DenoiseJob(
+        [canvas],
+        SamplerOptions(order="entropy-bound", seed=seed, threshold=bound, max_steps=12),
+        special=den.special,
+        vocab_size=den.vocab_size,
+    )
     denoise(job, den)
     ours = canvas.spans[0].ids
 
@@ -221,11 +245,17 @@ def test_reproduces_transformers_generate_token_for_token(den, monkeypatch) -> N
     monkeypatch.setattr(torch, "multinomial", multinomial)
     torch.manual_seed(seed)
     out = den.model.generate(
-        torch.tensor([[den.bos, *prompt]]), max_new_tokens=CANVAS, max_denoising_steps=12,
-        sampler_config=EntropyBoundSamplerConfig(entropy_bound=bound), t_min=0.4, t_max=0.8,
-        stability_threshold=1, confidence_threshold=0.005,
-        logits_processor=LogitsProcessorList([Ban()]))
-    assert out.sequences[0, len(prompt) + 1:].tolist() == ours
+        torch.tensor([[den.bos, *prompt]]),
+        max_new_tokens=CANVAS,
+        max_denoising_steps=12,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=bound),
+        t_min=0.4,
+        t_max=0.8,
+        stability_threshold=1,
+        confidence_threshold=0.005,
+        logits_processor=LogitsProcessorList([Ban()]),
+    )
+    assert out.sequences[0, len(prompt) + 1 :].tolist() == ours
     assert job.steps == 12 and len(set(ours)) > 1
 
 
@@ -248,8 +278,9 @@ def test_the_worker_batches_concurrent_requests_and_they_fill_as_in_process(dg_d
     async def go(address: str) -> list[Result]:
         clients = [WorkerClient(address) for _ in TEXTS]
         try:
-            return await asyncio.gather(*(c.fill(t, options=options)
-                                          for c, t in zip(clients, TEXTS, strict=True)))
+            return await asyncio.gather(
+                *(c.fill(t, options=options) for c, t in zip(clients, TEXTS, strict=True))
+            )
         finally:
             for c in clients:
                 await c.close()
@@ -267,16 +298,27 @@ def test_the_worker_batches_concurrent_requests_and_they_fill_as_in_process(dg_d
 def test_a_cancelled_request_stops_and_the_worker_goes_on(dg_dir, sock) -> None:
     with running(Worker(model_dir=dg_dir, device="cpu"), sock) as w:
         raw = Raw(sock)
-        raw.send(FillRequest(1, "slow = <mask:8>\n", stream=True,
-                             options=SamplerOptions(order="entropy-bound", exact_length=True)))
+        raw.send(
+            FillRequest(
+                1,
+                "slow = <mask:8>\n",
+                stream=True,
+                options=SamplerOptions(order="entropy-bound", exact_length=True),
+            )
+        )
         assert isinstance(raw.recv(), Step)
         raw.send(Cancel(1))
         reply = raw.recv()
         while isinstance(reply, Step):
             reply = raw.recv()
         assert reply == Error(1, CANCELLED, "cancelled by the client")
-        raw.send(FillRequest(2, "ok = <mask:2>\n", options=SamplerOptions(
-            order="entropy-bound", exact_length=True, max_steps=4)))
+        raw.send(
+            FillRequest(
+                2,
+                "ok = <mask:2>\n",
+                options=SamplerOptions(order="entropy-bound", exact_length=True, max_steps=4),
+            )
+        )
         done = raw.recv()
         while isinstance(done, Step):
             done = raw.recv()
@@ -299,12 +341,15 @@ def test_too_little_memory_is_refused_before_loading(dg_dir, monkeypatch) -> Non
         load_denoiser(dg_dir, device="cpu")
 
 
-@pytest.mark.parametrize(("kw", "needle"), [
-    ({"dtype": "int8"}, "unsupported dtype 'int8'"),
-    ({"quantize": "4bit"}, "need a CUDA device"),
-    ({"quantize": "3bit"}, "unknown quantisation '3bit'"),
-    ({"prompt": "xml"}, "unknown prompt layout 'xml'"),
-])
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"dtype": "int8"}, "unsupported dtype 'int8'"),
+        ({"quantize": "4bit"}, "need a CUDA device"),
+        ({"quantize": "3bit"}, "unknown quantisation '3bit'"),
+        ({"prompt": "xml"}, "unknown prompt layout 'xml'"),
+    ],
+)
 def test_bad_load_options_are_refused(dg_dir, kw, needle) -> None:
     with pytest.raises(ModelLoadError, match=needle):
         load_denoiser(dg_dir, device="cpu", **kw)
@@ -328,12 +373,15 @@ def test_diffusion_gemma_options_are_refused_for_other_models(tiny_model_dir) ->
         load_denoiser(tiny_model_dir, quantize="8bit")
 
 
-@pytest.mark.parametrize(("kw", "needle"), [
-    ({"temperature": 0.5}, "its own temperature schedule"),
-    ({"tokens_per_step": 2}, "tokens_per_step does not apply"),
-    ({"remask_threshold": 0.1}, "remasking does not apply"),
-    ({"threshold": 0.0}, "must be > 0"),
-])
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"temperature": 0.5}, "its own temperature schedule"),
+        ({"tokens_per_step": 2}, "tokens_per_step does not apply"),
+        ({"remask_threshold": 0.1}, "remasking does not apply"),
+        ({"threshold": 0.0}, "must be > 0"),
+    ],
+)
 def test_illegal_entropy_bound_options_are_refused(kw, needle) -> None:
     with pytest.raises(OptionError, match=needle):
         SamplerOptions(order="entropy-bound", **kw)
@@ -350,9 +398,22 @@ def test_the_worker_command_line_names_a_bad_quantisation(dg_dir) -> None:
 @pytest.mark.slow
 def test_the_speed_benchmark_runs_on_a_tiny_model(run_benchmark, tmp_path) -> None:
     out = tmp_path / "dg.json"
-    done = run_benchmark("bench_diffusion_gemma", "--tiny", "--device", "cpu", "--steps", "2",
-                         "--spans", "line,64", "--concurrency", "1,2", "--socket",
-                         str(tmp_path / "w.sock"), "--out", str(out))
+    done = run_benchmark(
+        "bench_diffusion_gemma",
+        "--tiny",
+        "--device",
+        "cpu",
+        "--steps",
+        "2",
+        "--spans",
+        "line,64",
+        "--concurrency",
+        "1,2",
+        "--socket",
+        str(tmp_path / "w.sock"),
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     res = json.loads(out.read_text())
     assert res["size"] == "tiny" and res["weights"] == "random" and res["steps"] == 2

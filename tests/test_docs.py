@@ -33,8 +33,12 @@ def test_bundled_example_has_holes() -> None:
 def test_relative_links_in_the_docs_resolve() -> None:
     """A figure lives in one results file and the docs link to it: every relative link
     of the README, the changelog, docs/ and the model card names a file that exists."""
-    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md"),
-             ROOT / "model" / "weights" / "MODEL_CARD.md"]
+    pages = [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        *(ROOT / "docs").glob("*.md"),
+        ROOT / "model" / "weights" / "MODEL_CARD.md",
+    ]
     broken = []
     for page in pages:
         for m in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", page.read_text()):

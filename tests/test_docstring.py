@@ -20,14 +20,15 @@ def test_function_body_on_the_next_line() -> None:
     template, at = slot.template(text)
     assert template == 'def greet(name):\n    """"""\n    return \'hi \' + name\n'
     assert template[:at].endswith('    """')
-    assert insert(text, "greet") == \
-        'def greet(name):\n    """Doc."""\n    return \'hi \' + name\n'
+    assert insert(text, "greet") == 'def greet(name):\n    """Doc."""\n    return \'hi \' + name\n'
 
 
 def test_class_method_tabs_and_crlf() -> None:
     text = "class A:\r\n\t'''A.'''\r\n\tdef inner(self):\r\n\t\tpass\r\n"
-    assert insert(text, "pass") == \
-        "class A:\r\n\t'''A.'''\r\n\tdef inner(self):\r\n\t\t'''Doc.'''\r\n\t\tpass\r\n"
+    assert (
+        insert(text, "pass")
+        == "class A:\r\n\t'''A.'''\r\n\tdef inner(self):\r\n\t\t'''Doc.'''\r\n\t\tpass\r\n"
+    )
 
 
 def test_quote_style_follows_the_files_docstrings() -> None:
@@ -45,9 +46,11 @@ def test_body_on_the_signature_line_moves_down() -> None:
 
 
 def test_multiline_signature_decorator_and_comments() -> None:
-    text = ("@cache\ndef f(\n    a,\n    b,\n) -> int:  # note\n    # lead\n    return a\n")
-    assert insert(text, "@cache") == ("@cache\ndef f(\n    a,\n    b,\n) -> int:  # note\n"
-                                      '    """Doc."""\n    # lead\n    return a\n')
+    text = "@cache\ndef f(\n    a,\n    b,\n) -> int:  # note\n    # lead\n    return a\n"
+    assert insert(text, "@cache") == (
+        "@cache\ndef f(\n    a,\n    b,\n) -> int:  # note\n"
+        '    """Doc."""\n    # lead\n    return a\n'
+    )
 
 
 def test_documented_functions_and_other_places_get_no_slot() -> None:
@@ -75,10 +78,15 @@ def test_body_is_cleaned_so_the_string_stays_closed() -> None:
 
 
 def test_missing_docstrings_lists_all_in_order() -> None:
-    text = ("class A:\n    def x(self):\n        '''X.'''\n    def y(self):\n        pass\n"
-            "def z(): ...\n")
+    text = (
+        "class A:\n    def x(self):\n        '''X.'''\n    def y(self):\n        pass\n"
+        "def z(): ...\n"
+    )
     assert [(s.kind, s.name) for s in missing_docstrings(text)] == [
-        ("class", "A"), ("function", "y"), ("function", "z")]
+        ("class", "A"),
+        ("function", "y"),
+        ("function", "z"),
+    ]
 
 
 def test_non_ascii_offsets() -> None:

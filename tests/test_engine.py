@@ -189,28 +189,36 @@ def test_an_echo_before_a_crlf_line_break_is_cut_too():
     assert r.text == "x = f(a, b) + 1\r\ny = 2\r\n"
 
 
-@pytest.mark.parametrize(("text", "ended", "expected", "going"), [
-    # four slots hold "a)\nz": the fill has ended; growing it would only add what is cut
-    ("x = f(<mask:4>)\n", "a)\nzzzzzzzzzzzz", "x = f(a)\n", "a, bzzzzzzzzzzz"),
-    # two slots hold "a)": the call's `)`, though no line break follows
-    ("x = f(<mask:2>)\n", "a)zzzzzzzzzzzz", "x = f(a)\n", "a,zzzzzzzzzzzz"),
-    # four slots hold "a\na": the fill loops (infill/core/echo.py `cut_loop`)
-    ("<mask:4>\nb = 2\n", "a\na\nzzzzzzzzzzzz", "a\nb = 2\n", "a\nbzzzzzzzzzzzzz"),
-], ids=["echo", "echo without a line break", "loop"])
+@pytest.mark.parametrize(
+    ("text", "ended", "expected", "going"),
+    [
+        # four slots hold "a)\nz": the fill has ended; growing it would only add what is cut
+        ("x = f(<mask:4>)\n", "a)\nzzzzzzzzzzzz", "x = f(a)\n", "a, bzzzzzzzzzzz"),
+        # two slots hold "a)": the call's `)`, though no line break follows
+        ("x = f(<mask:2>)\n", "a)zzzzzzzzzzzz", "x = f(a)\n", "a,zzzzzzzzzzzz"),
+        # four slots hold "a\na": the fill loops (infill/core/echo.py `cut_loop`)
+        ("<mask:4>\nb = 2\n", "a\na\nzzzzzzzzzzzz", "a\nb = 2\n", "a\nbzzzzzzzzzzzzz"),
+    ],
+    ids=["echo", "echo without a line break", "loop"],
+)
 def test_a_fill_that_has_ended_is_not_grown(text, ended, expected, going):
     r = fill_text(text, denoiser=TargetDenoiser([ended], confidence=0.99), grow=4)
     assert r.text == expected and r.stats.grown == 0
     # a fill that has not ended, in the same allocation, grows
-    assert fill_text(text, denoiser=TargetDenoiser([going], confidence=0.99),
-                     grow=4).stats.grown > 0
+    assert (
+        fill_text(text, denoiser=TargetDenoiser([going], confidence=0.99), grow=4).stats.grown > 0
+    )
 
 
-@pytest.mark.parametrize(("text", "target", "fill"), [
-    ("x = f(<mask>)\n", "a, b)", "a, b"),  # ends with the call's `)`: no line break
-    ("x = f(<mask>) + 1\n", "a, b)", "a, b"),  # with the start of the line's rest
-    ("x = g(f(<mask>))\n", "a)", "a"),  # one of the two `)` after it
-    ("x = f(<mask>)\n", 's = ")", b)', 's = ")", b'),  # a quoted `)` closes nothing
-])
+@pytest.mark.parametrize(
+    ("text", "target", "fill"),
+    [
+        ("x = f(<mask>)\n", "a, b)", "a, b"),  # ends with the call's `)`: no line break
+        ("x = f(<mask>) + 1\n", "a, b)", "a, b"),  # with the start of the line's rest
+        ("x = g(f(<mask>))\n", "a)", "a"),  # one of the two `)` after it
+        ("x = f(<mask>)\n", 's = ")", b)', 's = ")", b'),  # a quoted `)` closes nothing
+    ],
+)
 def test_a_fill_that_ends_by_closing_what_it_never_opened_ends_before(text, target, fill):
     d = TargetDenoiser([target], confidence=0.99)
     r = fill_text(text, denoiser=d, grow=0)
@@ -218,12 +226,15 @@ def test_a_fill_that_ends_by_closing_what_it_never_opened_ends_before(text, targ
     _check_consistent(r)
 
 
-@pytest.mark.parametrize(("text", "target"), [
-    ("x = f(<mask>)\n", "g(y)"),  # a nested call on one line: its `)` is no echo
-    ("x = g(f(<mask>))\n", "h(y)"),  # nor the first of two
-    ("def f():\n    <mask>\n    return 1\n", "x = 1\n    return 1"),  # nothing after it
-    ("x = f(<mask>)\n", "a\n    b"),  # a line break, but the fill never writes `)`
-])
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("x = f(<mask>)\n", "g(y)"),  # a nested call on one line: its `)` is no echo
+        ("x = g(f(<mask>))\n", "h(y)"),  # nor the first of two
+        ("def f():\n    <mask>\n    return 1\n", "x = 1\n    return 1"),  # nothing after it
+        ("x = f(<mask>)\n", "a\n    b"),  # a line break, but the fill never writes `)`
+    ],
+)
 def test_fills_that_do_not_echo_are_kept(text, target):
     r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99))
     assert r.fills[0].text == target
@@ -238,16 +249,20 @@ def test_an_exact_length_is_never_cut():
 # -- a line written again ends the fill (infill/core/echo.py `cut_loop`) --
 
 
-@pytest.mark.parametrize(("target", "fill"), [
-    ("x = 1\n    x = 1\n    x = 1", "x = 1"),  # the model's loop: the first line stays
-    ("y = g(x)\n    log(y)\n    log(y)", "y = g(x)\n    log(y)"),  # up to the second copy
-    ("a\n\n    a", "a\n\n    a"),  # not the line before it: a blank line between
-    ("f(g(\n        x,\n    )\n    )", "f(g(\n        x,\n    )\n    )"),  # brackets
-    ("a = 1\n    b = 2\n    a = 1", "a = 1\n    b = 2\n    a = 1"),  # not in a row
-])
+@pytest.mark.parametrize(
+    ("target", "fill"),
+    [
+        ("x = 1\n    x = 1\n    x = 1", "x = 1"),  # the model's loop: the first line stays
+        ("y = g(x)\n    log(y)\n    log(y)", "y = g(x)\n    log(y)"),  # up to the second copy
+        ("a\n\n    a", "a\n\n    a"),  # not the line before it: a blank line between
+        ("f(g(\n        x,\n    )\n    )", "f(g(\n        x,\n    )\n    )"),  # brackets
+        ("a = 1\n    b = 2\n    a = 1", "a = 1\n    b = 2\n    a = 1"),  # not in a row
+    ],
+)
 def test_a_fill_ends_before_a_line_that_says_the_line_before_again(target, fill):
-    r = fill_text("def f():\n    <mask>\n    return 1\n", denoiser=TargetDenoiser(
-        [target], confidence=0.99))
+    r = fill_text(
+        "def f():\n    <mask>\n    return 1\n", denoiser=TargetDenoiser([target], confidence=0.99)
+    )
     assert r.fills[0].text == fill
     _check_consistent(r)
 
@@ -273,8 +288,7 @@ def test_holes_on_one_line_echo_up_to_the_next_hole():
 def test_a_checked_fill_is_checked_as_cut():
     # the cut fill passes the line check: no alternatives are decoded
     d = TargetDenoiser(["values)\nvalues"], confidence=0.99)
-    r = fill_text("values = 1\nx = f(<mask>)\n", denoiser=d, checks="line,parse",
-                  candidates=2)
+    r = fill_text("values = 1\nx = f(<mask>)\n", denoiser=d, checks="line,parse", candidates=2)
     assert r.text == "values = 1\nx = f(values)\n"
     assert r.stats.candidates == 0 and r.stats.rejected == 0
 
@@ -463,13 +477,25 @@ def test_decided_spans_take_no_pass_and_the_others_are_denoised():
     text = "a = b - c\n"
     plus = d.encode("+")
     opts = SamplerOptions()
-    fill = prepare_fill(text, [Span(6, 7, length=1, exact=True)], denoiser=d, options=opts,
-                        rewrite=True, decided=[plus])
+    fill = prepare_fill(
+        text,
+        [Span(6, 7, length=1, exact=True)],
+        denoiser=d,
+        options=opts,
+        rewrite=True,
+        decided=[plus],
+    )
     assert fill.job.done  # nothing masked: no pass
     assert fill.result().text == "a = b + c\n" and d.calls == []
     # a decided span beside one to denoise: the canvas is denoised, the decided one kept
-    fill = prepare_fill(text, [Span(0, 1), Span(6, 7, length=1, exact=True)], denoiser=d,
-                        options=opts, rewrite=True, decided=[None, plus])
+    fill = prepare_fill(
+        text,
+        [Span(0, 1), Span(6, 7, length=1, exact=True)],
+        denoiser=d,
+        options=opts,
+        rewrite=True,
+        decided=[None, plus],
+    )
     denoise(fill.job, d)
     assert fill.result().text == "zz = b + c\n"
 
@@ -481,5 +507,11 @@ def test_decided_tokens_must_match_their_exact_spans(decided):
 
     d = TargetDenoiser(["x"])
     with pytest.raises(SpanError, match="decided tokens"):
-        prepare_fill("a = b - c\n", [Span(6, 7, length=1, exact=True)], denoiser=d,
-                     options=SamplerOptions(), rewrite=True, decided=decided)
+        prepare_fill(
+            "a = b - c\n",
+            [Span(6, 7, length=1, exact=True)],
+            denoiser=d,
+            options=SamplerOptions(),
+            rewrite=True,
+            decided=decided,
+        )

@@ -16,17 +16,20 @@ def test_requests_cut_the_line_or_empty_it() -> None:
     text = "def f(a):\n    total = compute(a, 2)\n    return total\n"
     start = text.index("total =")
     ex = Example(text, start, text.index("\n", start), "single-line")
-    (doc, at, truth), = requests([ex], "mid-line")
+    ((doc, at, truth),) = requests([ex], "mid-line")
     assert doc[:at].endswith("    total = ") and truth == "compute(a, 2)"
     assert doc == text.replace("compute(a, 2)", "")
-    (doc, at, truth), = requests([ex], "empty line, one line")
+    ((doc, at, truth),) = requests([ex], "empty line, one line")
     assert doc[:at].endswith("\n    ") and doc[at:].startswith("\n    return")
     assert truth == "total = compute(a, 2)"
 
 
 def test_scores_of_offers() -> None:
-    got = score(["a = 1", "b = 2\n    c = 3", "", "x\n\n\ny"],
-                ["a = 1", "b = 2\n    d = 4", "z", "q"], [10.0, 20.0, 30.0, 40.0])
+    got = score(
+        ["a = 1", "b = 2\n    c = 3", "", "x\n\n\ny"],
+        ["a = 1", "b = 2\n    d = 4", "z", "q"],
+        [10.0, 20.0, 30.0, 40.0],
+    )
     assert got["n"] == 4 and got["exact_match"] == 0.25
     assert got["first_line_right"] == 0.5  # "a = 1", and "b = 2" of the block
     assert got["no_offer"] == 0.25 and got["blank_line_runs"] == 0.25
@@ -35,31 +38,65 @@ def test_scores_of_offers() -> None:
 
 
 @pytest.mark.slow
-def test_the_script_writes_every_case(run_benchmark, tiny_model_dir: Path,
-                                      modules_corpus: Path, tmp_path: Path) -> None:
+def test_the_script_writes_every_case(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "completion.json"
-    done = run_benchmark("eval_completion", "--model", str(tiny_model_dir), "--corpus",
-                         str(modules_corpus), "--n", "2", "--setting", "multilineSteps=2",
-                         "--out", str(out))
+    done = run_benchmark(
+        "eval_completion",
+        "--model",
+        str(tiny_model_dir),
+        "--corpus",
+        str(modules_corpus),
+        "--n",
+        "2",
+        "--setting",
+        "multilineSteps=2",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
     assert got["settings"] == {"multilineSteps": 2}
     assert list(got["cases"]) == list(CASES)
     for case in got["cases"].values():
         assert case["n"] == 2 and len(case["records"]) == 2
-        assert {"exact_match", "first_line_right", "similarity", "lines_offered",
-                "blank_line_runs", "no_offer", "ms_p50", "nfe_per_request"} <= set(case)
+        assert {
+            "exact_match",
+            "first_line_right",
+            "similarity",
+            "lines_offered",
+            "blank_line_runs",
+            "no_offer",
+            "ms_p50",
+            "nfe_per_request",
+        } <= set(case)
     # a one-line completion never offers more than a line
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
 
 
 @pytest.mark.slow
-def test_alternatives_are_distinct_and_scored(run_benchmark, tiny_model_dir: Path,
-                                             modules_corpus: Path, tmp_path: Path) -> None:
+def test_alternatives_are_distinct_and_scored(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "completion.json"
-    done = run_benchmark("eval_completion", "--model", str(tiny_model_dir), "--corpus",
-                         str(modules_corpus), "--n", "2", "--setting", "multilineSteps=2",
-                         "--alternatives", "3", "--temperature", "1.5", "--out", str(out))
+    done = run_benchmark(
+        "eval_completion",
+        "--model",
+        str(tiny_model_dir),
+        "--corpus",
+        str(modules_corpus),
+        "--n",
+        "2",
+        "--setting",
+        "multilineSteps=2",
+        "--alternatives",
+        "3",
+        "--temperature",
+        "1.5",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     for case in json.loads(out.read_text())["cases"].values():
         assert case["exact_match"] <= case["any_exact"] <= 1.0
@@ -68,7 +105,8 @@ def test_alternatives_are_distinct_and_scored(run_benchmark, tiny_model_dir: Pat
             assert len(r["alternatives"]) <= 3 and len(set(offers)) == len(offers)
             assert all(a.strip() for a in r["alternatives"])  # no empty alternative
         assert case["offers_per_request"] == pytest.approx(
-            sum(1 + len(r["alternatives"]) for r in case["records"]) / case["n"])
+            sum(1 + len(r["alternatives"]) for r in case["records"]) / case["n"]
+        )
 
 
 def test_alternatives_score_counts_the_truth_among_all_offers() -> None:

@@ -53,8 +53,7 @@ def test_merge_keeps_each_part_and_counts_wall_and_summed_seconds() -> None:
 
 def test_closeness_counts_lines_in_place_and_loops() -> None:
     truth = "a = 1\n    b = 2\n    return a + b"
-    assert closeness(truth, truth) == {"similarity": 1.0, "lines_in_place": 1.0,
-                                       "repeats": False}
+    assert closeness(truth, truth) == {"similarity": 1.0, "lines_in_place": 1.0, "repeats": False}
     near = closeness("a = 1\n    b = 3\n    return a + b", truth)
     assert near["lines_in_place"] == 2 / 3 and 0.9 < near["similarity"] < 1
     # in place means at the same line: one line more at the top shifts every line
@@ -68,8 +67,10 @@ def test_closeness_counts_lines_in_place_and_loops() -> None:
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A test split of this repository's own modules (whole files, long enough)."""
     folder = tmp_path_factory.mktemp("corpus")
-    files = [ROOT / "infill" / "core" / name for name in
-             ("ends.py", "diff.py", "spans.py", "limits.py", "scoring.py")]
+    files = [
+        ROOT / "infill" / "core" / name
+        for name in ("ends.py", "diff.py", "spans.py", "limits.py", "scoring.py")
+    ]
     with (folder / "test.jsonl").open("w") as fh:
         for f in files:
             fh.write(json.dumps({"text": f.read_text()}) + "\n")
@@ -78,11 +79,30 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _eval(corpus: Path, out: Path, *extra: str) -> dict:
     subprocess.run(
-        [sys.executable, "-m", "benchmarks.eval_model", "--corpus", str(corpus), "--n", "2",
-         "--n-multi", "2", "--n-bugs", "2", "--parts",
-         "single_line,single_line_true_length,bugs_top1", "--out", str(out), *extra],
-        cwd=ROOT, check=True, capture_output=True, timeout=300,
-        env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"})
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.eval_model",
+            "--corpus",
+            str(corpus),
+            "--n",
+            "2",
+            "--n-multi",
+            "2",
+            "--n-bugs",
+            "2",
+            "--parts",
+            "single_line,single_line_true_length,bugs_top1",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"},
+    )
     return json.loads(out.read_text())
 
 
@@ -92,8 +112,9 @@ def test_jobs_write_the_figures_one_process_writes(corpus: Path, tmp_path: Path)
     two = _eval(corpus, tmp_path / "two.json", "--jobs", "2")
     assert one["single_line"]["n"] == 2 and one["bugs"]["n"] == 2
     for part in ("single_line", "single_line_true_length"):
-        assert [r["fill"] for r in two[part]["records"]] == \
-            [r["fill"] for r in one[part]["records"]]
+        assert [r["fill"] for r in two[part]["records"]] == [
+            r["fill"] for r in one[part]["records"]
+        ]
         assert two[part]["exact_match"] == one[part]["exact_match"]
     assert two["bugs"]["top1_localisation"] == one["bugs"]["top1_localisation"]
     assert "seconds_summed" in two and "seconds_summed" not in one
@@ -128,21 +149,21 @@ def test_a_larger_window_holds_the_same_holes(corpus: Path) -> None:
         for s, b in zip(small, big, strict=True):
             assert s.text in b.text and len(b.text) > len(s.text)
             # the hole sits in the same code: the small window's text around it is kept
-            assert b.text[:b.start].endswith(s.text[:s.start])
-            assert b.text[b.end:].startswith(s.text[s.end:])
+            assert b.text[: b.start].endswith(s.text[: s.start])
+            assert b.text[b.end :].startswith(s.text[s.end :])
     # without draw_chars the size changes the random draws, so later holes differ
     plain = infill_examples(files, "single-line", 20, seed=0, window_chars=2400)
     assert [e.truth for e in plain] != [e.truth for e in small]
 
 
 @pytest.mark.slow
-def test_window_chars_reaches_the_results_and_is_checked(corpus: Path, tmp_path: Path
-                                                         ) -> None:
+def test_window_chars_reaches_the_results_and_is_checked(corpus: Path, tmp_path: Path) -> None:
     small = _eval(corpus, tmp_path / "small.json")
     big = _eval(corpus, tmp_path / "big.json", "--window-chars", "2400")
     assert small["window_chars"] == 700 and big["window_chars"] == 2400
-    assert [r["truth"] for r in big["single_line"]["records"]] == \
-        [r["truth"] for r in small["single_line"]["records"]]
+    assert [r["truth"] for r in big["single_line"]["records"]] == [
+        r["truth"] for r in small["single_line"]["records"]
+    ]
     with pytest.raises(subprocess.CalledProcessError) as err:
         _eval(corpus, tmp_path / "x.json", "--window-chars", "0")
     assert b"--window-chars must be at least 1" in err.value.stderr

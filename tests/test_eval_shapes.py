@@ -62,12 +62,25 @@ def test_whole_line_match_counts_indentation_and_line_breaks() -> None:
 
 
 @pytest.mark.slow
-def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: Path,
-                                                modules_corpus: Path, tmp_path: Path) -> None:
+def test_end_to_end_with_and_without_line_holes(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     for extra, name in (([], "on.json"), (["--no-line-holes"], "off.json")):
-        done = run_benchmark("eval_shapes", "--model", str(tiny_model_dir), "--corpus",
-                             str(modules_corpus), "--shapes", "whole-line,block", "--n", "2",
-                             "--engine-only", "--out", str(tmp_path / name), *extra)
+        done = run_benchmark(
+            "eval_shapes",
+            "--model",
+            str(tiny_model_dir),
+            "--corpus",
+            str(modules_corpus),
+            "--shapes",
+            "whole-line,block",
+            "--n",
+            "2",
+            "--engine-only",
+            "--out",
+            str(tmp_path / name),
+            *extra,
+        )
         assert done.returncode == 0, done.stderr
         result = json.loads((tmp_path / name).read_text())
         assert result["line_holes"] is (not extra)
@@ -77,19 +90,31 @@ def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: P
         assert "whole-line" in done.stdout
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--shapes", "line"], "unknown shape(s): line"),
-    (["--n", "0"], "--n and --window-chars must be >= 1"),
-    (["--shapes", "cursor", "--corpus", "/nonexistent"],
-     "python -m diffusion_infill.model.training.corpus"),
-    (["--corpus", "/nonexistent"], "python -m diffusion_infill.model.training.corpus"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--shapes", "line"], "unknown shape(s): line"),
+        (["--n", "0"], "--n and --window-chars must be >= 1"),
+        (
+            ["--shapes", "cursor", "--corpus", "/nonexistent"],
+            "python -m diffusion_infill.model.training.corpus",
+        ),
+        (["--corpus", "/nonexistent"], "python -m diffusion_infill.model.training.corpus"),
+    ],
+)
 def test_refuses_bad_arguments(run_benchmark, args: list[str], message: str) -> None:
     done = run_benchmark("eval_shapes", *args)
     assert done.returncode == 2 and message in done.stderr
 
 
 def test_refuses_a_missing_real_files_set(run_benchmark, modules_corpus: Path) -> None:
-    done = run_benchmark("eval_shapes", "--corpus", str(modules_corpus), "--shapes", "real",
-                         "--real-files", "/nonexistent.jsonl")
+    done = run_benchmark(
+        "eval_shapes",
+        "--corpus",
+        str(modules_corpus),
+        "--shapes",
+        "real",
+        "--real-files",
+        "/nonexistent.jsonl",
+    )
     assert done.returncode == 2 and "python -m benchmarks.real_files" in done.stderr

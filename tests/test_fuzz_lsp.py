@@ -14,8 +14,22 @@ from benchmarks import fuzz_lsp
 @pytest.mark.slow
 def test_a_short_seeded_fuzz_run_finds_nothing(tmp_path):
     out = tmp_path / "fuzz.json"
-    status = fuzz_lsp.main(["--sessions", "48", "--sessions-per-server", "16", "--seed", "7",
-                            "--steps", "16", "--deadline", "20", "--out", str(out)])
+    status = fuzz_lsp.main(
+        [
+            "--sessions",
+            "48",
+            "--sessions-per-server",
+            "16",
+            "--seed",
+            "7",
+            "--steps",
+            "16",
+            "--deadline",
+            "20",
+            "--out",
+            str(out),
+        ]
+    )
     figures = json.loads(out.read_text())
     assert figures["examples"] == [] and status == 0, figures
     assert figures["sessions"] == 48 and figures["runs"] == 3

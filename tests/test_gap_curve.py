@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 
 
-def _study(path: Path, tokens: int | None, records: list[dict], kind: str = "multi-line",
-           seed: int = 1, layers: int | None = 6) -> None:
+def _study(
+    path: Path,
+    tokens: int | None,
+    records: list[dict],
+    kind: str = "multi-line",
+    seed: int = 1,
+    layers: int | None = 6,
+) -> None:
     data = {"model": "m", "split": "valid", "kind": kind, "seed": seed, "records": records}
     if tokens is not None:
         data["tokens_total"] = tokens
@@ -20,9 +26,14 @@ def _study(path: Path, tokens: int | None, records: list[dict], kind: str = "mul
 
 def _hole(length: int, truth: float, fill: float, hit: bool = False) -> dict:
     """A record with per-token scores `truth` and `fill` (best first as left to right)."""
-    return {"length": length, "greedy_hit": hit, "truth_l2r": truth * length,
-            "greedy_l2r": fill * length, "truth_best_first": truth * length,
-            "greedy_best_first": fill * length}
+    return {
+        "length": length,
+        "greedy_hit": hit,
+        "truth_l2r": truth * length,
+        "greedy_l2r": fill * length,
+        "truth_best_first": truth * length,
+        "greedy_best_first": fill * length,
+    }
 
 
 @pytest.fixture
@@ -30,21 +41,32 @@ def results(tmp_path: Path) -> Path:
     folder = tmp_path / "results"
     folder.mkdir()
     # the same two multi-line holes at 1B and 2B tokens: the gap -1.4 then -1.2 per token
-    _study(folder / "search_study_multi_line_a.json", 2**30,
-           [_hole(20, -2.0, -0.6), _hole(40, -1.8, -0.4)])
-    _study(folder / "search_study_multi_line_b.json", 2**31,
-           [_hole(20, -1.7, -0.5, hit=False), _hole(40, -1.7, -0.5)])
+    _study(
+        folder / "search_study_multi_line_a.json",
+        2**30,
+        [_hole(20, -2.0, -0.6), _hole(40, -1.8, -0.4)],
+    )
+    _study(
+        folder / "search_study_multi_line_b.json",
+        2**31,
+        [_hole(20, -1.7, -0.5, hit=False), _hole(40, -1.7, -0.5)],
+    )
     # single-line holes of another seed at 2B tokens: a group of their own
-    _study(folder / "search_study_single_line.json", 2**31,
-           [_hole(2, -0.1, -0.1, hit=True), _hole(2, -3.0, -0.2), _hole(12, -0.3, -0.4)],
-           kind="single-line", seed=0)
+    _study(
+        folder / "search_study_single_line.json",
+        2**31,
+        [_hole(2, -0.1, -0.1, hit=True), _hole(2, -3.0, -0.2), _hole(12, -0.3, -0.4)],
+        kind="single-line",
+        seed=0,
+    )
     return folder
 
 
 def test_points_trend_and_lengths(run_benchmark, results: Path, tmp_path: Path) -> None:
     out, png = tmp_path / "gap.json", tmp_path / "gap.png"
-    done = run_benchmark("gap_curve", "--results", str(results), "--out", str(out),
-                         "--png", str(png))
+    done = run_benchmark(
+        "gap_curve", "--results", str(results), "--out", str(out), "--png", str(png)
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     multi, single = sorted(data["groups"], key=lambda g: g["kind"])
@@ -65,13 +87,14 @@ def test_points_trend_and_lengths(run_benchmark, results: Path, tmp_path: Path) 
     assert single["points"][0]["truth_beats_fill"] == pytest.approx(0.333)
     assert single["points"][0]["greedy_exact_match"] == pytest.approx(0.333)
     # by length at the checkpoints both groups scored (2B only), their holes pooled
-    curve, = data["by_length"]
+    (curve,) = data["by_length"]
     assert curve["tokens_total"] == 2**31 and curve["layers"] == 6
     assert curve["buckets"] == [
         {"tokens": "1-2", "n": 2, "hits": 1, "exact_match": 0.5},
         {"tokens": "9-16", "n": 1, "hits": 0, "exact_match": 0.0},
         {"tokens": "17-32", "n": 1, "hits": 0, "exact_match": 0.0},
-        {"tokens": "33-64", "n": 1, "hits": 0, "exact_match": 0.0}]
+        {"tokens": "33-64", "n": 1, "hits": 0, "exact_match": 0.0},
+    ]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -80,23 +103,40 @@ def test_a_gap_that_does_not_close(run_benchmark, tmp_path: Path) -> None:
     folder.mkdir()
     _study(folder / "search_study_1.json", 2**30, [_hole(10, -1.0, -0.5)])
     _study(folder / "search_study_2.json", 2**31, [_hole(10, -1.2, -0.5)])
-    done = run_benchmark("gap_curve", "--results", str(folder), "--out",
-                         str(tmp_path / "g.json"), "--png", str(tmp_path / "g.png"))
+    done = run_benchmark(
+        "gap_curve",
+        "--results",
+        str(folder),
+        "--out",
+        str(tmp_path / "g.json"),
+        "--png",
+        str(tmp_path / "g.png"),
+    )
     assert done.returncode == 0, done.stderr
-    group, = json.loads((tmp_path / "g.json").read_text())["groups"]
+    (group,) = json.loads((tmp_path / "g.json").read_text())["groups"]
     assert group["gap_per_doubling"] == pytest.approx(-0.2)
     assert group["doublings_to_close"] is None
     assert "not closing" in done.stdout
 
 
-def test_a_deeper_model_is_a_curve_of_its_own(run_benchmark, results: Path,
-                                               tmp_path: Path) -> None:
+def test_a_deeper_model_is_a_curve_of_its_own(run_benchmark, results: Path, tmp_path: Path) -> None:
     """A grown model scored on the same holes: its own group and its own by-length curve,
     not a point on the 6-layer line (its tokens carry over from the model it grew from)."""
-    _study(results / "search_study_multi_line_grown.json", 2**31 + 2**29,
-           [_hole(20, -1.0, -0.5, hit=True), _hole(40, -1.5, -0.5)], layers=12)
-    done = run_benchmark("gap_curve", "--results", str(results), "--out",
-                         str(tmp_path / "g.json"), "--png", str(tmp_path / "g.png"))
+    _study(
+        results / "search_study_multi_line_grown.json",
+        2**31 + 2**29,
+        [_hole(20, -1.0, -0.5, hit=True), _hole(40, -1.5, -0.5)],
+        layers=12,
+    )
+    done = run_benchmark(
+        "gap_curve",
+        "--results",
+        str(results),
+        "--out",
+        str(tmp_path / "g.json"),
+        "--png",
+        str(tmp_path / "g.png"),
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads((tmp_path / "g.json").read_text())
     six = [g for g in data["groups"] if g["kind"] == "multi-line" and g["layers"] == 6]
@@ -105,9 +145,15 @@ def test_a_deeper_model_is_a_curve_of_its_own(run_benchmark, results: Path,
     assert six[0]["gap_per_doubling"] == pytest.approx(0.2)  # unchanged by the grown point
     assert len(twelve) == 1 and twelve[0]["gap_per_doubling"] is None
     assert [(c["layers"], c["tokens_total"]) for c in data["by_length"]] == [
-        (6, 2**31), (12, 2**31 + 2**29)]
-    assert data["by_length"][1]["buckets"][0] == {"tokens": "17-32", "n": 1, "hits": 1,
-                                                   "exact_match": 1.0}
+        (6, 2**31),
+        (12, 2**31 + 2**29),
+    ]
+    assert data["by_length"][1]["buckets"][0] == {
+        "tokens": "17-32",
+        "n": 1,
+        "hits": 1,
+        "exact_match": 1.0,
+    }
     assert "12 layers" in done.stdout
 
 

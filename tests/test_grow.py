@@ -31,8 +31,9 @@ def test_the_grown_model_has_more_layers_and_the_same_logits(
 ) -> None:
     src = tmp_path / "src"
     shutil.copytree(tiny_model_dir, src)
-    (src / "training.json").write_text(json.dumps({"tokens_total": 1234, "history": [
-        {"tokens": 1234, "valid_masked_ce": 5.0}]}))
+    (src / "training.json").write_text(
+        json.dumps({"tokens_total": 1234, "history": [{"tokens": 1234, "valid_masked_ce": 5.0}]})
+    )
     before = json.loads((src / "config.json").read_text())
 
     grow.main([str(src), str(tmp_path / "grown"), "--factor", str(factor)])
@@ -62,8 +63,23 @@ def test_training_from_a_grown_model_moves_the_new_layers_and_counts_on(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
     first = tmp_path / "first"
-    common = ["--preset", "tiny", "--corpus", str(corpus), "--batch-size", "4", "--seq-len",
-              "64", "--quiet", "--dtype", "fp32", "--max-steps", "3", "--lr", "1e-2"]
+    common = [
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "64",
+        "--quiet",
+        "--dtype",
+        "fp32",
+        "--max-steps",
+        "3",
+        "--lr",
+        "1e-2",
+    ]
     train.main([*common, "--tokenizer", str(tok_dir / "tokenizer.json"), "--out", str(first)])
     grow.grow(first / "export", tmp_path / "grown", 2)
     second = tmp_path / "second"
@@ -114,14 +130,27 @@ def test_fit_gap_reads_the_same_batches_for_every_model_and_grown_models_agree(
 
     grow.grow(tiny_model_dir, tmp_path / "grown", 2)
     out = tmp_path / "gap.json"
-    fit_gap.main(["--models", f"{tiny_model_dir},grown={tmp_path / 'grown'}", "--corpus",
-                  str(corpus), "--batches", "1", "--length", "64", "--dtype", "fp32",
-                  "--out", str(out)])
+    fit_gap.main(
+        [
+            "--models",
+            f"{tiny_model_dir},grown={tmp_path / 'grown'}",
+            "--corpus",
+            str(corpus),
+            "--batches",
+            "1",
+            "--length",
+            "64",
+            "--dtype",
+            "fp32",
+            "--out",
+            str(out),
+        ]
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [r["layers"] for r in rows] == [2, 4]
     assert [r["name"] for r in rows] == [str(tiny_model_dir), "grown"]
     for split in ("train", "valid"):  # same function, same batches: the same loss
-        assert rows[0][split]["masked_ce"] == pytest.approx(rows[1][split]["masked_ce"],
-                                                            abs=1e-4)
+        assert rows[0][split]["masked_ce"] == pytest.approx(rows[1][split]["masked_ce"], abs=1e-4)
     assert rows[0]["gap_masked_ce"] == pytest.approx(
-        rows[0]["valid"]["masked_ce"] - rows[0]["train"]["masked_ce"])
+        rows[0]["valid"]["masked_ce"] - rows[0]["train"]["masked_ce"]
+    )

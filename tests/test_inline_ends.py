@@ -37,8 +37,7 @@ def test_the_command_writes_both_kinds_of_hole(tiny_model_dir: Path, tmp_path: P
         for name in ("ends.py", "diff.py", "spans.py", "limits.py", "scoring.py"):
             fh.write(json.dumps({"text": (ROOT / "infill" / "core" / name).read_text()}) + "\n")
     out = tmp_path / "ends.json"
-    main(["--model", str(tiny_model_dir), "--corpus", str(corpus), "--n", "3",
-          "--out", str(out)])
+    main(["--model", str(tiny_model_dir), "--corpus", str(corpus), "--n", "3", "--out", str(out)])
     r = json.loads(out.read_text())
     for kind in ("arguments", "single_line"):
         assert r[kind]["n"] == 3

@@ -10,13 +10,23 @@ import pytest
 
 
 @pytest.mark.slow
-def test_every_int8_option_completes_the_same_lines(run_benchmark, tiny_model_dir: Path,
-                                                    modules_corpus: Path,
-                                                    tmp_path: Path) -> None:
+def test_every_int8_option_completes_the_same_lines(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "int8.json"
-    done = run_benchmark("int8_study", "--model", str(tiny_model_dir), "--corpus",
-                         str(modules_corpus), "--n", "3", "--options",
-                         "fp32,int8-stock,int8-channels,int8", "--out", str(out))
+    done = run_benchmark(
+        "int8_study",
+        "--model",
+        str(tiny_model_dir),
+        "--corpus",
+        str(modules_corpus),
+        "--n",
+        "3",
+        "--options",
+        "fp32,int8-stock,int8-channels,int8",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
     assert list(got["formats"]) == ["fp32", "int8-stock", "int8-channels", "int8"]
@@ -26,11 +36,14 @@ def test_every_int8_option_completes_the_same_lines(run_benchmark, tiny_model_di
         assert all("\n" not in o for o in r["offers"])  # one-line offers, as the server's
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--options", "int4"], "unknown option(s) int4"),
-    (["--options", ","], "unknown option(s) (none)"),
-    (["--n", "0"], "--n must be at least 1"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--options", "int4"], "unknown option(s) int4"),
+        (["--options", ","], "unknown option(s) (none)"),
+        (["--n", "0"], "--n must be at least 1"),
+    ],
+)
 def test_bad_arguments_are_named(run_benchmark, args: list[str], message: str) -> None:
     done = run_benchmark("int8_study", *args)
     assert done.returncode == 2 and message in done.stderr

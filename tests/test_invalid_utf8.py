@@ -29,6 +29,5 @@ def test_invalid_bytes_inside_a_fill_decline_it():
 
 
 def test_a_replacement_character_already_in_the_text_may_be_copied():
-    r = fill_text("s = '\ufffd'\nt = <mask:3>\n", denoiser=BrokenBytes(["'¤'"]),
-                  language=None)
+    r = fill_text("s = '\ufffd'\nt = <mask:3>\n", denoiser=BrokenBytes(["'¤'"]), language=None)
     assert r.text == "s = '\ufffd'\nt = '\ufffd'\n"

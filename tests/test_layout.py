@@ -35,8 +35,10 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)
     return found
@@ -58,34 +60,61 @@ def _within(module: str, *prefixes: str) -> bool:
 RULES = [
     (MODEL, (INFILL, LSP), "the network knows nothing of the engine or the editor"),
     (INFILL, (LSP,), "the engine and its worker know nothing of LSP"),
-    (f"{INFILL}.core", (f"{INFILL}.serve", f"{INFILL}.cli", "torch", "transformers", "asyncio",
-                        "socket", "subprocess", "msgpack"), "the engine is pure: no I/O, no torch"),
+    (
+        f"{INFILL}.core",
+        (
+            f"{INFILL}.serve",
+            f"{INFILL}.cli",
+            "torch",
+            "transformers",
+            "asyncio",
+            "socket",
+            "subprocess",
+            "msgpack",
+        ),
+        "the engine is pure: no I/O, no torch",
+    ),
     (f"{INFILL}.serve", (f"{INFILL}.cli",), "serving does not depend on the command line"),
     (LSP, (MODEL, "torch", "transformers", "numpy"), "the server only talks to a worker"),
 ]
 
 
-@pytest.mark.parametrize(("layer", "banned", "why"), RULES,
-                         ids=[r[0].removeprefix(NAMESPACE + ".") for r in RULES])
+@pytest.mark.parametrize(
+    ("layer", "banned", "why"), RULES, ids=[r[0].removeprefix(NAMESPACE + ".") for r in RULES]
+)
 def test_no_import_runs_back_up(layer: str, banned: tuple[str, ...], why: str) -> None:
-    wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() if _within(m, layer)
-                   for i in _imports(p) if _within(i, *banned))
+    wrong = sorted(
+        f"{m} imports {i}"
+        for m, p in SOURCES.items()
+        if _within(m, layer)
+        for i in _imports(p)
+        if _within(i, *banned)
+    )
     assert not wrong, f"{why}: {wrong}"
 
 
 def test_serving_never_imports_training() -> None:
     """What the worker and the command need to run a model (model/ outside model/training,
     the engine, the server) never reaches corpus building, noising, training or packing."""
-    wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() if not _within(m, TRAINING)
-                   for i in _imports(p) if _within(i, TRAINING))
+    wrong = sorted(
+        f"{m} imports {i}"
+        for m, p in SOURCES.items()
+        if not _within(m, TRAINING)
+        for i in _imports(p)
+        if _within(i, TRAINING)
+    )
     assert not wrong, wrong
 
 
 def test_every_import_names_the_installed_package() -> None:
     """`import model` would find the folder only from the repository root, and load a second
     copy of a module beside the installed one."""
-    wrong = sorted(f"{m} imports {i}" for m, p in SOURCES.items() for i in _imports(p)
-                   if i.split(".")[0] in FOLDERS)
+    wrong = sorted(
+        f"{m} imports {i}"
+        for m, p in SOURCES.items()
+        for i in _imports(p)
+        if i.split(".")[0] in FOLDERS
+    )
     assert not wrong, wrong
 
 
@@ -93,8 +122,11 @@ def test_every_package_folder_is_installed() -> None:
     """pyproject.toml lists the packages by hand (a folder maps to a name under the
     namespace): every folder with an __init__.py is listed, and nothing else."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    folders = {_module(p.parent / "__init__.py") for pkg in FOLDERS
-               for p in (ROOT / pkg).rglob("__init__.py")}
+    folders = {
+        _module(p.parent / "__init__.py")
+        for pkg in FOLDERS
+        for p in (ROOT / pkg).rglob("__init__.py")
+    }
     assert set(setuptools["packages"]) == folders
     assert setuptools["package-dir"] == {f"{NAMESPACE}.{f}": f for f in FOLDERS}
 
@@ -104,7 +136,7 @@ def test_no_module_imports_itself_in_a_circle() -> None:
 
     def visit(m: str, path: list[str]) -> None:
         if m in path:
-            raise AssertionError("import circle: " + " -> ".join(path[path.index(m):] + [m]))
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(m) :] + [m]))
         if m in done:
             return
         for n in sorted(GRAPH[m]):
@@ -129,16 +161,20 @@ def test_the_language_server_starts_without_torch_transformers_or_numpy() -> Non
         "heavy = sorted({'torch', 'transformers', 'numpy'} & loaded)\n"
         "sys.exit(f'imported {heavy}' if heavy else 0)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stderr
 
 
 def _long_functions(path: Path, limit: int) -> list[str]:
     tree = ast.parse(path.read_text(), str(path))
-    return [f"{path.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
-            for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-            and n.end_lineno - n.lineno + 1 > limit]
+    return [
+        f"{path.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        and n.end_lineno - n.lineno + 1 > limit
+    ]
 
 
 # Every Python file outside tests/ is held to the file rule: the packages, the benchmarks,
@@ -148,22 +184,30 @@ SOURCE_FOLDERS = (*FOLDERS, "benchmarks", "editors", "examples")
 
 
 def _python_files(folder: str) -> list[Path]:
-    return sorted(p for p in (ROOT / folder).rglob("*.py")
-                  if not any(part.startswith(".") or part == "node_modules"
-                             for part in p.relative_to(ROOT).parts))
+    return sorted(
+        p
+        for p in (ROOT / folder).rglob("*.py")
+        if not any(
+            part.startswith(".") or part == "node_modules" for part in p.relative_to(ROOT).parts
+        )
+    )
 
 
 @pytest.mark.parametrize("folder", SOURCE_FOLDERS)
 def test_every_source_file_has_at_most_400_lines(folder: str) -> None:
     files = _python_files(folder)
     assert files
-    assert not [f"{p.relative_to(ROOT)} ({n} lines)" for p in files
-                if (n := len(p.read_text().splitlines())) > 400]
+    assert not [
+        f"{p.relative_to(ROOT)} ({n} lines)"
+        for p in files
+        if (n := len(p.read_text().splitlines())) > 400
+    ]
 
 
 @pytest.mark.parametrize("package", FOLDERS)
 def test_the_server_engine_worker_model_and_training_are_made_of_short_functions(
-        package: str) -> None:
+    package: str,
+) -> None:
     """The language server, the engine, the worker, the serving model and training:
     no function or method over 60 lines."""
     assert not [f for p in _python_files(package) for f in _long_functions(p, 60)]

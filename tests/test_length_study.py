@@ -10,16 +10,31 @@ import pytest
 
 
 @pytest.mark.slow
-def test_window_chars_keeps_the_holes(run_benchmark, tiny_model_dir: Path,
-                                      modules_corpus: Path, tmp_path: Path) -> None:
+def test_window_chars_keeps_the_holes(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     got = {}
     for chars in ("700", "2400"):
         out, records = tmp_path / f"study{chars}.json", tmp_path / f"records{chars}.json"
-        done = run_benchmark("length_study", "--model", str(tiny_model_dir), "--corpus",
-                             str(modules_corpus), "--split", "test", "--n", "2",
-                             "--lengths", "1,2",
-                             "--window-chars", chars, "--records", str(records),
-                             "--out", str(out))
+        done = run_benchmark(
+            "length_study",
+            "--model",
+            str(tiny_model_dir),
+            "--corpus",
+            str(modules_corpus),
+            "--split",
+            "test",
+            "--n",
+            "2",
+            "--lengths",
+            "1,2",
+            "--window-chars",
+            chars,
+            "--records",
+            str(records),
+            "--out",
+            str(out),
+        )
         assert done.returncode == 0, done.stderr
         result = json.loads(out.read_text())
         assert result["window_chars"] == int(chars) and result["n"] == 2
@@ -29,7 +44,6 @@ def test_window_chars_keeps_the_holes(run_benchmark, tiny_model_dir: Path,
 
 
 def test_refuses_bad_arguments(run_benchmark) -> None:
-    for args in (("--window-chars", "0"), ("--n", "0"), ("--lengths", "1,x"),
-                 ("--lengths", "0,2")):
+    for args in (("--window-chars", "0"), ("--n", "0"), ("--lengths", "1,x"), ("--lengths", "0,2")):
         done = run_benchmark("length_study", *args)
         assert done.returncode == 2 and "must" in done.stderr, (args, done.stderr)

@@ -59,21 +59,27 @@ def test_selected_lines_may_be_filled_with_several_lines():
     assert r.text == FUNC.replace("t += x", "t += 2 * x")
 
 
-@pytest.mark.parametrize(("text", "needle", "indent"), [
-    # after a line that opens a block: one step deeper (the file's step: 2 spaces here)
-    ("def f(x):\n  if x:\n    y = 1\n  z = 2\n", "y = 1", "    "),
-    # inside a block: the line before's depth
-    (FUNC, "t = 0", "    "),
-    # after return: the block has ended
-    ("class A:\n    def f(self):\n        return 1\n    def g(self):\n        pass\n",
-     "def g", "    "),
-    # after a blank line, a less indented line below: a new statement after the block
-    ("def f():\n    return 1\n\nx = f()\nprint(x)\n", "x = f()", ""),
-    # tabs where the line before is indented with tabs
-    ("def f(x):\n\tif x:\n\t\ty = 1\n", "y = 1", "\t\t"),
-    # at the top of the text
-    ("import os\nimport sys\n", "import os", ""),
-])
+@pytest.mark.parametrize(
+    ("text", "needle", "indent"),
+    [
+        # after a line that opens a block: one step deeper (the file's step: 2 spaces here)
+        ("def f(x):\n  if x:\n    y = 1\n  z = 2\n", "y = 1", "    "),
+        # inside a block: the line before's depth
+        (FUNC, "t = 0", "    "),
+        # after return: the block has ended
+        (
+            "class A:\n    def f(self):\n        return 1\n    def g(self):\n        pass\n",
+            "def g",
+            "    ",
+        ),
+        # after a blank line, a less indented line below: a new statement after the block
+        ("def f():\n    return 1\n\nx = f()\nprint(x)\n", "x = f()", ""),
+        # tabs where the line before is indented with tabs
+        ("def f(x):\n\tif x:\n\t\ty = 1\n", "y = 1", "\t\t"),
+        # at the top of the text
+        ("import os\nimport sys\n", "import os", ""),
+    ],
+)
 def test_indentation_is_read_from_the_code_around_the_span(text, needle, indent):
     den = TargetDenoiser(["pass"])
     r = fill_spans(text, [_line(text, needle)], denoiser=den)
@@ -101,14 +107,14 @@ def test_fill_ids_never_hold_the_framed_text():
     den = TargetDenoiser(["t = t + x"])
     r = fill_spans(FUNC, [_line(FUNC, "t += x")], denoiser=den)
     assert r.stats.tokens == len("t = t + x")  # the model wrote only the code
-    assert all(t < FILL_BASE or den.decode([t]) != "\n" for t in den.calls[-1][0][0]
-               if t >= FILL_BASE)
+    assert all(
+        t < FILL_BASE or den.decode([t]) != "\n" for t in den.calls[-1][0][0] if t >= FILL_BASE
+    )
 
 
 def test_line_holes_option_must_be_a_bool():
     with pytest.raises(OptionError, match="line_holes must be true or false"):
-        fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=TargetDenoiser(["x"]),
-                   line_holes="yes")
+        fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=TargetDenoiser(["x"]), line_holes="yes")
 
 
 def test_checks_see_a_selected_line_where_its_indentation_puts_it():
@@ -116,12 +122,12 @@ def test_checks_see_a_selected_line_where_its_indentation_puts_it():
     # the function: a name of the function's own is visible where the fill's code stands
     text = "def scale(x):\n    return x + x\n\n\nprint(scale(2))\n"
     den = TargetDenoiser(["return 2 * x"])
-    r = fill_spans(text, [_line(text, "return x")], denoiser=den,
-                   checks="parse,name,comment,keyword,line")
+    r = fill_spans(
+        text, [_line(text, "return x")], denoiser=den, checks="parse,name,comment,keyword,line"
+    )
     assert r.fills[0].rejected is None
     assert r.text == text.replace("x + x", "2 * x")
     # a name that is not there is still refused
     den = TargetDenoiser(["return 2 * y"], confidence=0.99)
-    r = fill_spans(text, [_line(text, "return x")], denoiser=den, checks="name",
-                   candidates=1)
+    r = fill_spans(text, [_line(text, "return x")], denoiser=den, checks="name", candidates=1)
     assert r.fills[0].rejected is not None and "'y'" in r.fills[0].rejected

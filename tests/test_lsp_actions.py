@@ -62,8 +62,9 @@ def test_two_holes_filled_jointly_with_document_changes(worker):
     async def go():
         async with lsp(worker, caps=capabilities(document_changes=True)) as (client, _):
             uri = open_doc(client, "two.py", text, version=7)
-            action = pick(await actions(client, uri, at(text, "first")),
-                          "refactor.rewrite.infill.fillHoles")
+            action = pick(
+                await actions(client, uri, at(text, "first")), "refactor.rewrite.infill.fillHoles"
+            )
             assert action.title == "Infill: fill 2 holes"
             edit = (await client.code_action_resolve_async(action)).edit
             assert edit.changes is None
@@ -81,8 +82,9 @@ def test_a_fill_that_fails_the_checks_is_left_out_by_default_and_says_why(worker
     async def go():
         async with lsp(worker) as (client, _):  # default settings: checks on
             uri = open_doc(client, "unknown.py", text)
-            action = pick(await actions(client, uri, at(text, "<mask>")),
-                          "refactor.rewrite.infill.fillHoles")
+            action = pick(
+                await actions(client, uri, at(text, "<mask>")), "refactor.rewrite.infill.fillHoles"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             assert not (edit and edit.changes and edit.changes.get(uri))
             message = client.messages[-1].message
@@ -90,8 +92,9 @@ def test_a_fill_that_fails_the_checks_is_left_out_by_default_and_says_why(worker
             assert "x" in message
         async with lsp(worker, {"checks": False}) as (client, _):
             uri = open_doc(client, "unknown.py", text)
-            action = pick(await actions(client, uri, at(text, "<mask>")),
-                          "refactor.rewrite.infill.fillHoles")
+            action = pick(
+                await actions(client, uri, at(text, "<mask>")), "refactor.rewrite.infill.fillHoles"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             assert applied(text, edit, uri) == text.replace("<mask>", "x + 1")
 
@@ -122,10 +125,12 @@ def test_rewrite_of_a_selected_line_keeps_its_indentation_and_line_break(worker)
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "line.py", text)
-            line = types.Range(start=types.Position(line=1, character=0),
-                               end=types.Position(line=2, character=0))
-            action = pick(await actions(client, uri, line),
-                          "refactor.rewrite.infill.rewriteSelection")
+            line = types.Range(
+                start=types.Position(line=1, character=0), end=types.Position(line=2, character=0)
+            )
+            action = pick(
+                await actions(client, uri, line), "refactor.rewrite.infill.rewriteSelection"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             assert applied(text, edit, uri) == text.replace("x + x", "2 * x")
 
@@ -134,8 +139,9 @@ def test_rewrite_of_a_selected_line_keeps_its_indentation_and_line_break(worker)
 
 async def with_docstring(client, uri: str, text: str, where: str) -> str:
     """`text` after its Insert docstring action at `where` is resolved and applied."""
-    action = pick(await actions(client, uri, at(text, where)),
-                  "refactor.rewrite.infill.insertDocstring")
+    action = pick(
+        await actions(client, uri, at(text, where)), "refactor.rewrite.infill.insertDocstring"
+    )
     return applied(text, (await client.code_action_resolve_async(action)).edit, uri)
 
 
@@ -150,9 +156,11 @@ def test_insert_docstring_for_function_and_class(worker):
             assert action.title == "Infill: insert docstring for function greet"
             edit = (await client.code_action_resolve_async(action)).edit
             assert applied(text, edit, uri) == text.replace(
-                "    return", '    """Say hello to name."""\n    return')
+                "    return", '    """Say hello to name."""\n    return'
+            )
             assert (await with_docstring(client, uri, text, "x: int")).startswith(
-                'class Point:\n    """A point in the plane."""\n    x: int\n')
+                'class Point:\n    """A point in the plane."""\n    x: int\n'
+            )
 
     run(go())
 
@@ -167,7 +175,8 @@ def test_insert_docstring_of_several_lines(worker):
             uri = open_doc(client, "area.py", text)
             assert await with_docstring(client, uri, text, "return") == (
                 'def area(w, h):\n    """Return the area.\n\n    w times h, both in metres."""\n'
-                "    return w * h\n")
+                "    return w * h\n"
+            )
 
     run(go())
 
@@ -176,9 +185,12 @@ def test_insert_docstring_in_a_long_class(worker):
     # with a small context the excerpt's upper cut falls inside a method's docstring (the
     # assertion below makes sure); cut there, the class's prose parsed as code and the
     # docstring's lines as a broken line, and nothing was inserted
-    methods = "".join(f'    def m{i}(self):\n        """Method {i}.\n\n        It returns {i}, '
-                      f'and says so\n        in a few lines of prose{"." * 9}\n        """\n'
-                      f"        return {i}\n\n" for i in range(30))
+    methods = "".join(
+        f'    def m{i}(self):\n        """Method {i}.\n\n        It returns {i}, '
+        f'and says so\n        in a few lines of prose{"." * 9}\n        """\n'
+        f"        return {i}\n\n"
+        for i in range(30)
+    )
     text = "class Big:\n" + methods + "    def surface(self):\n        return self.w * self.h\n"
     at_return = text.index("return self.w")
     raw_cut = text.rfind("\n", 0, at_return - 1000) + 1
@@ -189,7 +201,8 @@ def test_insert_docstring_in_a_long_class(worker):
             uri = open_doc(client, "big.py", text)
             assert (await with_docstring(client, uri, text, "return self.w")).endswith(
                 '    def surface(self):\n        """Return the surface.\n\n'
-                '        In square metres."""\n        return self.w * self.h\n')
+                '        In square metres."""\n        return self.w * self.h\n'
+            )
 
     run(go())
 
@@ -201,11 +214,14 @@ def test_docstring_quote_style_and_same_line_body(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "q.py", text)
-            assert "    '''Shout the text.'''\n    return text.upper()" in \
-                await with_docstring(client, uri, text, "return")
+            assert "    '''Shout the text.'''\n    return text.upper()" in await with_docstring(
+                client, uri, text, "return"
+            )
             uri = open_doc(client, "one.py", one)
-            assert await with_docstring(client, uri, one, "return") == \
-                'def one():\n    """Return one."""\n    return 1\n'
+            assert (
+                await with_docstring(client, uri, one, "return")
+                == 'def one():\n    """Return one."""\n    return 1\n'
+            )
 
     run(go())
 
@@ -216,15 +232,17 @@ def test_fix_selection_changes_only_the_suspicious_token(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "fix.py", text)
-            action = pick(await actions(client, uri, whole(text)),
-                          "refactor.rewrite.infill.fixSelection")
+            action = pick(
+                await actions(client, uri, whole(text)), "refactor.rewrite.infill.fixSelection"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             (e,) = edit.changes[uri]
             assert e.range == at(text, "-") and e.new_text == "+"
             clean = "x = 2\ny = x + 1\n"
             uri = open_doc(client, "clean.py", clean)
-            action = pick(await actions(client, uri, whole(clean)),
-                          "refactor.rewrite.infill.fixSelection")
+            action = pick(
+                await actions(client, uri, whole(clean)), "refactor.rewrite.infill.fixSelection"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             assert not edit.changes[uri]
             # the message was sent before the response: it is already here
@@ -239,12 +257,14 @@ def test_clients_without_resolve_get_edits_at_once_when_they_ask(worker):
     async def go():
         async with lsp(worker, caps=capabilities(resolve=False)) as (client, _):
             uri = open_doc(client, "eager.py", text)
-            found = await actions(client, uri, at(text, "first"),
-                                  trigger_kind=types.CodeActionTriggerKind.Invoked)
+            found = await actions(
+                client, uri, at(text, "first"), trigger_kind=types.CodeActionTriggerKind.Invoked
+            )
             action = pick(found, "refactor.rewrite.infill.fillHoles")
             assert applied(text, action.edit, uri) == "first = 1\n"
-            auto = await actions(client, uri, at(text, "first"),
-                                 trigger_kind=types.CodeActionTriggerKind.Automatic)
+            auto = await actions(
+                client, uri, at(text, "first"), trigger_kind=types.CodeActionTriggerKind.Automatic
+            )
             assert auto == []  # no model run on every cursor move
 
     run(go())
@@ -272,17 +292,23 @@ def test_stale_result_is_dropped_and_live_view_streams(worker):
     async def go():
         async with lsp(worker, {"liveView": True}) as (client, _):
             uri = open_doc(client, "stale.py", text)
-            action = pick(await actions(client, uri, at(text, "return")),
-                          "refactor.rewrite.infill.insertDocstring")
+            action = pick(
+                await actions(client, uri, at(text, "return")),
+                "refactor.rewrite.infill.insertDocstring",
+            )
             steps = client.protocol.wait_for_notification_async("infill/denoiseStep")
             pending = asyncio.ensure_future(client.code_action_resolve_async(action))
             step = await asyncio.wait_for(steps, 20)  # the fill is running
             assert (step.uri, step.version, step.operation) == (uri, 1, "docstring")
             assert "░" in step.spans[0].text
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                content_changes=[types.TextDocumentContentChangeWholeDocument(
-                    text=text + "# edited\n")]))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangeWholeDocument(text=text + "# edited\n")
+                    ],
+                )
+            )
             with pytest.raises(JsonRpcException) as dropped:
                 await asyncio.wait_for(pending, 30)
             assert dropped.value.code == CONTENT_MODIFIED
@@ -301,8 +327,10 @@ def test_slow_resolve_reports_progress(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "progress.py", text)
-            action = pick(await actions(client, uri, at(text, "return")),
-                          "refactor.rewrite.infill.insertDocstring")
+            action = pick(
+                await actions(client, uri, at(text, "return")),
+                "refactor.rewrite.infill.insertDocstring",
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             assert '"""' + "y" * 40 + '"""' in applied(text, edit, uri)
             (reports,) = client.progress_reports.values()
@@ -320,13 +348,16 @@ def test_cancelling_the_progress_cancels_the_request(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "cancel_progress.py", text)
-            action = pick(await actions(client, uri, at(text, "return")),
-                          "refactor.rewrite.infill.insertDocstring")
+            action = pick(
+                await actions(client, uri, at(text, "return")),
+                "refactor.rewrite.infill.insertDocstring",
+            )
             begun = client.protocol.wait_for_notification_async(types.PROGRESS)
             pending = asyncio.ensure_future(client.code_action_resolve_async(action))
             progress = await asyncio.wait_for(begun, 20)
             client.window_work_done_progress_cancel(
-                types.WorkDoneProgressCancelParams(token=progress.token))
+                types.WorkDoneProgressCancelParams(token=progress.token)
+            )
             with pytest.raises(JsonRpcException) as cancelled:
                 await asyncio.wait_for(pending, 20)
             assert cancelled.value.code == REQUEST_CANCELLED

@@ -31,9 +31,12 @@ def pos(line: int, character: int) -> types.Position:
 
 def inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=position,
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=position,
         context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
 
 
 async def inline(client, uri: str, position: types.Position) -> list[types.InlineCompletionItem]:
@@ -58,20 +61,28 @@ def test_inline_completion_is_one_line_at_the_cursor(worker):
     run(go())
 
 
-@pytest.mark.parametrize(("text", "at", "expected"), [
-    # the fake writes "a, b)\nnext": the `)` is the one after the cursor, not the fill's
-    ("args = run()\n", pos(0, 11), "a, b"),
-    # the fake writes "x, y)" and ends: that `)` closes nothing the fill opened
-    ("call = go()\n", pos(0, 10), "x, y"),
-    # on an empty line (the next line of a block) the completion may span lines
-    ("def multi():\n    \n", pos(1, 4), "a = 1\n    return a"),
-    # the fake writes "log(x)" three times: the fill ends where it loops
-    ("def loop():\n    \n", pos(1, 4), "log(x)"),
-    # the fake writes "a = 1", blank lines, then "b = 2": the block ends at a blank line
-    ("def block():\n    \n", pos(1, 4), "a = 1"),
-], ids=["in-line: ends before the code it writes again",
-        "in-line: ends before a closing bracket it never opened", "empty line: spans lines",
-        "empty line: ends before a line written again", "empty line: ends at a blank line"])
+@pytest.mark.parametrize(
+    ("text", "at", "expected"),
+    [
+        # the fake writes "a, b)\nnext": the `)` is the one after the cursor, not the fill's
+        ("args = run()\n", pos(0, 11), "a, b"),
+        # the fake writes "x, y)" and ends: that `)` closes nothing the fill opened
+        ("call = go()\n", pos(0, 10), "x, y"),
+        # on an empty line (the next line of a block) the completion may span lines
+        ("def multi():\n    \n", pos(1, 4), "a = 1\n    return a"),
+        # the fake writes "log(x)" three times: the fill ends where it loops
+        ("def loop():\n    \n", pos(1, 4), "log(x)"),
+        # the fake writes "a = 1", blank lines, then "b = 2": the block ends at a blank line
+        ("def block():\n    \n", pos(1, 4), "a = 1"),
+    ],
+    ids=[
+        "in-line: ends before the code it writes again",
+        "in-line: ends before a closing bracket it never opened",
+        "empty line: spans lines",
+        "empty line: ends before a line written again",
+        "empty line: ends at a blank line",
+    ],
+)
 def test_inline_completion_offers(worker, text, at, expected):
     async def go():
         async with lsp(worker) as (client, _):
@@ -89,8 +100,11 @@ def test_completion_for_clients_without_inline_completion(worker):
         async with lsp(worker, caps=capabilities(inline=False)) as (client, init):
             assert init.capabilities.completion_provider is not None
             uri = open_doc(client, "complete.py", text)
-            got = await client.text_document_completion_async(types.CompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), position=pos(0, 6)))
+            got = await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri), position=pos(0, 6)
+                )
+            )
             assert got.is_incomplete
             (item,) = got.items
             # the word typed so far is part of the edit, so the client's filter keeps it
@@ -108,8 +122,9 @@ def test_cancel_request_stops_the_worker_job(worker):
         async with lsp(worker, {"liveView": True}) as (client, _):
             uri = open_doc(client, "cancel.py", text)
             step = client.protocol.wait_for_notification_async("infill/denoiseStep")
-            future = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
-                                                  inline_params(uri, pos(0, 7)), msg_id=4242)
+            future = client.protocol.send_request(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, pos(0, 7)), msg_id=4242
+            )
             await asyncio.wait_for(step, 20)  # the fill is running in the worker
             client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=4242))
             with pytest.raises(JsonRpcException) as cancelled:
@@ -120,7 +135,8 @@ def test_cancel_request_stops_the_worker_job(worker):
             (item,) = await inline(client, uri, pos(1, 7))
             assert item.insert_text == "'ada'"
             info = await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="infill.workerInfo"))
+                types.ExecuteCommandParams(command="infill.workerInfo")
+            )
             assert info["counters"]["active"] == 0
 
     run(go())
@@ -133,8 +149,9 @@ def test_a_new_request_supersedes_the_running_one(worker):
         async with lsp(worker, {"liveView": True}) as (client, _):
             uri = open_doc(client, "supersede.py", text)
             step = client.protocol.wait_for_notification_async("infill/denoiseStep")
-            first = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
-                                                 inline_params(uri, pos(0, 7)))
+            first = client.protocol.send_request(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, pos(0, 7))
+            )
             await asyncio.wait_for(step, 20)
             (item,) = await inline(client, uri, pos(1, 7))
             assert item.insert_text == "'ada'"
@@ -152,13 +169,20 @@ def test_an_edit_drops_the_completion_in_flight(worker):
         async with lsp(worker, {"liveView": True}) as (client, _):
             uri = open_doc(client, "edit.py", text)
             step = client.protocol.wait_for_notification_async("infill/denoiseStep")
-            pending = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
-                                                   inline_params(uri, pos(0, 7)))
+            pending = client.protocol.send_request(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, pos(0, 7))
+            )
             await asyncio.wait_for(step, 20)
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                content_changes=[types.TextDocumentContentChangePartial(
-                    range=types.Range(start=pos(0, 7), end=pos(0, 7)), text="1")]))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(start=pos(0, 7), end=pos(0, 7)), text="1"
+                        )
+                    ],
+                )
+            )
             with pytest.raises(JsonRpcException) as dropped:
                 await asyncio.wait_for(asyncio.wrap_future(pending), 20)
             assert dropped.value.code == REQUEST_CANCELLED
@@ -168,7 +192,8 @@ def test_an_edit_drops_the_completion_in_flight(worker):
 
 async def counters(client) -> dict:
     info = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="infill.workerInfo"))
+        types.ExecuteCommandParams(command="infill.workerInfo")
+    )
     return info["counters"]
 
 
@@ -242,10 +267,16 @@ def test_keystrokes_carry_the_context_cache_over_per_document():
             a = open_doc(client, "a.py", "name = \n")
             b = open_doc(client, "b.py", "name = \n")
             assert (await inline(client, a, pos(0, 7)))[0].insert_text == "'ada'"
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=a, version=2),
-                content_changes=[types.TextDocumentContentChangePartial(
-                    range=types.Range(start=pos(0, 0), end=pos(0, 0)), text="#\n")]))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=a, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(start=pos(0, 0), end=pos(0, 0)), text="#\n"
+                        )
+                    ],
+                )
+            )
             await inline(client, a, pos(1, 7))
             first_a = first_passes()
             await inline(client, b, pos(0, 7))

@@ -39,9 +39,12 @@ FAST_AT = types.Position(line=41, character=7)
 
 def params(uri: str, at: types.Position) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=at,
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=at,
         context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic))
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
 
 
 async def inline(client, uri: str, at: types.Position) -> tuple[list[str], float]:
@@ -49,8 +52,7 @@ async def inline(client, uri: str, at: types.Position) -> tuple[list[str], float
     started = time.monotonic()
     got = await client.text_document_inline_completion_async(params(uri, at))
     took = time.monotonic() - started
-    items = [] if got is None else got.items if isinstance(got, types.InlineCompletionList) \
-        else got
+    items = [] if got is None else got.items if isinstance(got, types.InlineCompletionList) else got
     return [item.insert_text for item in items], took
 
 
@@ -64,8 +66,9 @@ def test_the_deadline_follows_the_setting_else_the_device():
     assert completion_deadline(unset, "cpu", False) == 0.6
     assert completion_deadline(unset, "cpu", True) == 1.2  # on an empty line
     for gpu in ("cuda", "cuda:1", "mps"):
-        assert completion_deadline(unset, gpu, False) == completion_deadline(
-            unset, gpu, True) == 2.0
+        assert (
+            completion_deadline(unset, gpu, False) == completion_deadline(unset, gpu, True) == 2.0
+        )
     assert completion_deadline(Settings(completion_deadline=250), "cuda:0", True) == 0.25
     assert completion_deadline(Settings(completion_deadline=0), "cpu", False) is None
     for bad in (-1, "soon", 1.5, True, 10**7):
@@ -100,8 +103,11 @@ def test_a_completion_past_its_deadline_is_an_empty_incomplete_list():
         async with lsp(address, caps=capabilities(inline=False)) as (client, _):
             uri = open_doc(client, "late.py", TEXT)
             started = time.monotonic()
-            got = await client.text_document_completion_async(types.CompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), position=SLOW_AT))
+            got = await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri), position=SLOW_AT
+                )
+            )
             took = time.monotonic() - started
             assert got.is_incomplete and not got.items
             assert took < 0.6 + MARGIN, took
@@ -134,8 +140,9 @@ def test_a_bad_deadline_gets_a_message_and_the_default_and_zero_means_none():
             (warning,) = [m for m in client.messages if m.type == types.MessageType.Warning]
             assert "infill.completionDeadline" in warning.message
             assert (await worker.wait_ended(is_slow)).outcome == "cancelled"
-            client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-                settings={"infill": {"completionDeadline": 0}}))
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"infill": {"completionDeadline": 0}})
+            )
             offered, took = await inline(client, uri, SLOW_AT)  # no deadline: the model's
             assert offered and offered[0].startswith("xxx"), (offered, took)
             assert (await worker.wait_ended(is_slow)).outcome == "answered"
@@ -151,16 +158,23 @@ def test_newer_work_ends_the_older_job_within_a_step(newer):
         async with lsp(address, {"liveView": True, "completionDeadline": 0}) as (client, _):
             uri = open_doc(client, "newer.py", TEXT)
             step = client.protocol.wait_for_notification_async("infill/denoiseStep")
-            older = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION,
-                                                 params(uri, SLOW_AT), msg_id=777)
+            older = client.protocol.send_request(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION, params(uri, SLOW_AT), msg_id=777
+            )
             await asyncio.wait_for(step, 20)  # the job runs in the worker
             if newer == "$/cancelRequest":
                 client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=777))
             elif newer == "an edit":
-                client.text_document_did_change(types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                    content_changes=[types.TextDocumentContentChangePartial(
-                        range=types.Range(start=SLOW_AT, end=SLOW_AT), text="1")]))
+                client.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                        content_changes=[
+                            types.TextDocumentContentChangePartial(
+                                range=types.Range(start=SLOW_AT, end=SLOW_AT), text="1"
+                            )
+                        ],
+                    )
+                )
             fast = asyncio.ensure_future(inline(client, uri, FAST_AT))  # a newer request
             ended = await worker.wait_ended(is_slow)
             assert ended.outcome == "cancelled"

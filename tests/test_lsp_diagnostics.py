@@ -21,9 +21,12 @@ def worker():
 
 
 def change(client, uri: str, version: int, text: str) -> None:
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
 
 def test_suspicious_token_is_published_with_a_quick_fix(worker):
@@ -36,8 +39,9 @@ def test_suspicious_token_is_published_with_a_quick_fix(worker):
             params = await asyncio.wait_for(published, 20)
             assert params.uri == uri and params.version == 1
             (diag,) = params.diagnostics
-            assert diag.range == types.Range(start=types.Position(line=1, character=6),
-                                             end=types.Position(line=1, character=7))
+            assert diag.range == types.Range(
+                start=types.Position(line=1, character=6), end=types.Position(line=1, character=7)
+            )
             assert diag.severity == types.DiagnosticSeverity.Information
             assert diag.source == "infill" and "'+'" in diag.message
             # the client sends the diagnostic back with the code action request
@@ -62,9 +66,17 @@ def test_diagnostics_wait_for_edits_to_settle_and_follow_configuration(worker):
             await actions(client, uri, whole(text))  # a round trip: the open is handled
             assert uri not in client.diagnostics
             published = client.protocol.wait_for_notification_async(PUBLISH)
-            client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-                settings={"infill": {"diagnostics": True, "diagnosticsDelay": 1000,
-                                     "diagnosticsSeverity": "hint"}}))
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(
+                    settings={
+                        "infill": {
+                            "diagnostics": True,
+                            "diagnosticsDelay": 1000,
+                            "diagnosticsSeverity": "hint",
+                        }
+                    }
+                )
+            )
             first = await asyncio.wait_for(published, 20)
             assert first.version == 1 and not first.diagnostics
             # three quick edits: one run, for the last version
@@ -78,8 +90,9 @@ def test_diagnostics_wait_for_edits_to_settle_and_follow_configuration(worker):
             assert diag.severity == types.DiagnosticSeverity.Hint
             # turning them off clears what was published
             published = client.protocol.wait_for_notification_async(PUBLISH)
-            client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-                settings={"infill": {"diagnostics": False}}))
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"infill": {"diagnostics": False}})
+            )
             cleared = await asyncio.wait_for(published, 20)
             assert cleared.uri == uri and not cleared.diagnostics
 
@@ -110,8 +123,10 @@ def test_a_token_the_model_would_delete_gets_a_quick_fix_that_deletes_it():
                 published = client.protocol.wait_for_notification_async(PUBLISH)
                 uri = open_doc(client, "gone.py", text)
                 (diag,) = (await asyncio.wait_for(published, 20)).diagnostics
-                assert diag.range == types.Range(start=types.Position(line=1, character=5),
-                                                 end=types.Position(line=1, character=6))
+                assert diag.range == types.Range(
+                    start=types.Position(line=1, character=5),
+                    end=types.Position(line=1, character=6),
+                )
                 assert "would delete it" in diag.message
                 found = await actions(client, uri, diag.range, diagnostics=[diag])
                 fix = pick(found, "quickfix.infill")

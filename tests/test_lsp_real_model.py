@@ -24,11 +24,15 @@ async def exercise(client, text: str) -> str:
     resolved = await asyncio.wait_for(client.code_action_resolve_async(pick(found, FILL)), 240)
     filled = apply_text_edits(text, resolved.edit.changes[uri])
     assert "<mask>" not in filled
-    got = await client.text_document_inline_completion_async(types.InlineCompletionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=types.Position(line=1, character=4),
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    got = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=1, character=4),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Invoked
+            ),
+        )
+    )
     assert got is None or all("\n" not in item.insert_text for item in got.items)
     return filled
 
@@ -52,8 +56,9 @@ def test_tiny_random_model_through_model_dir(tiny_model_dir):
     text = "def add(a, b):\n    return <mask:4>\n"
 
     async def go():
-        async with lsp(None, {"workerAddress": None, "modelDir": str(tiny_model_dir),
-                              "device": "cpu"}) as (client, _):
+        async with lsp(
+            None, {"workerAddress": None, "modelDir": str(tiny_model_dir), "device": "cpu"}
+        ) as (client, _):
             await exercise(client, text)
             assert not [m for m in client.messages if m.type == types.MessageType.Warning]
 

@@ -44,8 +44,9 @@ def test_percent_escaped_uris_are_open_documents(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "caf%C3%A9%20%E4%B8%AD%F0%9F%8E%89.py", text)
-            action = pick(await actions(client, uri, at(text, "first")),
-                          "refactor.rewrite.infill.fillHoles")
+            action = pick(
+                await actions(client, uri, at(text, "first")), "refactor.rewrite.infill.fillHoles"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             assert apply_text_edits(text, edit.changes[uri], UTF16) == "first = 1\n"
 
@@ -58,13 +59,18 @@ def test_lone_surrogates_in_text_are_no_internal_error(worker):
     async def go():
         async with lsp(worker) as (client, _):
             uri = open_doc(client, "surrogate.py", text)
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                content_changes=[types.TextDocumentContentChangePartial(
-                    range=at(text, "s"), text="\udc00t")]))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(range=at(text, "s"), text="\udc00t")
+                    ],
+                )
+            )
             text2 = "\udc00t = '\udbff'\nfirst = <mask>\n"
-            action = pick(await actions(client, uri, at(text2, "first")),
-                          "refactor.rewrite.infill.fillHoles")
+            action = pick(
+                await actions(client, uri, at(text2, "first")), "refactor.rewrite.infill.fillHoles"
+            )
             edit = (await client.code_action_resolve_async(action)).edit
             out = apply_text_edits(text2, edit.changes[uri], UTF16)
             assert out == "\udc00t = '\udbff'\nfirst = 1\n"
@@ -75,10 +81,12 @@ def test_lone_surrogates_in_text_are_no_internal_error(worker):
 def test_malformed_requests_get_invalid_params(worker):
     async def go():
         async with lsp(worker) as (client, _):
-            for method, params in [("textDocument/codeAction", [1, 2]),
-                                   ("textDocument/codeAction", {"textDocument": {"uri": 5}}),
-                                   ("textDocument/completion", {}),
-                                   ("codeAction/resolve", {"title": 3})]:
+            for method, params in [
+                ("textDocument/codeAction", [1, 2]),
+                ("textDocument/codeAction", {"textDocument": {"uri": 5}}),
+                ("textDocument/completion", {}),
+                ("codeAction/resolve", {"title": 3}),
+            ]:
                 with pytest.raises(JsonRpcException) as err:
                     await raw_request(client, method, params)
                 assert err.value.code == INVALID_PARAMS, (method, params)
@@ -92,10 +100,14 @@ def test_malformed_requests_get_invalid_params(worker):
 def test_a_change_to_an_unopened_document_is_ignored_quietly(worker):
     async def go():
         async with lsp(worker) as (client, _):
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(
-                    uri="file:///work/never.py", version=2),
-                content_changes=[types.TextDocumentContentChangeWholeDocument(text="x")]))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(
+                        uri="file:///work/never.py", version=2
+                    ),
+                    content_changes=[types.TextDocumentContentChangeWholeDocument(text="x")],
+                )
+            )
             text = "first = <mask>\n"
             uri = open_doc(client, "opened.py", text)
             assert await actions(client, uri, at(text, "first"))
@@ -122,17 +134,26 @@ def test_a_client_without_resolve_gets_a_listing_quickly(worker):
             uri = open_doc(client, "slow.py", text)
             started = time.monotonic()
             rng = whole(text)
-            found = await raw_request(client, "textDocument/codeAction", {  # typed: the
-                "textDocument": {"uri": uri},  # client would read a Command, not an action
-                "range": {"start": {"line": 0, "character": 0},
-                          "end": {"line": rng.end.line, "character": rng.end.character}},
-                "context": {"diagnostics": [], "triggerKind": 1}})
+            found = await raw_request(
+                client,
+                "textDocument/codeAction",
+                {  # typed: the
+                    "textDocument": {"uri": uri},  # client would read a Command, not an action
+                    "range": {
+                        "start": {"line": 0, "character": 0},
+                        "end": {"line": rng.end.line, "character": rng.end.character},
+                    },
+                    "context": {"diagnostics": [], "triggerKind": 1},
+                },
+            )
             took = time.monotonic() - started
             (action,) = [a for a in found if a["kind"] == "refactor.rewrite.infill.fillHoles"]
             assert "edit" not in action and action["command"]["command"] == "infill.applyAction"
-            await client.workspace_execute_command_async(types.ExecuteCommandParams(
-                command=action["command"]["command"],
-                arguments=action["command"]["arguments"]))
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(
+                    command=action["command"]["command"], arguments=action["command"]["arguments"]
+                )
+            )
             return took, applied
 
     took, applied = run(go())
@@ -184,12 +205,18 @@ def test_shutdown_right_after_initialized_is_clean():
     async def go():
         figures = fuzz_lsp.Figures()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(fuzz_lsp.ROOT),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "diffusion_infill.lsp.server",
+            cwd=str(fuzz_lsp.ROOT),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         server = fuzz_lsp.Server(proc, figures)
-        _, init = server.request("initialize", {"processId": None, "rootUri": None,
-                                                "capabilities": {}})
+        _, init = server.request(
+            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
+        )
         await asyncio.wait_for(init, 30)
         server.notify("initialized", {})
         await asyncio.sleep(0.5)

@@ -14,22 +14,50 @@ from diffusion_infill.lsp.settings import Settings, parse
 
 def test_settings_defaults_and_section():
     assert parse(None) == (Settings(), [])
-    s, warnings = parse({"infill": {"steps": 12, "threshold": 0.8, "maxTokens": 64.0,
-                                    "diagnostics": True, "liveView": True}})
+    s, warnings = parse(
+        {
+            "infill": {
+                "steps": 12,
+                "threshold": 0.8,
+                "maxTokens": 64.0,
+                "diagnostics": True,
+                "liveView": True,
+            }
+        }
+    )
     assert warnings == []
-    assert (s.steps, s.threshold, s.max_tokens, s.diagnostics, s.live_view) == \
-        (12, 0.8, 64, True, True)
+    assert (s.steps, s.threshold, s.max_tokens, s.diagnostics, s.live_view) == (
+        12,
+        0.8,
+        64,
+        True,
+        True,
+    )
     assert s.diagnostics_delay == 500 and s.hole_marker == "<mask>"
     assert not Settings().diagnostics  # off by default
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("threshold", "high"), ("threshold", 0), ("threshold", 1.5), ("steps", 0),
-    ("steps", True), ("maxTokens", 5000), ("growCap", 0), ("holeMarker", "a b"), ("holeMarker", ""),
-    ("diagnostics", "yes"), ("diagnosticsSeverity", "error"), ("workerAddress", "tcp:x"),
-    ("modelDir", "/no/such/model/dir"), ("diagnosticsThreshold", None),
-    ("precision", "int4"), ("precision", 8),
-])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("threshold", "high"),
+        ("threshold", 0),
+        ("threshold", 1.5),
+        ("steps", 0),
+        ("steps", True),
+        ("maxTokens", 5000),
+        ("growCap", 0),
+        ("holeMarker", "a b"),
+        ("holeMarker", ""),
+        ("diagnostics", "yes"),
+        ("diagnosticsSeverity", "error"),
+        ("workerAddress", "tcp:x"),
+        ("modelDir", "/no/such/model/dir"),
+        ("diagnosticsThreshold", None),
+        ("precision", "int4"),
+        ("precision", 8),
+    ],
+)
 def test_a_bad_value_is_named_and_replaced_by_the_default(key, value):
     s, warnings = parse({key: value, "steps": 7} if key != "steps" else {key: value})
     (warning,) = warnings
@@ -55,8 +83,9 @@ def test_unknown_settings_and_non_objects_warn():
 def test_sampler_options_from_settings_are_valid():
     s = parse({"steps": 3, "threshold": 0.7, "maxTokens": 8})[0]
     options = s.sampler_options(default_span_tokens=16)
-    assert options == SamplerOptions(max_span_tokens=8, max_steps=3, threshold=0.7,
-                                     default_span_tokens=8, cache_refresh=4)
+    assert options == SamplerOptions(
+        max_span_tokens=8, max_steps=3, threshold=0.7, default_span_tokens=8, cache_refresh=4
+    )
     assert parse({"growCap": 32})[0].sampler_options().grow_cap == 32
     exact = parse({"cacheRefresh": 0})[0].sampler_options()
     assert exact.cache_refresh == 0
@@ -70,25 +99,31 @@ def test_excerpt_of_a_short_text_is_the_text():
 
 
 def test_excerpt_of_a_long_text_cuts_at_definitions():
-    body = "".join(f"def f{i}(x):\n    '''Doc\nclass in prose\n'''\n    return x\n\n"
-                   for i in range(2000))
+    body = "".join(
+        f"def f{i}(x):\n    '''Doc\nclass in prose\n'''\n    return x\n\n" for i in range(2000)
+    )
     at = body.index("def f1000(")
     ex = excerpt(body, at, at + 5, context=2000)
     assert 0 < ex.offset < at < ex.end < len(body)
-    assert body[ex.offset:ex.end] == ex.text
-    assert ex.text.startswith("def f") and body[ex.end:].startswith("def f")
+    assert body[ex.offset : ex.end] == ex.text
+    assert ex.text.startswith("def f") and body[ex.end :].startswith("def f")
     assert len(ex.text) <= 2 * 2000 + 200
 
 
 def _long_class(methods: int) -> str:
     """A module whose one class is longer than a small context: its methods have
     docstrings of several lines, a nested function at the end has none."""
-    body = "".join(f'    def m{i}(self):\n        """Method {i}.\n\n        It returns {i}, '
-                   'and says so\n        in a few lines of prose.\n        """\n'
-                   f'        return {i}\n\n' for i in range(methods))
-    return ("import os\n\n\nclass Big:\n" + body + "    def last(self, items):\n"
-            "        def keep(item):\n            return item\n"
-            "        return list(filter(keep, items))\n")
+    body = "".join(
+        f'    def m{i}(self):\n        """Method {i}.\n\n        It returns {i}, '
+        'and says so\n        in a few lines of prose.\n        """\n'
+        f"        return {i}\n\n"
+        for i in range(methods)
+    )
+    return (
+        "import os\n\n\nclass Big:\n" + body + "    def last(self, items):\n"
+        "        def keep(item):\n            return item\n"
+        "        return list(filter(keep, items))\n"
+    )
 
 
 def test_docstring_slot_when_the_excerpt_would_start_inside_a_docstring():
@@ -125,10 +160,12 @@ def test_excerpt_moves_out_of_a_docstring_longer_than_half_the_context():
     # no definition line within half a context of either cut: each moves out to the
     # nearest one (the excerpt grows) rather than cut inside the docstring
     doc = "".join(f"    Line {i} of a long docstring, in prose.\n" for i in range(60))
-    text = ('import os\n\n\ndef define(x):\n    """Define.\n\n' + doc + '    """\n'
-            "    def wrap(cls):\n        return cls\n    return wrap\n\n\n"
-            'def later():\n    """Later.\n\n' + doc + '    """\n    return 1\n\n\n'
-            "def last():\n    return 2\n")
+    text = (
+        'import os\n\n\ndef define(x):\n    """Define.\n\n' + doc + '    """\n'
+        "    def wrap(cls):\n        return cls\n    return wrap\n\n\n"
+        'def later():\n    """Later.\n\n' + doc + '    """\n    return 1\n\n\n'
+        "def last():\n    return 2\n"
+    )
     at = text.index("return cls")
     ex = excerpt(text, at, at, context=1000)
     assert ex.offset == text.index("def define") and ex.end == text.index("def last")
@@ -151,21 +188,24 @@ def test_excerpt_keeps_the_region_and_whole_lines_with_crlf():
     text = "x = 1\r\n" * 5000
     ex = excerpt(text, 10_000, 10_020, context=500)
     assert ex.offset <= 10_000 and ex.end >= 10_020
-    assert ex.text.endswith("\r\n") and text[ex.offset - 2:ex.offset] == "\r\n"
+    assert ex.text.endswith("\r\n") and text[ex.offset - 2 : ex.offset] == "\r\n"
 
 
-@pytest.mark.parametrize(("fill", "multiline", "at_end", "expected"), [
-    ("compute()\nextra", False, True, "compute()"),
-    ("x  ", False, True, "x"),
-    ("x  ", False, False, "x  "),
-    ("\nmore", False, True, ""),
-    ("   ", False, True, ""),
-    ("a = 1\n    return a\n\n", True, True, "a = 1\n    return a"),
-    # a multi-line completion ends at its first blank line
-    ("a = 1\n    b = 2\n    \n\n\n    c = 3", True, True, "a = 1\n    b = 2"),
-    ("a = 1\r\n\t\r\nb = 2", True, True, "a = 1"),
-    ("a = 1\r\n    b = 2\r\n", True, True, "a = 1\r\n    b = 2"),  # one CRLF is no blank line
-    ("\n\nx = 1", True, True, ""),
-])
+@pytest.mark.parametrize(
+    ("fill", "multiline", "at_end", "expected"),
+    [
+        ("compute()\nextra", False, True, "compute()"),
+        ("x  ", False, True, "x"),
+        ("x  ", False, False, "x  "),
+        ("\nmore", False, True, ""),
+        ("   ", False, True, ""),
+        ("a = 1\n    return a\n\n", True, True, "a = 1\n    return a"),
+        # a multi-line completion ends at its first blank line
+        ("a = 1\n    b = 2\n    \n\n\n    c = 3", True, True, "a = 1\n    b = 2"),
+        ("a = 1\r\n\t\r\nb = 2", True, True, "a = 1"),
+        ("a = 1\r\n    b = 2\r\n", True, True, "a = 1\r\n    b = 2"),  # one CRLF is no blank line
+        ("\n\nx = 1", True, True, ""),
+    ],
+)
 def test_completion_shape(fill, multiline, at_end, expected):
     assert shape(fill, multiline=multiline, at_line_end=at_end) == expected

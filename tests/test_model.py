@@ -42,8 +42,9 @@ def test_tokenizer_splits_newlines_into_their_own_tokens(tok_dir: Path) -> None:
 def test_variable_length_examples_end_allocations_in_null(tok_dir: Path) -> None:
     tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
     vocab = noising.Vocab.of(tok)
-    cfg = noising.NoiseConfig(p_tokens=0.0, p_block=0.0, p_short=0.0, max_background=0.0,
-                              p_substitute=0.0, p_identity=0.0)
+    cfg = noising.NoiseConfig(
+        p_tokens=0.0, p_block=0.0, p_short=0.0, max_background=0.0, p_substitute=0.0, p_identity=0.0
+    )
     sampler = noising.TextSampler(SOURCES, window_chars=400, seed=0)
     batch = noising.make_batch(sampler, tok, vocab, 16, 64, cfg, random.Random(0))
     for ids, tgt, w in zip(batch.input_ids, batch.targets, batch.weights, strict=True):
@@ -65,10 +66,28 @@ def test_train_script_runs_resumes_and_exports_a_loadable_model(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    argv = ["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
-            str(tok_dir / "tokenizer.json"), "--out", str(out), "--batch-size", "4",
-            "--seq-len", "64", "--max-steps", "6", "--eval-every", "3", "--save-every", "3",
-            "--quiet", "--no-bf16"]
+    argv = [
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tok_dir / "tokenizer.json"),
+        "--out",
+        str(out),
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "64",
+        "--max-steps",
+        "6",
+        "--eval-every",
+        "3",
+        "--save-every",
+        "3",
+        "--quiet",
+        "--no-bf16",
+    ]
     train.main(argv)
     state = torch.load(out / "ckpt.pt", weights_only=False)
     assert state["step"] == 6
@@ -90,10 +109,29 @@ def test_train_script_runs_resumes_and_exports_a_loadable_model(
 def test_progress_bar_follows_a_token_budget(
     corpus: Path, tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train.main(["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
-                str(tok_dir / "tokenizer.json"), "--out", str(tmp_path / "run"),
-                "--batch-size", "4", "--seq-len", "64", "--tokens", "600",
-                "--eval-every", "100", "--save-every", "100", "--no-bf16"])
+    train.main(
+        [
+            "--preset",
+            "tiny",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            str(tok_dir / "tokenizer.json"),
+            "--out",
+            str(tmp_path / "run"),
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "64",
+            "--tokens",
+            "600",
+            "--eval-every",
+            "100",
+            "--save-every",
+            "100",
+            "--no-bf16",
+        ]
+    )
     bar = capsys.readouterr().err
     assert "100.0/100%" in bar and "0.0/100%" in bar
 
@@ -113,8 +151,13 @@ def test_loader_refuses_pickled_weights(tmp_path: Path, tok_dir: Path) -> None:
 def test_loader_refuses_corrupt_weights(tmp_path: Path, tok_dir: Path) -> None:
     from transformers import BertConfig
 
-    BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-               intermediate_size=32).save_pretrained(tmp_path)
+    BertConfig(
+        vocab_size=400,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    ).save_pretrained(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
     (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
     with pytest.raises(ModelLoadError, match="cannot load model"):
@@ -125,9 +168,16 @@ def test_loader_takes_any_local_masked_lm(tmp_path: Path, tok_dir: Path) -> None
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
-    BertForMaskedLM(BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1,
-                               num_attention_heads=2, intermediate_size=32,
-                               max_position_embeddings=96)).save_pretrained(tmp_path)
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=400,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=96,
+        )
+    ).save_pretrained(tmp_path)
     (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
     den = load_denoiser(tmp_path)
     assert den.max_length == 96
@@ -142,9 +192,15 @@ def test_loader_explains_that_packed_weights_are_for_the_projects_modernbert(
 
     from diffusion_infill.model.training import packing
 
-    BertForMaskedLM(BertConfig(vocab_size=400, hidden_size=16, num_hidden_layers=1,
-                               num_attention_heads=2, intermediate_size=32)
-                    ).save_pretrained(tmp_path / "bert")
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=400,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+        )
+    ).save_pretrained(tmp_path / "bert")
     packing.pack(tmp_path / "bert", tmp_path / "packed")
     (tmp_path / "packed" / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
     with pytest.raises(ModelLoadError, match="packed int8 weights.*model.training.packing unpack"):
@@ -152,8 +208,11 @@ def test_loader_explains_that_packed_weights_are_for_the_projects_modernbert(
 
 
 def test_loader_keeps_remote_code_off_unless_asked(tmp_path: Path, tok_dir: Path) -> None:
-    config = {"model_type": "llada_like", "auto_map": {"AutoConfig": "cfg.LConfig",
-              "AutoModel": "modeling.LModel"}, "vocab_size": 400}
+    config = {
+        "model_type": "llada_like",
+        "auto_map": {"AutoConfig": "cfg.LConfig", "AutoModel": "modeling.LModel"},
+        "vocab_size": 400,
+    }
     (tmp_path / "config.json").write_text(json.dumps(config))
     (tmp_path / "cfg.py").write_text("raise SystemExit('remote code must not run')\n")
     (tmp_path / "model.safetensors").write_bytes(b"")
@@ -162,7 +221,7 @@ def test_loader_keeps_remote_code_off_unless_asked(tmp_path: Path, tok_dir: Path
         load_denoiser(tmp_path)
 
 
-REMOTE_CONFIG = '''
+REMOTE_CONFIG = """
 from transformers import PretrainedConfig
 
 
@@ -174,9 +233,9 @@ class TinyDiffConfig(PretrainedConfig):
         self.hidden_size = hidden_size
         self.max_position_embeddings = max_position_embeddings
         super().__init__(**kw)
-'''
+"""
 
-REMOTE_MODEL = '''
+REMOTE_MODEL = """
 import torch
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import MaskedLMOutput
@@ -195,7 +254,7 @@ class TinyDiffModel(PreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, **kwargs):
         return MaskedLMOutput(logits=self.out(self.embed(input_ids)))
-'''
+"""
 
 
 def test_loader_runs_remote_code_models_only_when_the_user_opts_in(
@@ -204,16 +263,28 @@ def test_loader_runs_remote_code_models_only_when_the_user_opts_in(
     """LLaDA / Dream ship their modelling code in the directory (AutoModel in auto_map)."""
     (tmp_path / "configuration_tiny.py").write_text(REMOTE_CONFIG)
     (tmp_path / "modeling_tiny.py").write_text(REMOTE_MODEL)
-    config = {"model_type": "tiny_diff", "vocab_size": 400, "hidden_size": 8,
-              "max_position_embeddings": 64,
-              "auto_map": {"AutoConfig": "configuration_tiny.TinyDiffConfig",
-                           "AutoModel": "modeling_tiny.TinyDiffModel"}}
+    config = {
+        "model_type": "tiny_diff",
+        "vocab_size": 400,
+        "hidden_size": 8,
+        "max_position_embeddings": 64,
+        "auto_map": {
+            "AutoConfig": "configuration_tiny.TinyDiffConfig",
+            "AutoModel": "modeling_tiny.TinyDiffModel",
+        },
+    }
     (tmp_path / "config.json").write_text(json.dumps(config))
     from safetensors.torch import save_file
 
     torch.manual_seed(0)
-    save_file({"embed.weight": torch.randn(400, 8), "out.weight": torch.randn(400, 8),
-               "out.bias": torch.zeros(400)}, str(tmp_path / "model.safetensors"))
+    save_file(
+        {
+            "embed.weight": torch.randn(400, 8),
+            "out.weight": torch.randn(400, 8),
+            "out.bias": torch.zeros(400),
+        },
+        str(tmp_path / "model.safetensors"),
+    )
     (tmp_path / "tokenizer.json").write_text((tok_dir / "tokenizer.json").read_text())
     with pytest.raises(ModelLoadError, match="trust_remote_code"):
         load_denoiser(tmp_path)

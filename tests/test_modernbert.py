@@ -48,17 +48,20 @@ def test_logits_match_the_library_with_padding_and_sliding_windows(tmp_path: Pat
 
 
 def test_an_architecture_it_does_not_run_goes_through_transformers(
-        tiny_model_dir: Path, tmp_path: Path) -> None:
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
     path, _ = _saved(tmp_path, hidden_activation="silu")
     assert modernbert.load(path) is None
     for f in tiny_model_dir.glob("tokenizer*"):
         (path / f.name).write_bytes(f.read_bytes())
     assert isinstance(load_denoiser(path, dtype="fp32").model, ModernBertForMaskedLM)
-    assert isinstance(load_denoiser(tiny_model_dir, dtype="fp32").model,
-                      modernbert.ModernBertMaskedLM)
+    assert isinstance(
+        load_denoiser(tiny_model_dir, dtype="fp32").model, modernbert.ModernBertMaskedLM
+    )
     raw = json.loads((path / "config.json").read_text())
     assert not modernbert.supported(raw) and modernbert.supported(
-        {**raw, "hidden_activation": "gelu"})
+        {**raw, "hidden_activation": "gelu"}
+    )
 
 
 def test_a_broken_weights_file_is_a_load_error(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -73,9 +76,17 @@ def test_a_broken_weights_file_is_a_load_error(tiny_model_dir: Path, tmp_path: P
 
 
 def test_the_shipped_model_loads_without_importing_transformers() -> None:
-    code = ("import sys; from diffusion_infill.model.loading import load_denoiser; "
-            "d = load_denoiser(); "
-            "d.logits([[5, 6, 1, 7]], [[2]]); print('transformers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    code = (
+        "import sys; from diffusion_infill.model.loading import load_denoiser; "
+        "d = load_denoiser(); "
+        "d.logits([[5, 6, 1, 7]], [[2]]); print('transformers' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert out.strip() == "False"

@@ -32,18 +32,30 @@ print(json.dumps(seen))
 
 
 def _spin_when_torch_loads(module: str, **env: str) -> dict[str, str | None]:
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
-    out = subprocess.run([sys.executable, "-c", PROBE, module], cwd=ROOT, check=True,
-                         capture_output=True, text=True, env={**base, **env}, timeout=120)
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, module],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**base, **env},
+        timeout=120,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["diffusion_infill.infill.serve.worker",
-                                    "diffusion_infill.infill.cli",
-                                    "diffusion_infill.model.training.train",
-                                    "diffusion_infill.model.loading", "benchmarks.bench_train"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "diffusion_infill.infill.serve.worker",
+        "diffusion_infill.infill.cli",
+        "diffusion_infill.model.training.train",
+        "diffusion_infill.model.loading",
+        "benchmarks.bench_train",
+    ],
+)
 def test_entry_points_set_the_spin_before_torch_loads(module: str) -> None:
     assert _spin_when_torch_loads(module)["GOMP_SPINCOUNT"] == SPINCOUNT
 
@@ -52,9 +64,13 @@ def test_entry_points_set_the_spin_before_torch_loads(module: str) -> None:
 def test_a_users_own_setting_is_left_alone() -> None:
     worker = "diffusion_infill.infill.serve.worker"
     assert _spin_when_torch_loads(worker, GOMP_SPINCOUNT="50") == {
-        "GOMP_SPINCOUNT": "50", "OMP_WAIT_POLICY": None}
+        "GOMP_SPINCOUNT": "50",
+        "OMP_WAIT_POLICY": None,
+    }
     assert _spin_when_torch_loads(worker, OMP_WAIT_POLICY="PASSIVE") == {
-        "GOMP_SPINCOUNT": None, "OMP_WAIT_POLICY": "PASSIVE"}
+        "GOMP_SPINCOUNT": None,
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }
 
 
 def test_settle_spin_only_fills_a_gap() -> None:

@@ -44,15 +44,51 @@ def test_a_warm_restart_from_unpacked_weights_carries_the_record(
     corpus: Path, tok_dir: Path, tmp_path: Path
 ) -> None:
     first = tmp_path / "first"
-    train.main(["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
-                str(tok_dir / "tokenizer.json"), "--out", str(first), "--batch-size", "4",
-                "--seq-len", "64", "--quiet", "--dtype", "fp32", "--max-steps", "2"])
+    train.main(
+        [
+            "--preset",
+            "tiny",
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            str(tok_dir / "tokenizer.json"),
+            "--out",
+            str(first),
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "64",
+            "--quiet",
+            "--dtype",
+            "fp32",
+            "--max-steps",
+            "2",
+        ]
+    )
     packing.pack(first / "export", tmp_path / "packed")
     packing.unpack(tmp_path / "packed", tmp_path / "init")
     second = tmp_path / "second"
-    train.main(["--preset", "tiny", "--corpus", str(corpus), "--init-from",
-                str(tmp_path / "init"), "--out", str(second), "--batch-size", "4",
-                "--seq-len", "64", "--quiet", "--dtype", "fp32", "--max-steps", "2"])
+    train.main(
+        [
+            "--preset",
+            "tiny",
+            "--corpus",
+            str(corpus),
+            "--init-from",
+            str(tmp_path / "init"),
+            "--out",
+            str(second),
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "64",
+            "--quiet",
+            "--dtype",
+            "fp32",
+            "--max-steps",
+            "2",
+        ]
+    )
     before = json.loads((first / "export" / "training.json").read_text())
     after = json.loads((second / "export" / "training.json").read_text())
     assert after["tokens_total"] == before["tokens_total"] + after["tokens"]

@@ -18,7 +18,8 @@ def units(s: str, enc: str) -> int:
     if enc == "utf-32":
         return len(s)
     return len(s.encode("utf-16-le" if enc == "utf-16" else "utf-8")) // (
-        2 if enc == "utf-16" else 1)
+        2 if enc == "utf-16" else 1
+    )
 
 
 TEXTS = [
@@ -39,7 +40,7 @@ def test_every_offset_round_trips(text: str, enc: str) -> None:
     for offset in range(len(text) + 1):
         pos = lines.position(offset)
         line_start = lines.start(pos.line)
-        assert pos.character == units(text[line_start:min(offset, lines.end(pos.line))], enc)
+        assert pos.character == units(text[line_start : min(offset, lines.end(pos.line))], enc)
         back = lines.offset(pos)
         if text[offset - 1 : offset + 1] == "\r\n":
             assert back == offset - 1  # between CR and LF: the end of the line
@@ -83,8 +84,7 @@ def test_engine_edits_become_text_edits_that_apply(enc: str) -> None:
     text_edits = lines.text_edits(edits)
     assert [e.range.start.line for e in text_edits] == [0, 1]
     assert text_edits[0].range.start.character == units(text[:a], enc)
-    assert apply_text_edits(text, text_edits, CODECS[enc]) == \
-        "x = '😀' + '中'  # 中文\r\ny = 2\n"
+    assert apply_text_edits(text, text_edits, CODECS[enc]) == "x = '😀' + '中'  # 中文\r\ny = 2\n"
 
 
 def test_shift_moves_excerpt_edits() -> None:
@@ -97,13 +97,16 @@ def test_document_applies_incremental_changes_with_lsp_lines(enc: str) -> None:
     doc = Document("file:///t.py", text, version=1, position_codec=CODECS[enc])
     # replace the 1 after the form feed (a splitlines() document would look at line "")
     one = text.index("1")
-    rng = types.Range(start=types.Position(line=0, character=units(text[:one], enc)),
-                      end=types.Position(line=0, character=units(text[:one + 1], enc)))
+    rng = types.Range(
+        start=types.Position(line=0, character=units(text[:one], enc)),
+        end=types.Position(line=0, character=units(text[: one + 1], enc)),
+    )
     doc.apply_change(types.TextDocumentContentChangePartial(range=rng, text="2"))
     # insert after the emoji on line 1
     col = units("b = '😀", enc)
     at = types.Position(line=1, character=col)
-    doc.apply_change(types.TextDocumentContentChangePartial(
-        range=types.Range(start=at, end=at), text="!"))
+    doc.apply_change(
+        types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text="!")
+    )
     assert doc.source == "a\x0c = 2\nb = '😀!'\n"
     assert doc.lines == ("a\x0c = 2\n", "b = '😀!'\n")

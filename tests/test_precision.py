@@ -35,15 +35,17 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
 
 def test_cpu_with_bf16_instructions_times_both(monkeypatch) -> None:
     monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"amx_bf16"}))
-    monkeypatch.setattr(precision, "_time_matmul",
-                        lambda layer, x, dtype: 1.0 if dtype == torch.float32 else 0.4)
+    monkeypatch.setattr(
+        precision, "_time_matmul", lambda layer, x, dtype: 1.0 if dtype == torch.float32 else 0.4
+    )
     precision._fastest_on_cpu.cache_clear()
     monkeypatch.delenv("INFILL_DTYPE", raising=False)
     assert precision.pick_precision("cpu").dtype == torch.bfloat16
     precision._fastest_on_cpu.cache_clear()
     # bf16 instructions that are no faster (a Xeon without AMX timed them slower): int8
-    monkeypatch.setattr(precision, "_time_matmul",
-                        lambda layer, x, dtype: 1.0 if dtype == torch.float32 else 1.2)
+    monkeypatch.setattr(
+        precision, "_time_matmul", lambda layer, x, dtype: 1.0 if dtype == torch.float32 else 1.2
+    )
     chosen = precision.pick_precision("cpu")
     assert chosen.name == "int8" and "no faster" in chosen.reason
     precision._fastest_on_cpu.cache_clear()
@@ -101,8 +103,9 @@ def restore_threads():
     torch.set_num_threads(before)
 
 
-def test_infill_threads_sets_the_cpu_threads(tiny_model_dir: Path, monkeypatch,
-                                             restore_threads) -> None:
+def test_infill_threads_sets_the_cpu_threads(
+    tiny_model_dir: Path, monkeypatch, restore_threads
+) -> None:
     monkeypatch.setenv("INFILL_THREADS", "1")
     load_denoiser(tiny_model_dir, dtype="fp32")
     assert torch.get_num_threads() == 1
@@ -123,7 +126,8 @@ def test_int8_is_a_cpu_inference_choice(monkeypatch) -> None:
 
 
 def test_an_int8_denoiser_quantises_its_linear_layers_and_answers_like_fp32(
-        tiny_model_dir: Path, monkeypatch) -> None:
+    tiny_model_dir: Path, monkeypatch
+) -> None:
     monkeypatch.delenv("INFILL_DTYPE", raising=False)
     exact = load_denoiser(tiny_model_dir, dtype="fp32")
     den = load_denoiser(tiny_model_dir, dtype="int8")
@@ -159,8 +163,7 @@ def test_int8_keeps_weights_per_channel_in_7_bits_and_inputs_in_8() -> None:
     x = torch.randn(64, 256)
     want = layer(x)
     ours = precision.quantise_int8(torch.nn.Sequential(layer))[0]
-    stock = quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear},
-                             dtype=torch.qint8)[0]
+    stock = quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear}, dtype=torch.qint8)[0]
     codes = ours.weight().int_repr()
     assert codes.min() >= -64 and codes.max() <= 63
     assert ours.weight().qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric)

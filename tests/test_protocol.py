@@ -51,22 +51,49 @@ MESSAGES = [
     Hello(),
     Hello("s3cret"),
     FillRequest(1, "x = <mask>\n"),
-    FillRequest(2, "x = 1\n", spans=[Span(4, 5), Span(5, 5, 3, True)], marker="??",
-                language=None, options=SamplerOptions(threshold=0.8, order="margin"), stream=True,
-                deadline=2.5),
-    FixRequest(3, "y = x - 1\n", start=2, end=9, max_fixes=2, min_suspicion=0.25,
-               options=SamplerOptions(max_steps=4), deadline=1.0),
+    FillRequest(
+        2,
+        "x = 1\n",
+        spans=[Span(4, 5), Span(5, 5, 3, True)],
+        marker="??",
+        language=None,
+        options=SamplerOptions(threshold=0.8, order="margin"),
+        stream=True,
+        deadline=2.5,
+    ),
+    FixRequest(
+        3,
+        "y = x - 1\n",
+        start=2,
+        end=9,
+        max_fixes=2,
+        min_suspicion=0.25,
+        options=SamplerOptions(max_steps=4),
+        deadline=1.0,
+    ),
     ScoreRequest(4, "é😀\n", start=0, end=None, language="python"),
     Cancel(5),
     InfoRequest(6),
     Welcome("fake", "cpu"),
-    Result(7, "x = 42\n", [Edit(4, 10, "42")], [SpanFill(Span(4, 10), "42", 2)],
-           FillStats("fake", 1, 1, 2, 2, 2, 1.5, 1.0, 2, 0, 0, 0)),
+    Result(
+        7,
+        "x = 42\n",
+        [Edit(4, 10, "42")],
+        [SpanFill(Span(4, 10), "42", 2)],
+        FillStats("fake", 1, 1, 2, 2, 2, 1.5, 1.0, 2, 0, 0, 0),
+    ),
     Result(8, "y\n", [], [], None, scores=[TokenScore(0, 1, "y", 0.75, "x")]),
     Scores(9, [TokenScore(0, 2, "é😀", 0.0, "é😀")]),
     Step(10, 3, [(0, "ab░░"), (1, "∅")]),
-    WorkerInfo(11, "fake", "cuda:0", Versions("0.1.0", None, "5.0", 1),
-               Limits(max_frame=4096, deadline=30.0), True, Counters(4, 3, 5, 1, 0)),
+    WorkerInfo(
+        11,
+        "fake",
+        "cuda:0",
+        Versions("0.1.0", None, "5.0", 1),
+        Limits(max_frame=4096, deadline=30.0),
+        True,
+        Counters(4, 3, 5, 1, 0),
+    ),
     Error(12, "cancelled", "cancelled by the client"),
     Error(None, "unauthorized", "wrong or missing token"),
 ]
@@ -134,8 +161,11 @@ def test_bad_fields_are_bad_requests_that_keep_the_id(fields, needle):
         decode_request(_wire(**fields))
     assert info.value.code == BAD_REQUEST
     assert re.search(needle, info.value.message), info.value.message
-    expected_id = fields.get("id") if isinstance(fields.get("id"), int) and not isinstance(
-        fields.get("id"), bool) else None
+    expected_id = (
+        fields.get("id")
+        if isinstance(fields.get("id"), int) and not isinstance(fields.get("id"), bool)
+        else None
+    )
     assert info.value.id == expected_id
 
 
@@ -167,8 +197,18 @@ def test_malformed_frames_are_typed_errors(body, code, needle):
 def test_error_codes_are_checked():
     with pytest.raises(ProtocolError, match="code must be one of"):
         decode_reply(_wire(type="error", id=1, code="oops", message="m"))
-    assert {"bad_request", "too_large", "unauthorized", "cancelled", "deadline", "input",
-            "model", "internal", "shutting_down", "version"} == CODES
+    assert {
+        "bad_request",
+        "too_large",
+        "unauthorized",
+        "cancelled",
+        "deadline",
+        "input",
+        "model",
+        "internal",
+        "shutting_down",
+        "version",
+    } == CODES
 
 
 def _read(data: bytes, max_size: int = 100):
@@ -210,8 +250,9 @@ def test_addresses(text, address):
     assert parse_address(str(address)) == address
 
 
-@pytest.mark.parametrize("text", ["", "unix:", "tcp:", "tcp:host", "tcp::7", "tcp:h:x",
-                                  "tcp:h:70000"])
+@pytest.mark.parametrize(
+    "text", ["", "unix:", "tcp:", "tcp:host", "tcp::7", "tcp:h:x", "tcp:h:70000"]
+)
 def test_bad_addresses(text):
     with pytest.raises(ValueError, match="address"):
         parse_address(text)
@@ -245,18 +286,35 @@ def test_stats_and_worker_records_are_typed_maps():
     info = msgpack.unpackb(pack(MESSAGES[13])[4:])
     assert info["limits"]["max_frame"] == 4096 and info["counters"]["passes"] == 3
     with pytest.raises(ProtocolError, match="stats: unknown field 'colour'"):
-        decode_reply(_wire(type="result", id=1, text="", edits=[], fills=[],
-                           stats={**wire["stats"], "colour": 1}))
+        decode_reply(
+            _wire(
+                type="result",
+                id=1,
+                text="",
+                edits=[],
+                fills=[],
+                stats={**wire["stats"], "colour": 1},
+            )
+        )
     with pytest.raises(ProtocolError, match=r"stats.nfe must be an integer"):
-        decode_reply(_wire(type="result", id=1, text="", edits=[], fills=[],
-                           stats={**wire["stats"], "nfe": "2"}))
+        decode_reply(
+            _wire(
+                type="result",
+                id=1,
+                text="",
+                edits=[],
+                fills=[],
+                stats={**wire["stats"], "nfe": "2"},
+            )
+        )
     with pytest.raises(ProtocolError, match="limit max_frame must be a positive number"):
         decode_reply(msgpack.packb({**info, "limits": {"max_frame": 0}}))
 
 
 def test_a_result_rebuilds_the_engines_fill_result():
-    local = fill_text("x = <mask>\ny = <mask>\n",
-                      denoiser=TargetDenoiser({"x = ": "1", "y = ": "22"}))
+    local = fill_text(
+        "x = <mask>\ny = <mask>\n", denoiser=TargetDenoiser({"x = ": "1", "y = ": "22"})
+    )
     wire = decode_reply(pack(Result.of(1, local))[4:])
     assert isinstance(wire, Result)
     back = wire.to_fill_result(local.original)

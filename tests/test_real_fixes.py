@@ -56,7 +56,7 @@ def _kept(old: str, new: str) -> list:
 
 def test_a_one_line_fix_is_kept_with_its_windows() -> None:
     new = _edit(OLD, "items[len(items) - 2]", "items[len(items) - 1]")
-    (change, why), = _kept(OLD, new)
+    ((change, why),) = _kept(OLD, new)
     assert why is None
     assert change.old_line == "    return items[len(items) - 2]"
     assert change.new_line == "    return items[len(items) - 1]"
@@ -93,8 +93,11 @@ def test_a_rename_across_the_file_and_multi_line_changes_are_dropped() -> None:
     assert [why for _, why in got] == ["rename", "rename"]  # two far-apart lines, each alone
     fixed = _kept(old, old.replace("old_name(1)", "other_name(1)"))  # old_name stays in g
     assert [why for _, why in fixed] == [None]
-    two = _edit(OLD, "    if value < low:\n        return low",
-                "    if value <= low:\n        return low - 0")
+    two = _edit(
+        OLD,
+        "    if value < low:\n        return low",
+        "    if value <= low:\n        return low - 0",
+    )
     assert _kept(OLD, two) == []
     near = _edit(_edit(OLD, "if value < low:", "if value <= low:"), "return high", "return 0")
     assert _kept(OLD, near) == []  # two one-line changes in one window
@@ -103,28 +106,41 @@ def test_a_rename_across_the_file_and_multi_line_changes_are_dropped() -> None:
 
 
 def test_tests_docs_and_version_files_are_not_read() -> None:
-    for path in ("tests/test_a.py", "pkg/tests/util.py", "docs/conf.py", "setup.py",
-                 "pkg/_version.py", "test_pkg.py", "pkg/test_core.py"):
+    for path in (
+        "tests/test_a.py",
+        "pkg/tests/util.py",
+        "docs/conf.py",
+        "setup.py",
+        "pkg/_version.py",
+        "test_pkg.py",
+        "pkg/test_core.py",
+    ):
         assert SKIP_PATH.search(path), path
     for path in ("pkg/core.py", "pkg/testing_helpers.py", "pkg/__init__.py"):
         assert not SKIP_PATH.search(path), path
 
 
 def test_release_notes_name_the_fix() -> None:
-    notes = "Changes\n=======\n\n1.1 (2024)\n- Fix last() returning the wrong item\n- More\n" \
-            "\n1.0\n- Fix other things\n"
+    notes = (
+        "Changes\n=======\n\n1.1 (2024)\n- Fix last() returning the wrong item\n- More\n"
+        "\n1.0\n- Fix other things\n"
+    )
     section = notes_section(notes, "1.0", "1.1")
     assert "last()" in section and "other things" not in section
     new = _edit(OLD, "items[len(items) - 2]", "items[len(items) - 1]")
-    (change, _), = _kept(OLD, new)
+    ((change, _),) = _kept(OLD, new)
     assert notes_mention(section, change, OLD) == "- Fix last() returning the wrong item"
     assert notes_section(notes, "1.1", "1.2") == ""
 
 
 def test_lines_are_ranked_by_their_worst_token() -> None:
     text = "a = 1\nb = 2\nc = 3\n"
-    scores = [TokenScore(0, 1, "a", 0.5, "x", 0.1), TokenScore(6, 7, "b", 0.99, "y", 0.9),
-              TokenScore(12, 13, "c", 0.9, "z", 0.5), TokenScore(4, 5, "1", 0.999, "2", 0.99)]
+    scores = [
+        TokenScore(0, 1, "a", 0.5, "x", 0.1),
+        TokenScore(6, 7, "b", 0.99, "y", 0.9),
+        TokenScore(12, 13, "c", 0.9, "z", 0.5),
+        TokenScore(4, 5, "1", 0.999, "2", 0.99),
+    ]
     assert line_ranking(text, scores) == [0, 1, 2]
     ex = {"window": text, "window_line": 1, "buggy_line": "b = 2", "fixed_line": "b = 3"}
     assert changed_range(ex) == (10, 11)
@@ -134,38 +150,69 @@ def test_lines_are_ranked_by_their_worst_token() -> None:
 
 def _tiny_set(path: Path) -> None:
     records = []
-    for a, b in (("items[len(items) - 2]", "items[len(items) - 1]"),
-                 ("if value > high:", "if value >= high:")):
-        (c, why), = _kept(OLD, _edit(OLD, a, b))
+    for a, b in (
+        ("items[len(items) - 2]", "items[len(items) - 1]"),
+        ("if value > high:", "if value >= high:"),
+    ):
+        ((c, why),) = _kept(OLD, _edit(OLD, a, b))
         assert why is None
-        records.append({"package": "tiny", "old_version": "1.0", "new_version": "1.1",
-                        "path": "tiny.py", "line": c.line + 1, "buggy_line": c.old_line,
-                        "fixed_line": c.new_line, "window": c.window,
-                        "fixed_window": c.fixed_window, "window_line": c.window_line,
-                        "words_changed": c.words_changed, "notes_fix": False,
-                        "notes_line": None})
+        records.append(
+            {
+                "package": "tiny",
+                "old_version": "1.0",
+                "new_version": "1.1",
+                "path": "tiny.py",
+                "line": c.line + 1,
+                "buggy_line": c.old_line,
+                "fixed_line": c.new_line,
+                "window": c.window,
+                "fixed_window": c.fixed_window,
+                "window_line": c.window_line,
+                "words_changed": c.words_changed,
+                "notes_fix": False,
+                "notes_line": None,
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 @pytest.mark.slow
-def test_the_evaluation_runs_end_to_end(run_benchmark, tiny_model_dir: Path,
-                                        tmp_path: Path) -> None:
+def test_the_evaluation_runs_end_to_end(
+    run_benchmark, tiny_model_dir: Path, tmp_path: Path
+) -> None:
     fixes, out = tmp_path / "fixes.jsonl", tmp_path / "out.json"
     _tiny_set(fixes)
-    done = run_benchmark("real_fixes", "eval", "--set", str(fixes), "--model",
-                         str(tiny_model_dir), "--out", str(out))
+    done = run_benchmark(
+        "real_fixes", "eval", "--set", str(fixes), "--model", str(tiny_model_dir), "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert "top-1" in done.stdout and "random" in done.stdout
     got = json.loads(out.read_text())
     assert got["all"]["n"] == 2 and len(got["records"]) == 2
-    for key in ("top1_line", "top3_line", "random_top1_line", "random_top3_line",
-                "worst_token_in_change", "exact_repair"):
+    for key in (
+        "top1_line",
+        "top3_line",
+        "random_top1_line",
+        "random_top3_line",
+        "worst_token_in_change",
+        "exact_repair",
+    ):
         assert 0.0 <= got["all"][key] <= 1.0, key
     assert got["all"]["top1_line"] <= got["all"]["top3_line"]
     for r in got["records"]:
         assert r["random_top1"] == 1 / r["lines"] and r["rank"] is not None
-    one = run_benchmark("real_fixes", "eval", "--set", str(fixes), "--model",
-                        str(tiny_model_dir), "--n", "1", "--out", str(out))
+    one = run_benchmark(
+        "real_fixes",
+        "eval",
+        "--set",
+        str(fixes),
+        "--model",
+        str(tiny_model_dir),
+        "--n",
+        "1",
+        "--out",
+        str(out),
+    )
     assert one.returncode == 0, one.stderr
     assert json.loads(out.read_text())["all"]["n"] == 1
 
@@ -177,8 +224,7 @@ def test_bad_arguments_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     nothing = run_benchmark("real_fixes")
     assert nothing.returncode == 2 and "build" in nothing.stderr
     (tmp_path / "fixes.jsonl").write_text("")
-    zero = run_benchmark("real_fixes", "eval", "--set", str(tmp_path / "fixes.jsonl"),
-                         "--n", "0")
+    zero = run_benchmark("real_fixes", "eval", "--set", str(tmp_path / "fixes.jsonl"), "--n", "0")
     assert zero.returncode == 2 and "--n" in zero.stderr
     empty = run_benchmark("real_fixes", "eval", "--set", str(tmp_path / "fixes.jsonl"))
     assert empty.returncode == 2 and "no examples" in empty.stderr

@@ -26,8 +26,6 @@ def den(tiny_model_dir: Path) -> infill.Denoiser:
     return load_denoiser(tiny_model_dir)
 
 
-
-
 @pytest.mark.parametrize("order", sorted(infill.STRATEGIES))
 def test_every_order_fills_only_the_holes(den, order: str) -> None:
     result = infill.fill_text(TEXT, denoiser=den, order=order, max_span_tokens=24)
@@ -56,12 +54,13 @@ def test_exact_length_fill_has_exactly_the_given_tokens(den) -> None:
 def test_scores_cover_every_token_of_the_range(den) -> None:
     text = "x = 1\ny = x + 2  # 😀\ns = 'é中文🙂x'  # \ufffd kept\n"
     scores = score_text(text, denoiser=den)
-    assert all(text[s.start:s.end] == s.text for s in scores)
+    assert all(text[s.start : s.end] == s.text for s in scores)
     assert "".join(s.text for s in scores) == text
     assert all(0.0 <= s.suspicion <= 1.0 and 0.0 <= s.p_likely <= 1.0 for s in scores)
     assert all(s.likely != s.text for s in scores)  # the likeliest *other* token
-    result, _ = fix_text(text, denoiser=den, start=6, end=len(text), min_suspicion=0.0,
-                         min_likely=0.0)
+    result, _ = fix_text(
+        text, denoiser=den, start=6, end=len(text), min_suspicion=0.0, min_likely=0.0
+    )
     assert result is not None
     assert all(e.start >= 6 for e in result.edits)
     assert result.text.startswith("x = 1\n")
@@ -71,20 +70,39 @@ def test_cli_fills_a_file_with_a_model_directory(tiny_model_dir: Path, tmp_path:
     path = tmp_path / "holes.py"
     path.write_text("def f(a):\n    return <mask>\n")
     # --no-checks: the untrained tiny model writes what the checks would leave out
-    proc = subprocess.run([sys.executable, "-m", "diffusion_infill.infill.cli", "fill", str(path),
-                           "--json", "--no-checks", "--model", str(tiny_model_dir)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "diffusion_infill.infill.cli",
+            "fill",
+            str(path),
+            "--json",
+            "--no-checks",
+            "--model",
+            str(tiny_model_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["text"].startswith("def f(a):\n    return ")
     assert "<mask>" not in out["text"]
 
 
-@pytest.mark.skipif(not any((ROOT / "model" / "weights").glob("model*.safetensors")),
-                    reason="no shipped model yet")  # bf16, or packed int8 (training/packing.py)
+@pytest.mark.skipif(
+    not any((ROOT / "model" / "weights").glob("model*.safetensors")), reason="no shipped model yet"
+)  # bf16, or packed int8 (training/packing.py)
 def test_readme_main_job_runs_with_the_shipped_model() -> None:
-    proc = subprocess.run(["infill", "fill", "examples/holes.py"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["infill", "fill", "examples/holes.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "3 spans" in proc.stderr
     # every hole is either filled (in the diff) or reported as left by the checks
@@ -92,38 +110,54 @@ def test_readme_main_job_runs_with_the_shipped_model() -> None:
     assert left == 3 or proc.stdout.startswith("--- a/examples/holes.py"), proc.stderr
 
 
-def test_cli_fix_repairs_only_inside_the_given_lines(tiny_model_dir: Path, tmp_path: Path,
-                                                     capsys) -> None:
+def test_cli_fix_repairs_only_inside_the_given_lines(
+    tiny_model_dir: Path, tmp_path: Path, capsys
+) -> None:
     from diffusion_infill.infill.cli import main
 
     path = tmp_path / "bug.py"
     source = "def f(a):\n    b = a + 1\n    return b\n"
     path.write_text(source)
     anything = ["--min-suspicion", "0", "--min-likely", "0"]  # the model's worst token
-    code = main(["fix", str(path), "--lines", "2:2", *anything, "--json",
-                 "--model", str(tiny_model_dir)])
+    code = main(
+        ["fix", str(path), "--lines", "2:2", *anything, "--json", "--model", str(tiny_model_dir)]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert {s["start"] for s in out["scores"]} <= set(range(10, 24))
     assert all(e["start"] >= 10 and e["end"] <= 24 for e in out.get("edits", []))
-    code = main(["fix", str(path), "--lines", "2:2", *anything, "--in-place",
-                 "--model", str(tiny_model_dir)])
+    code = main(
+        [
+            "fix",
+            str(path),
+            "--lines",
+            "2:2",
+            *anything,
+            "--in-place",
+            "--model",
+            str(tiny_model_dir),
+        ]
+    )
     assert code == 0
     after = path.read_text()
     assert after.startswith("def f(a):\n") and after.endswith("    return b\n")
     assert "most suspicious" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("argv", "code", "needle"), [
-    (["--lines", "3:1"], 2, "--lines must be A:B"),
-    (["--lines", "x"], 2, "--lines must be A:B"),
-    (["--max-fixes", "0"], 2, "--max-fixes must be >= 1"),
-    (["--min-suspicion", "1.5"], 2, "--min-suspicion must be in 0..1"),
-    (["--min-likely", "-0.5"], 2, "--min-likely must be in 0..1"),
-    (["--lines", "1:9"], 1, "the file has 3 lines"),
-])
-def test_cli_fix_rejects_bad_options(tiny_model_dir: Path, tmp_path: Path, capsys,
-                                     argv: list[str], code: int, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["--lines", "3:1"], 2, "--lines must be A:B"),
+        (["--lines", "x"], 2, "--lines must be A:B"),
+        (["--max-fixes", "0"], 2, "--max-fixes must be >= 1"),
+        (["--min-suspicion", "1.5"], 2, "--min-suspicion must be in 0..1"),
+        (["--min-likely", "-0.5"], 2, "--min-likely must be in 0..1"),
+        (["--lines", "1:9"], 1, "the file has 3 lines"),
+    ],
+)
+def test_cli_fix_rejects_bad_options(
+    tiny_model_dir: Path, tmp_path: Path, capsys, argv: list[str], code: int, needle: str
+) -> None:
     from diffusion_infill.infill.cli import main
 
     path = tmp_path / "bug.py"
@@ -133,8 +167,9 @@ def test_cli_fix_rejects_bad_options(tiny_model_dir: Path, tmp_path: Path, capsy
     assert needle in err and "Traceback" not in err
 
 
-def test_cli_fix_of_clean_code_says_nothing_suspicious(tiny_model_dir: Path, tmp_path: Path,
-                                                        capsys) -> None:
+def test_cli_fix_of_clean_code_says_nothing_suspicious(
+    tiny_model_dir: Path, tmp_path: Path, capsys
+) -> None:
     # At the calibrated default the tiny model is never confident enough to edit.
     from diffusion_infill.infill.cli import main
 

@@ -44,8 +44,12 @@ class UnsureFake(WorkerFake):
         super().__init__(**kw)
         self.unsure = unsure
 
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
         out = super().logits(canvases, positions, hints)
         for canvas, pos, rows in zip(canvases, positions, out, strict=True):
             for r, p in enumerate(pos):
@@ -58,17 +62,21 @@ def _score(suspicion: float, p_likely: float, text: str = "-") -> TokenScore:
     return TokenScore(6, 7, text, suspicion, "+", p_likely)
 
 
-@pytest.mark.parametrize(("suspicion", "p_likely", "expected"), [
-    (0.99, 0.9, True),  # improbable, and a confident replacement
-    (0.99, 0.1, False),  # improbable, but no replacement the model believes in
-    (0.6, 0.9, False),  # the replacement is likely, but so is what is written
-    (0.6, 0.1, False),
-    (0.9, 0.5, True),  # both exactly at the thresholds
-])
+@pytest.mark.parametrize(
+    ("suspicion", "p_likely", "expected"),
+    [
+        (0.99, 0.9, True),  # improbable, and a confident replacement
+        (0.99, 0.1, False),  # improbable, but no replacement the model believes in
+        (0.6, 0.9, False),  # the replacement is likely, but so is what is written
+        (0.6, 0.1, False),
+        (0.9, 0.5, True),  # both exactly at the thresholds
+    ],
+)
 def test_the_rule_needs_both_conditions(suspicion, p_likely, expected):
     assert is_suspicious(_score(suspicion, p_likely), 0.9, 0.5) is expected
-    picked = suspicious_spans([_score(suspicion, p_likely)], text=TEXT, max_fixes=1,
-                              min_suspicion=0.9, min_likely=0.5)
+    picked = suspicious_spans(
+        [_score(suspicion, p_likely)], text=TEXT, max_fixes=1, min_suspicion=0.9, min_likely=0.5
+    )
     assert picked == ([(6, 7, _score(suspicion, p_likely))] if expected else [])
 
 
@@ -77,19 +85,25 @@ def test_whitespace_is_never_flagged():
 
 
 def test_the_worst_flagged_token_is_picked_not_the_worst_token():
-    scores = [TokenScore(0, 1, "y", 0.999, "z", 0.01),  # worst, but no replacement
-              TokenScore(6, 7, "-", 0.95, "+", 0.9)]
-    assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9,
-                            min_likely=0.5) == [(6, 7, scores[1])]
+    scores = [
+        TokenScore(0, 1, "y", 0.999, "z", 0.01),  # worst, but no replacement
+        TokenScore(6, 7, "-", 0.95, "+", 0.9),
+    ]
+    assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9, min_likely=0.5) == [
+        (6, 7, scores[1])
+    ]
 
 
 def test_the_token_whose_replacement_is_preferred_most_goes_first():
     # "y": p(written) 1e-3 but p(replacement) 0.91: 910 to 1; "-": 1e-4 against 0.05: 500 to 1
-    scores = [TokenScore(6, 7, "-", 1 - 1e-4, "+", 0.05),
-              TokenScore(0, 1, "y", 1 - 1e-3, "z", 0.91)]
+    scores = [
+        TokenScore(6, 7, "-", 1 - 1e-4, "+", 0.05),
+        TokenScore(0, 1, "y", 1 - 1e-3, "z", 0.91),
+    ]
     assert preference(scores[1]) > preference(scores[0])
-    assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9,
-                            min_likely=0.0) == [(0, 1, scores[1])]
+    assert suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=0.9, min_likely=0.0) == [
+        (0, 1, scores[1])
+    ]
     # without p_likely (a row from an older worker) the suspicion decides
     old = [replace(sc, p_likely=0.0) for sc in scores]
     assert max(old, key=preference) is old[0]
@@ -98,8 +112,12 @@ def test_the_token_whose_replacement_is_preferred_most_goes_first():
 class VeryWrongFake(WorkerFake):
     """WorkerFake that gives the written `-` a probability of about 1e-9."""
 
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
         out = super().logits(canvases, positions, hints)
         for canvas, pos, rows in zip(canvases, positions, out, strict=True):
             for r, p in enumerate(pos):
@@ -136,8 +154,9 @@ def test_an_improbable_token_without_a_likely_replacement_is_left_alone():
     result, _ = fix_text(TEXT, denoiser=den, min_suspicion=0.9, min_likely=0.5)
     assert result is None
     # suspicion alone (the old rule) would have rewritten it
-    assert suspicious_spans(score_text(TEXT, denoiser=den), text=TEXT, max_fixes=1,
-                            min_suspicion=0.9, min_likely=0.0)
+    assert suspicious_spans(
+        score_text(TEXT, denoiser=den), text=TEXT, max_fixes=1, min_suspicion=0.9, min_likely=0.0
+    )
 
 
 def test_a_confident_replacement_is_made_at_the_default_thresholds():
@@ -199,16 +218,21 @@ def test_the_defaults_are_one_setting_everywhere():
 
 
 def test_diagnostics_use_the_same_rule_and_thresholds():
-    scores = [TokenScore(0, 1, "y", 0.999, "z", 0.01),  # improbable, no replacement
-              TokenScore(4, 5, "x", 0.95, "w", 0.9),
-              TokenScore(6, 7, "-", 0.999, "+", 0.99),
-              TokenScore(7, 8, " ", 1.0, "x", 1.0)]  # whitespace
+    scores = [
+        TokenScore(0, 1, "y", 0.999, "z", 0.01),  # improbable, no replacement
+        TokenScore(4, 5, "x", 0.95, "w", 0.9),
+        TokenScore(6, 7, "-", 0.999, "+", 0.99),
+        TokenScore(7, 8, " ", 1.0, "x", 1.0),
+    ]  # whitespace
     s = replace(Settings(), diagnostics_threshold=0.9, diagnostics_likely_threshold=0.5)
     assert [sc.text for sc in flagged(scores, s)] == ["-", "x"]  # worst first
     assert [sc.text for sc in flagged(scores, replace(s, diagnostics_threshold=0.99))] == ["-"]
     # by preference: "-" 0.99 / 0.001, "x" 0.9 / 0.05, "y" 0.01 / 0.001
-    assert [sc.text for sc in flagged(scores, replace(s, diagnostics_likely_threshold=0.0))
-            ] == ["-", "x", "y"]
+    assert [sc.text for sc in flagged(scores, replace(s, diagnostics_likely_threshold=0.0))] == [
+        "-",
+        "x",
+        "y",
+    ]
     assert [sc.text for sc in flagged(scores, replace(s, max_diagnostics=1))] == ["-"]
     for sc in scores:  # exactly the fixer's rule
         assert (sc in flagged(scores, s)) == is_suspicious(sc, 0.9, 0.5)
@@ -220,21 +244,18 @@ def test_the_calibration_picks_what_the_fixer_would_pick():
     arrays = [_arrays(scores, bug)]
     for t, r in ((0.9, 0.5), (0.9, 0.0), (0.99, 0.5)):
         flag, on_bug = _picks(arrays, lambda s, q, t=t, r=r: (s >= t) & (q >= r))
-        picked = suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=t,
-                                  min_likely=r)
+        picked = suspicious_spans(scores, text=TEXT, max_fixes=1, min_suspicion=t, min_likely=r)
         assert bool(flag[0]) == bool(picked)
         assert bool(on_bug[0]) == bool(picked and picked[0][0] == 6)
 
 
 def test_the_default_is_the_best_recall_that_changes_few_clean_files():
-    rows = [{"min_suspicion": 0.5, "min_likely": 0.0, "clean_files_changed": 0.9,
-             "recall": 0.3},
-            {"min_suspicion": 0.9, "min_likely": 0.5, "clean_files_changed": 0.1,
-             "recall": 0.1},
-            {"min_suspicion": 0.99, "min_likely": 0.5, "clean_files_changed": 0.02,
-             "recall": 0.1},
-            {"min_suspicion": 0.999, "min_likely": 0.9, "clean_files_changed": 0.0,
-             "recall": 0.02}]
+    rows = [
+        {"min_suspicion": 0.5, "min_likely": 0.0, "clean_files_changed": 0.9, "recall": 0.3},
+        {"min_suspicion": 0.9, "min_likely": 0.5, "clean_files_changed": 0.1, "recall": 0.1},
+        {"min_suspicion": 0.99, "min_likely": 0.5, "clean_files_changed": 0.02, "recall": 0.1},
+        {"min_suspicion": 0.999, "min_likely": 0.9, "clean_files_changed": 0.0, "recall": 0.02},
+    ]
     assert pick_default(rows) is rows[2]  # same recall, fewer clean files changed
     assert pick_default(rows[3:]) is rows[3]
 
@@ -244,13 +265,17 @@ def test_the_repair_study_counts_every_variant(tiny_model_dir, tmp_path):
 
     from benchmarks import repair_study
 
-    body = "".join(f"def f{i}(a, b):\n    if a < b + {i}:\n        return a - b * 2\n"
-                   f"    return b == a\n\n" for i in range(30))
-    (tmp_path / "valid.jsonl").write_text(json.dumps({"unit": "u", "path": "a.py",
-                                                      "text": body}) + "\n")
+    body = "".join(
+        f"def f{i}(a, b):\n    if a < b + {i}:\n        return a - b * 2\n    return b == a\n\n"
+        for i in range(30)
+    )
+    (tmp_path / "valid.jsonl").write_text(
+        json.dumps({"unit": "u", "path": "a.py", "text": body}) + "\n"
+    )
     out = tmp_path / "study.json"
-    repair_study.main(["--model", str(tiny_model_dir), "--corpus", str(tmp_path), "--n", "3",
-                       "--out", str(out)])
+    repair_study.main(
+        ["--model", str(tiny_model_dir), "--corpus", str(tmp_path), "--n", "3", "--out", str(out)]
+    )
     counts = json.loads(out.read_text())["counts"]["all"]
     assert counts["n"] == 3
     assert set(counts) == {"n", *repair_study.VARIANTS}

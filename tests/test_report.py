@@ -13,10 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_page_is_written_and_a_malformed_file_is_listed(tmp_path: Path) -> None:
     results = tmp_path / "results"
     results.mkdir()
-    (results / "shapes_tiny_test.json").write_text(json.dumps({
-        "command": "python -m benchmarks.eval_shapes --n 2",
-        "shapes": {"cursor": {"engine_length": {"exact_match": 0.5, "ms_p50": 12.0}}},
-    }))
+    (results / "shapes_tiny_test.json").write_text(
+        json.dumps(
+            {
+                "command": "python -m benchmarks.eval_shapes --n 2",
+                "shapes": {"cursor": {"engine_length": {"exact_match": 0.5, "ms_p50": 12.0}}},
+            }
+        )
+    )
     (results / "lsp_broken.json").write_text("{not json")
     out = tmp_path / "docs" / "RESULTS.md"
 
@@ -41,8 +45,9 @@ def test_a_file_without_a_command_says_so(tmp_path: Path) -> None:
 def test_every_results_file_is_linked_from_the_results_page() -> None:
     """Regenerate with `python -m benchmarks.report` after adding a results file."""
     page = (ROOT / "docs" / "RESULTS.md").read_text()
-    missing = [p.relative_to(report.RESULTS).as_posix()
-               for p in report.results_files(report.RESULTS)
-               if f"](../benchmarks/results/{p.relative_to(report.RESULTS).as_posix()})"
-               not in page]
+    missing = [
+        p.relative_to(report.RESULTS).as_posix()
+        for p in report.results_files(report.RESULTS)
+        if f"](../benchmarks/results/{p.relative_to(report.RESULTS).as_posix()})" not in page
+    ]
     assert not missing, f"run python -m benchmarks.report; not linked: {missing}"

@@ -82,8 +82,7 @@ def test_effective_threshold_defaults_per_order():
 
 
 def test_registry_names():
-    assert set(STRATEGIES) == {"confidence", "margin", "entropy", "left-to-right",
-                               "entropy-bound"}
+    assert set(STRATEGIES) == {"confidence", "margin", "entropy", "left-to-right", "entropy-bound"}
     assert STRATEGIES["left-to-right"].sequential
 
 
@@ -387,8 +386,14 @@ def test_a_carry_key_names_what_each_request_leaves_for_the_next():
     conf = [0.99, 0.5, 0.4, 0.3, 0.2]
     d = TargetDenoiser(["abcde"], confidence=lambda k, j, c: conf[j])
     for _ in range(2):  # two keystrokes' requests under one name
-        fill_text("x = <mask:5>;", denoiser=d, exact_length=True, cache_refresh=2,
-                  carry_key="doc", language=None)
+        fill_text(
+            "x = <mask:5>;",
+            denoiser=d,
+            exact_length=True,
+            cache_refresh=2,
+            carry_key="doc",
+            language=None,
+        )
     hints = [h for (h,) in d.hints]
     # only a request's first pass may start from the last request's entries, all by name
     assert [h.carry is not None for h in hints] == [True, False, False, False, False] * 2
@@ -399,12 +404,15 @@ def test_a_carry_key_names_what_each_request_leaves_for_the_next():
     assert d.forgotten == [hints[0].key, hints[5].key]
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"carry_key": "doc"}, "carry_key needs cache_refresh"),
-    ({"carry_key": "doc", "cache_refresh": 4, "lengths": 5}, "lengths must be 1"),
-    ({"carry_key": "x" * 5000, "cache_refresh": 4}, "at most 4096 characters"),
-    ({"carry_key": 7, "cache_refresh": 4}, "carry_key must be a string"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"carry_key": "doc"}, "carry_key needs cache_refresh"),
+        ({"carry_key": "doc", "cache_refresh": 4, "lengths": 5}, "lengths must be 1"),
+        ({"carry_key": "x" * 5000, "cache_refresh": 4}, "at most 4096 characters"),
+        ({"carry_key": 7, "cache_refresh": 4}, "carry_key must be a string"),
+    ],
+)
 def test_bad_carry_keys_are_refused(options, message):
     with pytest.raises(OptionError, match=message):
         SamplerOptions(**options)

@@ -26,8 +26,7 @@ def test_l2r_and_best_first_sum_the_chain_rule() -> None:
     ids, first = _canvas(den, "a = ", 3, "\n")
     truth = [den.tok.fill_id(c) for c in "xyz"]
     assert l2r_score(den, ids, first, truth) == pytest.approx(3 * math.log(0.9), abs=1e-2)
-    assert best_first_score(den, ids, first, truth) == pytest.approx(3 * math.log(0.9),
-                                                                     abs=1e-2)
+    assert best_first_score(den, ids, first, truth) == pytest.approx(3 * math.log(0.9), abs=1e-2)
     wrong = [den.tok.fill_id(c) for c in "xqz"]  # one token the model gives 0.1/400
     assert l2r_score(den, ids, first, wrong) < l2r_score(den, ids, first, truth) - 5
 
@@ -36,8 +35,12 @@ class Trap(TargetDenoiser):
     """Two slots. Slot 0: 'a' 0.6, 'b' 0.4. Slot 1 after 'b': 'c' 0.99; after anything
     else: spread evenly, so the greedy path 'a?' scores far below 'bc'."""
 
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: object = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: object = None,
+    ) -> list[np.ndarray]:
         self.calls.append(([list(c) for c in canvases], [list(p) for p in positions]))
         a, b, c = (self.tok.fill_id(ch) for ch in "abc")
         out = []
@@ -51,7 +54,7 @@ class Trap(TargetDenoiser):
                     rows[r, FILL_BASE:] = math.log(0.01 / 400)
                     rows[r, c] = math.log(0.99)
                 else:
-                    rows[r, FILL_BASE:FILL_BASE + 10] = math.log(0.1)
+                    rows[r, FILL_BASE : FILL_BASE + 10] = math.log(0.1)
             out.append(rows)
         return out
 
@@ -60,7 +63,7 @@ def test_beam_search_finds_what_greedy_misses() -> None:
     den = Trap([])
     ids, first = _canvas(den, "v = ", 2, "\n")
     banned = [MASK, NULL, PAD]
-    (greedy, g_score), = beam_search(den, ids, first, 2, 1, banned)
+    ((greedy, g_score),) = beam_search(den, ids, first, 2, 1, banned)
     best, b_score = beam_search(den, ids, first, 2, 2, banned)[0]
     assert den.decode(greedy)[0] == "a"
     assert den.decode(best) == "bc"
@@ -71,37 +74,77 @@ def test_beam_search_finds_what_greedy_misses() -> None:
 
 
 @pytest.mark.slow
-def test_study_end_to_end(run_benchmark, tiny_model_dir: Path, modules_corpus: Path,
-                          tmp_path: Path) -> None:
+def test_study_end_to_end(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "search.json"
-    done = run_benchmark("search_study", "--model", str(tiny_model_dir), "--corpus",
-                         str(modules_corpus), "--split", "test", "--kind", "single-line",
-                         "--n", "2", "--beam", "2", "--samples", "1", "--out", str(out))
+    done = run_benchmark(
+        "search_study",
+        "--model",
+        str(tiny_model_dir),
+        "--corpus",
+        str(modules_corpus),
+        "--split",
+        "test",
+        "--kind",
+        "single-line",
+        "--n",
+        "2",
+        "--beam",
+        "2",
+        "--samples",
+        "1",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     summary = result["summary"]
     assert summary["n"] == 2 and len(result["records"]) == 2
-    for key in ("greedy_exact_match", "beam_exact_match", "samples_reranked_exact_match",
-                "truth_beats_greedy_l2r", "truth_beats_greedy_best_first"):
+    for key in (
+        "greedy_exact_match",
+        "beam_exact_match",
+        "samples_reranked_exact_match",
+        "truth_beats_greedy_l2r",
+        "truth_beats_greedy_best_first",
+    ):
         assert 0.0 <= summary[key] <= 1.0, key
     assert all(math.isfinite(r["beam_l2r"]) for r in result["records"])
     # per token, the truth's and the fill's scores and their difference agree
     assert summary["mean_l2r_per_token_truth"] <= 0 and summary["mean_l2r_per_token_greedy"] <= 0
     assert summary["mean_l2r_per_token_truth_minus_greedy"] == pytest.approx(
-        summary["mean_l2r_per_token_truth"] - summary["mean_l2r_per_token_greedy"], abs=2e-3)
+        summary["mean_l2r_per_token_truth"] - summary["mean_l2r_per_token_greedy"], abs=2e-3
+    )
     assert result["tokens_total"] is None  # a model without a training record
 
 
 @pytest.mark.slow
 def test_without_beam_or_samples_their_figures_are_absent(
-        run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path) -> None:
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "search.json"
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
     (model / "training.json").write_text(json.dumps({"tokens_total": 12345}))
-    done = run_benchmark("search_study", "--model", str(model), "--corpus",
-                         str(modules_corpus), "--split", "test", "--kind", "single-line",
-                         "--n", "1", "--beam", "0", "--samples", "0", "--out", str(out))
+    done = run_benchmark(
+        "search_study",
+        "--model",
+        str(model),
+        "--corpus",
+        str(modules_corpus),
+        "--split",
+        "test",
+        "--kind",
+        "single-line",
+        "--n",
+        "1",
+        "--beam",
+        "0",
+        "--samples",
+        "0",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())["summary"]
     assert summary["beam_exact_match"] is None and summary["beam_beats_greedy_l2r"] is None
@@ -110,8 +153,7 @@ def test_without_beam_or_samples_their_figures_are_absent(
     # the tokens the model has seen and its depth, for benchmarks.gap_curve
     result = json.loads(out.read_text())
     assert result["tokens_total"] == 12345
-    assert result["layers"] == json.loads((model / "config.json").read_text())[
-        "num_hidden_layers"]
+    assert result["layers"] == json.loads((model / "config.json").read_text())["num_hidden_layers"]
 
 
 @pytest.mark.slow

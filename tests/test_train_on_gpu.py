@@ -29,7 +29,8 @@ def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     (checkout / ".gpu").mkdir(parents=True)
     (checkout / "model").symlink_to(ROOT / "model")
     (checkout / ".gpu" / "train.jsonl.xz").write_bytes(
-        lzma.compress((corpus / "train.jsonl").read_bytes()))
+        lzma.compress((corpus / "train.jsonl").read_bytes())
+    )
     shutil.copy(corpus / "valid.jsonl", checkout / ".gpu" / "valid.jsonl")
     init = tmp_path / "init"
     shutil.copytree(tiny_model_dir, init)
@@ -38,13 +39,40 @@ def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     layers = json.loads((init / "config.json").read_text())["num_hidden_layers"]
 
     machine, out = tmp_path / "machine", tmp_path / "out"
-    env = dict(os.environ, GPU_RUN_TMP=str(machine), GPU_RUN_COMPILE="0", PACK_OVER="0",
-               GROW="2", OUT=str(out))
+    env = dict(
+        os.environ,
+        GPU_RUN_TMP=str(machine),
+        GPU_RUN_COMPILE="0",
+        PACK_OVER="0",
+        GROW="2",
+        OUT=str(out),
+    )
     proc = subprocess.run(
-        ["bash", str(ROOT / "model" / "training" / "train_on_gpu.sh"), "run", "0.1", "120",
-         "--preset", "tiny", "--init-from", str(machine / "init"), "--batch-size", "4",
-         "--seq-len", "64", "--dtype", "fp32", "--eval-every", "1000"],
-        cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+        [
+            "bash",
+            str(ROOT / "model" / "training" / "train_on_gpu.sh"),
+            "run",
+            "0.1",
+            "120",
+            "--preset",
+            "tiny",
+            "--init-from",
+            str(machine / "init"),
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "64",
+            "--dtype",
+            "fp32",
+            "--eval-every",
+            "1000",
+        ],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
     parts = sorted(out.glob("export.tar.*"))

@@ -28,9 +28,26 @@ from diffusion_infill.model.training import (
 
 
 def _argv(corpus: Path, tok_dir: Path, out: Path, *extra: str) -> list[str]:
-    return ["--preset", "tiny", "--corpus", str(corpus), "--tokenizer",
-            str(tok_dir / "tokenizer.json"), "--out", str(out), "--batch-size", "4",
-            "--seq-len", "64", "--eval-every", "1000", "--quiet", "--dtype", "fp32", *extra]
+    return [
+        "--preset",
+        "tiny",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tok_dir / "tokenizer.json"),
+        "--out",
+        str(out),
+        "--batch-size",
+        "4",
+        "--seq-len",
+        "64",
+        "--eval-every",
+        "1000",
+        "--quiet",
+        "--dtype",
+        "fp32",
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -43,35 +60,51 @@ def test_warm_restart_continues_the_record_of_the_exported_model(
     assert record["tokens_total"] == record["tokens"] > 0
 
     second = tmp_path / "second"
-    train.main(_argv(corpus, tok_dir, second, "--init-from", str(first / "export"),
-                     "--tokens", "600"))
+    train.main(
+        _argv(corpus, tok_dir, second, "--init-from", str(first / "export"), "--tokens", "600")
+    )
     after = json.loads((second / "export" / "training.json").read_text())
     assert after["tokens"] >= 600, "a token budget runs until it is spent"
     assert after["tokens_total"] == record["tokens_total"] + after["tokens"]
-    assert [h["tokens"] for h in after["history"]][:1] == [record["tokens_total"]], \
+    assert [h["tokens"] for h in after["history"]][:1] == [record["tokens_total"]], (
         "the validation history of the first run comes first"
+    )
     assert after["init_from"] == str(first / "export")
     assert after["dtype"] == "fp32"
 
 
 @pytest.mark.parametrize("loader_workers", [0, 1])
 def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
-    corpus: Path, tok_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    loader_workers: int
+    corpus: Path,
+    tok_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    loader_workers: int,
 ) -> None:
     """A GPU run gets the training split in two halves, one per device call: the second
     half's train.jsonl appears in --more-corpus while the run goes on."""
     monkeypatch.setattr(batches, "MORE_CHECK_SECONDS", 0.0)
     more = tmp_path / "more"
     more.mkdir()
-    trainer = train.Trainer(train.parse_args(_argv(
-        corpus, tok_dir, tmp_path / "run", "--more-corpus", str(more),
-        "--loader-workers", str(loader_workers))))
+    trainer = train.Trainer(
+        train.parse_args(
+            _argv(
+                corpus,
+                tok_dir,
+                tmp_path / "run",
+                "--more-corpus",
+                str(more),
+                "--loader-workers",
+                str(loader_workers),
+            )
+        )
+    )
     stream = train.batches(trainer)
 
     def seen(n: int) -> str:
-        return " ".join(trainer.tok.decode(next(stream).targets[b].tolist())
-                        for _ in range(n) for b in range(4))
+        return " ".join(
+            trainer.tok.decode(next(stream).targets[b].tolist()) for _ in range(n) for b in range(4)
+        )
 
     assert "quokka" not in seen(3)
     text = "def quokka():\n    return quokka_value\n\n\n" * 400  # most of the characters
@@ -80,32 +113,34 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
     seen(1)  # the batch made before it looked
     assert "quokka" in seen(4)
     assert trainer.more_texts == 1 and len(trainer.sampler.texts) == 1 + len(
-        train.load_texts(corpus, "train"))
-    assert trainer.meta()["more_corpus"] == {"path": str(more), "files": 1,
-                                             "at_step": 0}
+        train.load_texts(corpus, "train")
+    )
+    assert trainer.meta()["more_corpus"] == {"path": str(more), "files": 1, "at_step": 0}
 
 
-def test_each_run_trains_on_windows_of_its_own(
-    corpus: Path, tok_dir: Path, tmp_path: Path
-) -> None:
+def test_each_run_trains_on_windows_of_its_own(corpus: Path, tok_dir: Path, tmp_path: Path) -> None:
     """A warm restart counts steps from 0 again; it must not replay the last run's
     windows and masks (three runs of the long run did)."""
     first = tmp_path / "first"
     train.main(_argv(corpus, tok_dir, first, "--max-steps", "2"))
 
     def stream(out: str, *extra: str) -> list[str]:
-        trainer = train.Trainer(train.parse_args(_argv(corpus, tok_dir, tmp_path / out,
-                                                       *extra)))
-        return ([trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
-                + [str(torch.rand(4).tolist())])
+        trainer = train.Trainer(train.parse_args(_argv(corpus, tok_dir, tmp_path / out, *extra)))
+        return (
+            [trainer.sampler.window() for _ in range(8)]
+            + [str(trainer.rng.random())]
+            + [str(torch.rand(4).tolist())]
+        )
 
     scratch = stream("scratch")
     warm = stream("warm", "--init-from", str(first / "export"))
-    assert warm[:8] != scratch[:8] and warm[8] != scratch[8], \
+    assert warm[:8] != scratch[:8] and warm[8] != scratch[8], (
         "the next run draws other windows and masks"
+    )
     assert warm[9] != scratch[9], "and other substitutions"
-    assert warm == stream("warm-again", "--init-from", str(first / "export")), \
+    assert warm == stream("warm-again", "--init-from", str(first / "export")), (
         "and the same run, run again, the same ones"
+    )
 
 
 @pytest.mark.slow
@@ -117,8 +152,9 @@ def test_workers_train_one_model_on_batches_of_their_own(
     one = tmp_path / "one"
     train.main(_argv(corpus, tok_dir, one, "--max-steps", "3"))
     two = tmp_path / "two"
-    train.main(_argv(corpus, tok_dir, two, "--max-steps", "3", "--workers", "2",
-                     "--save-every", "1"))
+    train.main(
+        _argv(corpus, tok_dir, two, "--max-steps", "3", "--workers", "2", "--save-every", "1")
+    )
     single = json.loads((one / "export" / "training.json").read_text())
     double = json.loads((two / "export" / "training.json").read_text())
     assert double["workers"] == 2
@@ -139,8 +175,11 @@ def test_each_worker_draws_windows_and_masks_of_its_own(
 
     def stream(group: parallel.Group) -> list[str]:
         trainer = train.Trainer(args, group)
-        return ([trainer.sampler.window() for _ in range(8)] + [str(trainer.rng.random())]
-                + [str(torch.rand(4).tolist())])  # torch draws make_batch's substitutions
+        return (
+            [trainer.sampler.window() for _ in range(8)]
+            + [str(trainer.rng.random())]
+            + [str(torch.rand(4).tolist())]
+        )  # torch draws make_batch's substitutions
 
     alone = stream(parallel.Group())
     assert stream(parallel.Group(0, 2)) == alone
@@ -159,8 +198,9 @@ def test_loader_workers_make_batches_of_their_own_beside_the_loop(
     record = json.loads((out / "export" / "training.json").read_text())
     assert record["step"] == 3 and record["tokens"] > 0 and record["loader_workers"] == 2
 
-    trainer = train.Trainer(train.parse_args(_argv(corpus, tok_dir, tmp_path / "s",
-                                                   "--loader-workers", "2")))
+    trainer = train.Trainer(
+        train.parse_args(_argv(corpus, tok_dir, tmp_path / "s", "--loader-workers", "2"))
+    )
     loader = train.batches(trainer)
     first, second = next(loader), next(loader)  # the DataLoader alternates its workers
     assert first.input_ids.shape[0] == second.input_ids.shape[0] == 4
@@ -168,8 +208,12 @@ def test_loader_workers_make_batches_of_their_own_beside_the_loop(
 
 
 def test_padded_batches_keep_their_tokens_and_add_no_loss() -> None:
-    batch = noising.Batch(torch.ones(2, 5, dtype=torch.long), torch.ones(2, 5, dtype=torch.long),
-                          torch.ones(2, 5), torch.zeros(2, 5, dtype=torch.bool))
+    batch = noising.Batch(
+        torch.ones(2, 5, dtype=torch.long),
+        torch.ones(2, 5, dtype=torch.long),
+        torch.ones(2, 5),
+        torch.zeros(2, 5, dtype=torch.bool),
+    )
     wide = train.padded(batch, 8, pad=0)
     assert wide.input_ids.shape == (2, 8) and wide.weights[:, 5:].sum() == 0
     assert torch.equal(wide.input_ids[:, :5], batch.input_ids)
@@ -225,8 +269,15 @@ def test_warm_restart_refuses_a_model_of_another_vocabulary(
     from diffusion_infill.model.training.config import PRESETS, modernbert_config
 
     bert = tmp_path / "bert"
-    BertForMaskedLM(BertConfig(vocab_size=123, hidden_size=16, num_hidden_layers=1,
-                               num_attention_heads=2, intermediate_size=16)).save_pretrained(bert)
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=123,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=16,
+        )
+    ).save_pretrained(bert)
     with pytest.raises(SystemExit, match="a bert model"):
         train.main(_argv(corpus, tok_dir, tmp_path / "run", "--init-from", str(bert)))
     other = tmp_path / "other"
@@ -255,12 +306,15 @@ def test_mask_rates_stay_in_the_unit_interval(t_dist: str) -> None:
 def _holes(tok_dir: Path, **cfg) -> list[tuple[list[int], list[int], list[float]]]:
     tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
     vocab = noising.Vocab.of(tok)
-    noise = noising.NoiseConfig(p_tokens=0.0, p_block=0.0, max_background=0.0,
-                                p_substitute=0.0, p_identity=0.0, **cfg)
+    noise = noising.NoiseConfig(
+        p_tokens=0.0, p_block=0.0, max_background=0.0, p_substitute=0.0, p_identity=0.0, **cfg
+    )
     sampler = noising.TextSampler(SOURCES, window_chars=400, seed=0)
     batch = noising.make_batch(sampler, tok, vocab, 32, 128, noise, random.Random(0))
-    return [(ids.tolist(), tgt.tolist(), w.tolist()) for ids, tgt, w in
-            zip(batch.input_ids, batch.targets, batch.weights, strict=True)], vocab
+    return [
+        (ids.tolist(), tgt.tolist(), w.tolist())
+        for ids, tgt, w in zip(batch.input_ids, batch.targets, batch.weights, strict=True)
+    ], vocab
 
 
 def test_engine_sized_allocations_end_in_null_tails(tok_dir: Path) -> None:
@@ -312,18 +366,26 @@ def _eval(single: float, true: float, multi: float, bug: float) -> dict:
     def em(x: float) -> dict:
         return {"exact_match": x, "n": 10, "nfe_per_token": 1.0, "ms_p50": 1.0}
 
-    return {"single_line": em(single), "single_line_true_length": em(true),
-            "multi_line": em(multi), "multi_line_true_length": em(0.0),
-            "masked_token_accuracy": {"0.50": 0.3},
-            "bugs": {"top1_localisation": bug, "exact_repair": 0.0, "n": 10, "by_kind": {}},
-            "seconds": 1.0}
+    return {
+        "single_line": em(single),
+        "single_line_true_length": em(true),
+        "multi_line": em(multi),
+        "multi_line_true_length": em(0.0),
+        "masked_token_accuracy": {"0.50": 0.3},
+        "bugs": {"top1_localisation": bug, "exact_repair": 0.0, "n": 10, "by_kind": {}},
+        "seconds": 1.0,
+    }
 
 
 def _ship_into(root: Path, monkeypatch) -> Path:
     """model.training.release writing into a scratch repository `root` instead of this one."""
-    paths = {"WEIGHTS": root / "model/weights", "RESUME": root / "model/resume",
-             "CURVE": root / "results/learning_curve.json", "CURVE_PNG": root / "img/c.png",
-             "ROOT": root}
+    paths = {
+        "WEIGHTS": root / "model/weights",
+        "RESUME": root / "model/resume",
+        "CURVE": root / "results/learning_curve.json",
+        "CURVE_PNG": root / "img/c.png",
+        "ROOT": root,
+    }
     for name, value in paths.items():
         monkeypatch.setattr(release, name, value)
     (root / "benchmarks/results").mkdir(parents=True)
@@ -375,8 +437,20 @@ def test_bench_parallel_times_each_layout_and_writes_the_figures(
     from benchmarks import bench_parallel
 
     out = tmp_path / "parallel.json"
-    bench_parallel.main(["--steps", "2", "--layouts", "1x1,2x1", "--init-from",
-                         str(tiny_model_dir), "--corpus", str(corpus), "--out", str(out)])
+    bench_parallel.main(
+        [
+            "--steps",
+            "2",
+            "--layouts",
+            "1x1,2x1",
+            "--init-from",
+            str(tiny_model_dir),
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+        ]
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [(r["workers"], r["threads"], r["steps"]) for r in rows] == [(1, 1, 2), (2, 1, 2)]
     assert all(r["tokens_per_s"] > 0 for r in rows)
@@ -398,9 +472,26 @@ def test_bench_loader_times_batches_with_the_shipped_noise(
 
     shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
     out = tmp_path / "loader.json"
-    bench_loader.main(["--corpus", str(corpus), "--tokenizer", str(shipped), "--batch-size",
-                       "4", "--seq-len", "64", "--batches", "2", "--device-rate", "1e9",
-                       "--noise", "p_plausible=1.0,t_dist=bell", "--out", str(out)])
+    bench_loader.main(
+        [
+            "--corpus",
+            str(corpus),
+            "--tokenizer",
+            str(shipped),
+            "--batch-size",
+            "4",
+            "--seq-len",
+            "64",
+            "--batches",
+            "2",
+            "--device-rate",
+            "1e9",
+            "--noise",
+            "p_plausible=1.0,t_dist=bell",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert result["tokens"] > 0 and result["tokens_per_s"] > 0
     assert 0 <= result["swap_share"] <= 1
@@ -420,13 +511,17 @@ def test_bug_shaped_swaps_are_the_subtle_kinds_the_fixer_must_find() -> None:
     shipped = Path(__file__).resolve().parents[1] / "model/weights/tokenizer.json"
     tok = Tokenizer.from_file(str(shipped))
     swaps = PlausibleSwaps(tok)
-    src = ("def total(items, limit):\n    count = 0\n    for item in items:\n"
-           "        if item.price >= 10 and count < limit:\n"
-           "            count = count + item.price * 2\n    return count == limit\n")
+    src = (
+        "def total(items, limit):\n    count = 0\n    for item in items:\n"
+        "        if item.price >= 10 and count < limit:\n"
+        "            count = count + item.price * 2\n    return count == limit\n"
+    )
     ids = tok.encode(src).ids
     found = swaps.candidates(ids, [True] * len(ids))
-    seen = {kind: {(swaps.text[ids[p]].strip(), swaps.text[new].strip()) for p, new in hits}
-            for kind, hits in found.items()}
+    seen = {
+        kind: {(swaps.text[ids[p]].strip(), swaps.text[new].strip()) for p, new in hits}
+        for kind, hits in found.items()
+    }
     assert ("count", "limit") in seen["name"] and ("count", "price") not in seen["name"]
     assert all(old != new for pairs in seen.values() for old, new in pairs)
     assert seen["operator"] <= {("+", "-"), ("*", "/"), ("and", "or")}
@@ -459,10 +554,12 @@ def test_picked_swaps_are_the_draws_of_choosing_from_every_candidate() -> None:
             chosen[pos] = new
         return sorted(chosen.items())
 
-    src = ("def total(items, limit, cache):\n    count = 0\n    for item in items:\n"
-           "        if item.price >= 10 and count < limit or item.size == 3:\n"
-           "            count = count + item.price * 2 - cache.get(item, 1)\n"
-           "    return count == limit\n")
+    src = (
+        "def total(items, limit, cache):\n    count = 0\n    for item in items:\n"
+        "        if item.price >= 10 and count < limit or item.size == 3:\n"
+        "            count = count + item.price * 2 - cache.get(item, 1)\n"
+        "    return count == limit\n"
+    )
     ids = tok.encode(src).ids
     draws = 0
     for seed in range(60):
@@ -485,18 +582,20 @@ def test_a_negation_is_a_not_inserted_where_it_does_not_belong_with_null_as_targ
     ids = tok.encode("if a in b and c is d or e not in f or g is not h:\n    pass\n").ids
     spots = swaps.negations(ids, [True] * len(ids))
     made = [tok.decode(ids[:p] + [swaps.not_id] + ids[p:]) for p in spots]
-    assert made == ["if a not in b and c is d or e not in f or g is not h:\n    pass\n",
-                    "if a in b and c is not d or e not in f or g is not h:\n    pass\n"]
+    assert made == [
+        "if a not in b and c is d or e not in f or g is not h:\n    pass\n",
+        "if a in b and c is not d or e not in f or g is not h:\n    pass\n",
+    ]
     assert swaps.negations(ids, [False] * len(ids)) == []
 
     vocab = noising.Vocab.of(tok)
-    cfg = noising.NoiseConfig(p_tokens=1.0, p_substitute=0.0, p_identity=0.0,
-                              t_dist="uniform")
+    cfg = noising.NoiseConfig(p_tokens=1.0, p_substitute=0.0, p_identity=0.0, t_dist="uniform")
     texts = ["for item in items:\n    if item is None:\n        continue\n" * 3]
     for share in (0.0, 1.0):
         sampler = noising.TextSampler(texts, window_chars=200, seed=0)
-        batch = noising.make_batch(sampler, tok, vocab, 8, 64, replace(cfg, p_negation=share),
-                                   random.Random(0))
+        batch = noising.make_batch(
+            sampler, tok, vocab, 8, 64, replace(cfg, p_negation=share), random.Random(0)
+        )
         inserted = (batch.input_ids == swaps.not_id) & (batch.targets == vocab.null)
         # none by default; with share 1, one in each row whose place is not masked
         assert int(inserted.sum(dim=1).max()) == share
@@ -514,13 +613,16 @@ def test_editor_shaped_inline_holes_keep_code_after_them_on_their_line() -> None
     text = "def f(path):\n    return os.path.join(path, 'a') + suffix\n"
 
     def cuts_a_word(a: int, b: int) -> bool:
-        inside = lambda i: text[i - 1:i + 1].isalnum()  # noqa: E731
+        inside = lambda i: text[i - 1 : i + 1].isalnum()  # noqa: E731
         return inside(a) or inside(b)
 
     def inline_holes(inline: float) -> list[tuple[int, int]]:
-        return [(a, b) for seed in range(300)
-                for a, b in hole_spans.line_spans(text, len(text), random.Random(seed), inline)
-                if text[b:text.index("\n", a)].strip()]  # code after it on its line
+        return [
+            (a, b)
+            for seed in range(300)
+            for a, b in hole_spans.line_spans(text, len(text), random.Random(seed), inline)
+            if text[b : text.index("\n", a)].strip()
+        ]  # code after it on its line
 
     shaped = inline_holes(1.0)
     assert {"path, 'a'", "path"} <= {text[a:b] for a, b in shaped}
@@ -529,29 +631,31 @@ def test_editor_shaped_inline_holes_keep_code_after_them_on_their_line() -> None
     assert any(cuts_a_word(a, b) for a, b in inline_holes(0.0))
 
 
-def test_inline_span_makes_editor_shaped_in_line_holes_of_any_kind_and_draws_nothing_off(
-) -> None:
+def test_inline_span_makes_editor_shaped_in_line_holes_of_any_kind_and_draws_nothing_off() -> None:
     text = "def f(path):\n    return os.path.join(path, 'a') + suffix\n"
     body = text.index("return")
-    forced = [sp for seed in range(200)
-              for sp in hole_spans.line_spans(text, len(text), random.Random(seed), 0.0, 1.0)]
+    forced = [
+        sp
+        for seed in range(200)
+        for sp in hole_spans.line_spans(text, len(text), random.Random(seed), 0.0, 1.0)
+    ]
     # every hole on the body line ends before code on its line, at whole words
     on_body = [(a, b) for a, b in forced if a >= body]
-    assert on_body and all(text[b:text.index("\n", a)].strip() for a, b in on_body)
+    assert on_body and all(text[b : text.index("\n", a)].strip() for a, b in on_body)
     assert "path, 'a'" in {text[a:b] for a, b in on_body}  # a call's arguments
     # off (the default), the spans and the generator's stream are as before
     for seed in range(50):
         r1, r2 = random.Random(seed), random.Random(seed)
-        assert hole_spans.line_spans(text, len(text), r1, 0.5) == \
-            hole_spans.line_spans(text, len(text), r2, 0.5, 0.0)
+        assert hole_spans.line_spans(text, len(text), r1, 0.5) == hole_spans.line_spans(
+            text, len(text), r2, 0.5, 0.0
+        )
         assert r1.random() == r2.random()
 
 
 def test_plausible_swaps_put_the_original_token_as_target(tok_dir: Path) -> None:
     tok = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
     vocab = noising.Vocab.of(tok)
-    clean = noising.NoiseConfig(p_tokens=1.0, p_substitute=0.0, p_identity=0.0,
-                                t_dist="uniform")
+    clean = noising.NoiseConfig(p_tokens=1.0, p_substitute=0.0, p_identity=0.0, t_dist="uniform")
     swapped = 0
     for cfg in (clean, replace(clean, p_plausible=1.0, max_plausible=3)):
         sampler = noising.TextSampler(SOURCES, window_chars=400, seed=0)
@@ -594,8 +698,11 @@ def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
     canvas, at = [[5, 6, 7, 1, 1, 8]], [[3, 4]]
     [packed] = load_denoiser(weights, device="cpu", dtype="fp32").logits(canvas, at)
     [exact] = load_denoiser(export, device="cpu", dtype="fp32").logits(canvas, at)
-    assert packed.shape == exact.shape == (2, len(json.loads(
-        (export / "tokenizer.json").read_text())["model"]["vocab"]))
+    assert (
+        packed.shape
+        == exact.shape
+        == (2, len(json.loads((export / "tokenizer.json").read_text())["model"]["vocab"]))
+    )
     assert abs(packed - exact).max() < 0.05 * abs(exact).max()
 
     # and a warm restart from the shipped folder continues its record
@@ -609,7 +716,8 @@ def test_weights_too_large_for_bf16_ship_packed_load_and_train_on(
     packing.pack(export, tmp_path / "packed_export")
     release.main(["--export", str(tmp_path / "packed_export"), "--eval", str(good), "--force"])
     assert (weights / packing.PACKED).read_bytes() == (
-        tmp_path / "packed_export" / packing.PACKED).read_bytes()
+        tmp_path / "packed_export" / packing.PACKED
+    ).read_bytes()
 
     # over the limit even packed: nothing is copied, the shipped weights stay
     monkeypatch.setattr(release, "SIZE_LIMIT", 1000)

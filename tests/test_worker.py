@@ -70,8 +70,9 @@ def _fill_all(address: str, texts: list[str], **kw) -> list[Result]:
     async def go():
         clients = [WorkerClient(address) for _ in texts]
         try:
-            return await asyncio.gather(*(c.fill(t, **kw) for c, t in zip(clients, texts,
-                                                                        strict=True)))
+            return await asyncio.gather(
+                *(c.fill(t, **kw) for c, t in zip(clients, texts, strict=True))
+            )
         finally:
             for c in clients:
                 await c.close()
@@ -92,8 +93,7 @@ def test_concurrent_clients_get_correct_results_from_shared_forward_passes(sock)
     assert max(len(canvases) for canvases, _ in fake.calls) > 1  # steps were batched
     for text, r in zip(TEXTS, results, strict=True):  # the same as filling in-process
         local = fill_text(text, denoiser=WorkerFake(confidence=0.5))
-        assert (r.edits, r.fills, r.stats.steps) == (local.edits, local.fills,
-                                                        local.stats.steps)
+        assert (r.edits, r.fills, r.stats.steps) == (local.edits, local.fills, local.stats.steps)
 
 
 def test_no_batching_runs_one_request_per_forward_pass(sock):
@@ -106,12 +106,15 @@ def test_no_batching_runs_one_request_per_forward_pass(sock):
 
 
 def _jobs(fake, texts):
-    return [prepare_fill(t, find_holes(t), denoiser=fake, options=SamplerOptions(),
-                         rewrite=False).job for t in texts]
+    return [
+        prepare_fill(t, find_holes(t), denoiser=fake, options=SamplerOptions(), rewrite=False).job
+        for t in texts
+    ]
 
 
-@pytest.mark.parametrize(("batching", "max_batch", "widths"),
-                         [(True, 32, {3}), (True, 2, {2, 1}), (False, 32, {1})])
+@pytest.mark.parametrize(
+    ("batching", "max_batch", "widths"), [(True, 32, {3}), (True, 2, {2, 1}), (False, 32, {1})]
+)
 def test_scheduler_batches_round_robin_up_to_max_batch(batching, max_batch, widths):
     fake = WorkerFake(confidence=0.5)
 
@@ -157,8 +160,12 @@ def test_cancel_stops_a_request_mid_denoise_and_leaves_others_alone(sock):
         assert len(w.scheduler) == 0
         slow.send(InfoRequest(2))  # the connection is still good
         assert isinstance(slow.recv(), WorkerInfo)
-    later = [c for canvases, _ in fake.calls[seen:] for c in canvases
-             if _context(fake, c).startswith("slow")]
+    later = [
+        c
+        for canvases, _ in fake.calls[seen:]
+        for c in canvases
+        if _context(fake, c).startswith("slow")
+    ]
     assert len(later) <= 1  # at most the pass that was already running
     total = sum(_context(fake, c).startswith("slow") for cs, _ in fake.calls for c in cs)
     assert total < 120  # it never finished
@@ -206,11 +213,16 @@ def test_fill_spans_fix_score_and_info(sock):
         raw.send(ScoreRequest(3, "y = x - 1\n", start=4, end=9))
         scores = raw.recv()
         assert isinstance(scores, Scores) and scores.scores == [
-            s for s in fix.scores if s.start >= 4 and s.end <= 9]
+            s for s in fix.scores if s.start >= 4 and s.end <= 9
+        ]
         raw.send(FixRequest(4, "y = x - 1\n", min_suspicion=1.0))
         nothing = raw.recv()
         assert (nothing.text, nothing.edits, nothing.fills, nothing.stats) == (
-            "y = x - 1\n", [], [], None)
+            "y = x - 1\n",
+            [],
+            [],
+            None,
+        )
         raw.send(InfoRequest(5))
         info = raw.recv()
         assert isinstance(info, WorkerInfo) and info.model == "fake"
@@ -235,10 +247,16 @@ def _fill_with_options(**options) -> bytes:
         (FillRequest(1, "x = 1\n", spans=[Span(9, 10)]), INPUT, "range"),
         (FillRequest(1, "x" * 101), TOO_LARGE, "101 characters"),
         (FillRequest(1, "<mask>" * 5), TOO_LARGE, "5 holes"),
-        (FillRequest(1, "x = <mask>\n", options=SamplerOptions(max_span_tokens=999)), TOO_LARGE,
-         "max_span_tokens"),
-        (FillRequest(1, "x = <mask>\n", options=SamplerOptions(max_steps=10**6)), TOO_LARGE,
-         "max_steps"),
+        (
+            FillRequest(1, "x = <mask>\n", options=SamplerOptions(max_span_tokens=999)),
+            TOO_LARGE,
+            "max_span_tokens",
+        ),
+        (
+            FillRequest(1, "x = <mask>\n", options=SamplerOptions(max_steps=10**6)),
+            TOO_LARGE,
+            "max_steps",
+        ),
         (FixRequest(1, "x = 1\n", max_fixes=5), TOO_LARGE, "max_fixes"),
         (ScoreRequest(1, "x = 1\n", start=3, end=99), INPUT, "outside the text"),
     ],
@@ -258,8 +276,7 @@ def test_bad_requests_get_typed_errors(sock, msg, code, needle):
 
 def test_requests_in_flight_per_connection_are_limited_and_ids_unique(sock):
     limits = Limits(max_requests=1)
-    with running(Worker(denoiser=WorkerFake(confidence=0.5, delay=0.002), limits=limits),
-                 sock):
+    with running(Worker(denoiser=WorkerFake(confidence=0.5, delay=0.002), limits=limits), sock):
         raw = Raw(sock)
         raw.send(FillRequest(1, "slow = <mask>\n", stream=True))
         assert isinstance(raw.recv(), Step)
@@ -288,7 +305,9 @@ def test_a_failing_forward_pass_is_a_model_error_and_the_worker_goes_on(sock):
         raw.send(FillRequest(1, "boom = <mask>\n"))
         reply = raw.recv()
         assert (reply.code, reply.message) == (
-            MODEL, "the forward pass failed: RuntimeError: CUDA out of memory")
+            MODEL,
+            "the forward pass failed: RuntimeError: CUDA out of memory",
+        )
         raw.send(FillRequest(2, "a = <mask>\n"))
         assert raw.recv().text == "a = 1 + 2\n"
 
@@ -387,8 +406,10 @@ def test_the_socket_is_0600_in_a_0700_directory_and_removed_at_stop(sock):
 def test_stale_socket_is_replaced_and_a_live_one_refused(sock):
     stale = bind_unix(Path(sock))  # bound, never listening: like a killed worker's file
     stale.close()
-    with running(Worker(denoiser=WorkerFake()), sock), pytest.raises(
-            WorkerSetupError, match="already listening"):
+    with (
+        running(Worker(denoiser=WorkerFake()), sock),
+        pytest.raises(WorkerSetupError, match="already listening"),
+    ):
         bind_unix(Path(sock))
     Path(sock).write_text("not a socket")
     with pytest.raises(WorkerSetupError, match="not a socket"):
@@ -429,13 +450,13 @@ def test_sigterm_finishes_requests_in_flight_then_exits_cleanly(sock):
         client = WorkerClient(f"unix:{sock}", spawn=cmd, connect_timeout=30)
         try:
             started = asyncio.Event()
-            fill = asyncio.create_task(client.fill("slow = <mask:120>\n",
-                                                   on_step=lambda _: started.set()))
+            fill = asyncio.create_task(
+                client.fill("slow = <mask:120>\n", on_step=lambda _: started.set())
+            )
             await asyncio.wait_for(started.wait(), 10)
             client.process.send_signal(signal.SIGTERM)
             result = await asyncio.wait_for(fill, 10)
-            status = await asyncio.get_running_loop().run_in_executor(
-                None, client.process.wait, 10)
+            status = await asyncio.get_running_loop().run_in_executor(None, client.process.wait, 10)
             return result, status
         finally:
             await client.close()
@@ -449,32 +470,59 @@ def test_sigterm_finishes_requests_in_flight_then_exits_cleanly(sock):
 def test_the_worker_command_line(tmp_path):
     env = {**os.environ, "INFILL_WORKER_TOKEN": ""}
     run = subprocess.run(
-        [sys.executable, "-m", "diffusion_infill.infill.serve.worker",
-         "--listen", "tcp:127.0.0.1:0",
-         "--model", str(tmp_path / "missing")],
-        capture_output=True, text=True, env=env, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "diffusion_infill.infill.serve.worker",
+            "--listen",
+            "tcp:127.0.0.1:0",
+            "--model",
+            str(tmp_path / "missing"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert run.returncode == 1 and "needs a token" in run.stderr
     run = subprocess.run(
-        [sys.executable, "-m", "diffusion_infill.infill.serve.worker",
-         "--socket", str(tmp_path / "w.sock"),
-         "--model", str(tmp_path / "missing")], capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "diffusion_infill.infill.serve.worker",
+            "--socket",
+            str(tmp_path / "w.sock"),
+            "--model",
+            str(tmp_path / "missing"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 1
     assert "cannot load the model: model directory not found" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "diffusion_infill.infill.serve.worker",
-                          "--max-batch", "0"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "diffusion_infill.infill.serve.worker", "--max-batch", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "max_batch must be a positive number" in run.stderr
 
 
-def test_a_worker_computes_in_the_precision_it_is_given(tiny_model_dir: Path,
-                                                       tmp_path: Path) -> None:
+def test_a_worker_computes_in_the_precision_it_is_given(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
     from diffusion_infill.infill.serve.client import spawn_command
 
     sock = Path(tempfile.mkdtemp(prefix="infill-t-")) / "w.sock"
     log = tmp_path / "worker.log"
-    client = WorkerClient(f"unix:{sock}", spawn=spawn_command(sock, model=tiny_model_dir,
-                                                              args=["--dtype", "int8"]),
-                          connect_timeout=60, log=log)
+    client = WorkerClient(
+        f"unix:{sock}",
+        spawn=spawn_command(sock, model=tiny_model_dir, args=["--dtype", "int8"]),
+        connect_timeout=60,
+        log=log,
+    )
 
     async def ask() -> str:
         try:
@@ -484,8 +532,12 @@ def test_a_worker_computes_in_the_precision_it_is_given(tiny_model_dir: Path,
 
     assert asyncio.run(ask()) == "cpu"
     assert " in int8 (requested=int8)" in log.read_text()
-    run = subprocess.run([sys.executable, "-m", "diffusion_infill.infill.serve.worker",
-                          "--dtype", "int4"], capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "diffusion_infill.infill.serve.worker", "--dtype", "int4"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "invalid choice: 'int4'" in run.stderr
 
 

@@ -39,6 +39,7 @@ def test_a_spawned_worker_exits_0_on_sigterm(sock):
     cmd = [sys.executable, str(HERE), "--socket", sock, "--exit-with-stdin"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+
         async def go():
             async with WorkerClient(sock, connect_timeout=20) as c:
                 return await c.fill("a = <mask>\n")
@@ -58,6 +59,7 @@ def test_a_spawned_worker_exits_0_on_sigterm(sock):
 
 def test_an_oversized_request_is_refused_before_it_is_sent(sock):
     with running(Worker(denoiser=WorkerFake(delay=0.002, confidence=0.5)), sock):
+
         async def go():
             async with WorkerClient(sock) as c:
                 slow = asyncio.create_task(c.fill("slow = <mask>\n"))
@@ -111,8 +113,10 @@ def test_kill_9_mid_request_fails_in_flight_requests_within_1s_and_recovers_in_1
         client = WorkerClient(f"unix:{sock}", spawn=cmd, connect_timeout=30)
         try:
             events = [asyncio.Event() for _ in range(3)]
-            tasks = [asyncio.create_task(client.fill(
-                "slow = <mask>\n", on_step=lambda _, e=e: e.set())) for e in events]
+            tasks = [
+                asyncio.create_task(client.fill("slow = <mask>\n", on_step=lambda _, e=e: e.set()))
+                for e in events
+            ]
             for e in events:
                 await asyncio.wait_for(e.wait(), 10)
             os.kill(client.process.pid, signal.SIGKILL)
@@ -137,9 +141,16 @@ def test_a_spawned_worker_with_the_shipped_model_exits_0_on_sigterm(sock):
 
     if not (default_model_dir() / "config.json").exists():
         pytest.skip("no shipped model")
-    cmd = [sys.executable, "-m", "diffusion_infill.infill.serve.worker", "--socket", sock,
-           "--exit-with-stdin",
-           "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "diffusion_infill.infill.serve.worker",
+        "--socket",
+        sock,
+        "--exit-with-stdin",
+        "--device",
+        "cpu",
+    ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120

@@ -58,15 +58,24 @@ class WorkerFake(TargetDenoiser):
     where `wrong` maps it to "": a character that should go) and may take `delay`
     seconds per forward pass, like a real network."""
 
-    def __init__(self, targets: Sequence[str] | Mapping[str, str] | None = None, *,
-                 delay: float = 0.0, wrong: Mapping[str, str] | None = None,
-                 **kw: object) -> None:
+    def __init__(
+        self,
+        targets: Sequence[str] | Mapping[str, str] | None = None,
+        *,
+        delay: float = 0.0,
+        wrong: Mapping[str, str] | None = None,
+        **kw: object,
+    ) -> None:
         super().__init__(TARGETS if targets is None else targets, **kw)  # type: ignore[arg-type]
         self.delay = delay
         self.wrong = dict(wrong if wrong is not None else {"-": "+"})
 
-    def logits(self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],
-               hints: Sequence[CacheHint | None] | None = None) -> list[np.ndarray]:
+    def logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
         if self.delay:
             time.sleep(self.delay)  # stands in for the network's compute time
         out = super().logits(canvases, positions, hints)
@@ -159,10 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--token")
     p.add_argument("--exit-with-stdin", action="store_true")
     args = p.parse_args(argv)
-    worker = Worker(denoiser=WorkerFake(delay=args.delay, confidence=args.confidence),
-                    token=args.token, limits=Limits(grace=5.0))
-    return serve_until_stopped(worker, f"unix:{args.socket}",
-                               exit_with_stdin=args.exit_with_stdin)
+    worker = Worker(
+        denoiser=WorkerFake(delay=args.delay, confidence=args.confidence),
+        token=args.token,
+        limits=Limits(grace=5.0),
+    )
+    return serve_until_stopped(worker, f"unix:{args.socket}", exit_with_stdin=args.exit_with_stdin)
 
 
 if __name__ == "__main__":

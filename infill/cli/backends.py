@@ -32,12 +32,29 @@ Progress = Callable[[int, int], None]  # (done, in all): slots filled, or window
 
 
 class Backend(Protocol):
-    def fill(self, text: str, *, marker: str, language: str | None,
-             options: SamplerOptions, progress: Progress | None = None) -> FillResult: ...
+    def fill(
+        self,
+        text: str,
+        *,
+        marker: str,
+        language: str | None,
+        options: SamplerOptions,
+        progress: Progress | None = None,
+    ) -> FillResult: ...
 
-    def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            min_likely: float, language: str | None, options: SamplerOptions,
-            progress: Progress | None = None) -> Repair: ...
+    def fix(
+        self,
+        text: str,
+        *,
+        start: int,
+        end: int,
+        max_fixes: int,
+        min_suspicion: float,
+        min_likely: float,
+        language: str | None,
+        options: SamplerOptions,
+        progress: Progress | None = None,
+    ) -> Repair: ...
 
     def close(self) -> None: ...
 
@@ -45,8 +62,9 @@ class Backend(Protocol):
 class InProcess:
     """The engine in this process; the model is loaded on first use, once."""
 
-    def __init__(self, model_dir: str | None, device: str | None,
-                 trust_remote_code: bool = False) -> None:
+    def __init__(
+        self, model_dir: str | None, device: str | None, trust_remote_code: bool = False
+    ) -> None:
         self.model_dir, self.device = model_dir, device
         self.trust_remote_code = trust_remote_code
         self._denoiser: Denoiser | None = None
@@ -55,21 +73,53 @@ class InProcess:
         """The model (ModelLoadError when it cannot be loaded)."""
         if self._denoiser is None:
             self._denoiser = loading.load_denoiser(
-                self.model_dir, device=self.device, trust_remote_code=self.trust_remote_code)
+                self.model_dir, device=self.device, trust_remote_code=self.trust_remote_code
+            )
         return self._denoiser
 
-    def fill(self, text: str, *, marker: str, language: str | None,
-             options: SamplerOptions, progress: Progress | None = None) -> FillResult:
-        return fill_text(text, denoiser=self.denoiser(), marker=marker, language=language,
-                         options=options, progress=progress)
+    def fill(
+        self,
+        text: str,
+        *,
+        marker: str,
+        language: str | None,
+        options: SamplerOptions,
+        progress: Progress | None = None,
+    ) -> FillResult:
+        return fill_text(
+            text,
+            denoiser=self.denoiser(),
+            marker=marker,
+            language=language,
+            options=options,
+            progress=progress,
+        )
 
-    def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            min_likely: float, language: str | None, options: SamplerOptions,
-            progress: Progress | None = None) -> Repair:
-        return fix_text(text, denoiser=self.denoiser(), start=start, end=end,
-                        max_fixes=max_fixes, min_suspicion=min_suspicion,
-                        min_likely=min_likely, language=language, options=options,
-                        progress=progress)
+    def fix(
+        self,
+        text: str,
+        *,
+        start: int,
+        end: int,
+        max_fixes: int,
+        min_suspicion: float,
+        min_likely: float,
+        language: str | None,
+        options: SamplerOptions,
+        progress: Progress | None = None,
+    ) -> Repair:
+        return fix_text(
+            text,
+            denoiser=self.denoiser(),
+            start=start,
+            end=end,
+            max_fixes=max_fixes,
+            min_suspicion=min_suspicion,
+            min_likely=min_likely,
+            language=language,
+            options=options,
+            progress=progress,
+        )
 
     def close(self) -> None:
         pass
@@ -90,26 +140,51 @@ class ThroughWorker:
         if self._client is None:
             if a.worker == "spawn":
                 extra = ("--trust-remote-code",) if a.trust_remote_code else ()
-                self._client = SyncWorkerClient.spawned(model=a.model, device=a.device,
-                                                        args=extra)
+                self._client = SyncWorkerClient.spawned(model=a.model, device=a.device, args=extra)
             else:
                 self._client = SyncWorkerClient(
-                    a.worker, token=os.environ.get("INFILL_WORKER_TOKEN") or None)
+                    a.worker, token=os.environ.get("INFILL_WORKER_TOKEN") or None
+                )
         return self._client
 
     # A worker reports no progress: `progress` is accepted and not called.
-    def fill(self, text: str, *, marker: str, language: str | None,
-             options: SamplerOptions, progress: Progress | None = None) -> FillResult:
-        reply = self._ask(lambda c: c.fill(text, marker=marker, language=language,
-                                           options=options))
+    def fill(
+        self,
+        text: str,
+        *,
+        marker: str,
+        language: str | None,
+        options: SamplerOptions,
+        progress: Progress | None = None,
+    ) -> FillResult:
+        reply = self._ask(lambda c: c.fill(text, marker=marker, language=language, options=options))
         return reply.to_fill_result(text)
 
-    def fix(self, text: str, *, start: int, end: int, max_fixes: int, min_suspicion: float,
-            min_likely: float, language: str | None, options: SamplerOptions,
-            progress: Progress | None = None) -> Repair:
-        reply = self._ask(lambda c: c.fix(text, start=start, end=end, max_fixes=max_fixes,
-                                          min_suspicion=min_suspicion, min_likely=min_likely,
-                                          language=language, options=options))
+    def fix(
+        self,
+        text: str,
+        *,
+        start: int,
+        end: int,
+        max_fixes: int,
+        min_suspicion: float,
+        min_likely: float,
+        language: str | None,
+        options: SamplerOptions,
+        progress: Progress | None = None,
+    ) -> Repair:
+        reply = self._ask(
+            lambda c: c.fix(
+                text,
+                start=start,
+                end=end,
+                max_fixes=max_fixes,
+                min_suspicion=min_suspicion,
+                min_likely=min_likely,
+                language=language,
+                options=options,
+            )
+        )
         scores = list(reply.scores or [])
         return (None if reply.stats is None else reply.to_fill_result(text)), scores
 
@@ -149,8 +224,9 @@ def backend_for(args: argparse.Namespace) -> Backend:
     the command asks for nothing it would not do (another model or device, a trace): its
     model is loaded already, so the first fill comes without the seconds of a load. Else
     the engine in this process."""
-    if (args.worker is None and not (args.model or args.device or args.trust_remote_code
-                                     or getattr(args, "trace", False))):
+    if args.worker is None and not (
+        args.model or args.device or args.trust_remote_code or getattr(args, "trace", False)
+    ):
         args.worker = running_worker()
     if args.worker is not None:
         return ThroughWorker(args)

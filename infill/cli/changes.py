@@ -22,9 +22,15 @@ _TIMEOUT = 30  # seconds for one git command
 
 def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True,
-                              text=True, encoding="utf-8", errors="replace",
-                              timeout=_TIMEOUT, check=False)
+        return subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=_TIMEOUT,
+            check=False,
+        )
     except FileNotFoundError as exc:
         raise InputError("--changed needs git, which is not installed") from exc
     except subprocess.TimeoutExpired as exc:
@@ -78,15 +84,19 @@ def merged(original: str, parts: list[FillResult]) -> FillResult | None:
     edits, fills and windows, the statistics summed."""
     if not parts:
         return None
-    counts = [f.name for f in fields(FillStats)  # every count and time; not the model's name
-              if isinstance(getattr(parts[0].stats, f.name), int | float)
-              and f.name != "nfe_per_token"]
+    counts = [
+        f.name
+        for f in fields(FillStats)  # every count and time; not the model's name
+        if isinstance(getattr(parts[0].stats, f.name), int | float) and f.name != "nfe_per_token"
+    ]
     sums = {name: sum(getattr(r.stats, name) for r in parts) for name in counts}
-    stats = replace(parts[-1].stats, **sums,
-                    nfe_per_token=sums["nfe"] / max(1, sums["tokens"]))
-    return replace(parts[-1], original=original,
-                   edits=sorted((e for r in parts for e in r.edits), key=lambda e: e.start),
-                   fills=sorted((f for r in parts for f in r.fills),
-                                key=lambda f: f.span.start),
-                   windows=[w for r in reversed(parts) for w in r.windows],
-                   stats=stats, trace=[t for r in reversed(parts) for t in r.trace])
+    stats = replace(parts[-1].stats, **sums, nfe_per_token=sums["nfe"] / max(1, sums["tokens"]))
+    return replace(
+        parts[-1],
+        original=original,
+        edits=sorted((e for r in parts for e in r.edits), key=lambda e: e.start),
+        fills=sorted((f for r in parts for f in r.fills), key=lambda f: f.span.start),
+        windows=[w for r in reversed(parts) for w in r.windows],
+        stats=stats,
+        trace=[t for r in reversed(parts) for t in r.trace],
+    )

@@ -89,7 +89,8 @@ def encode(text: str, encoding: str) -> bytes:
     except UnicodeEncodeError as exc:
         raise InputError(
             f"the result has {exc.object[exc.start]!r}, which {encoding} (the file's declared "
-            "encoding) cannot hold; the file is unchanged") from None
+            "encoding) cannot hold; the file is unchanged"
+        ) from None
 
 
 # Linux's file attributes (`chattr`; linux/fs.h): FS_IOC_GETFLAGS, _IOR('f', 1, long).
@@ -98,7 +99,7 @@ _FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x10, 0x20
 
 
 def _attribute(path: Path, st: os.stat_result) -> str | None:
-    """"immutable" or "append-only" when the file has that attribute (Linux `chattr +i`
+    """ "immutable" or "append-only" when the file has that attribute (Linux `chattr +i`
     / `+a`; `chflags uchg` / `uappnd` and their system twins on BSD and macOS), else None,
     also where it cannot be told (then the write itself fails, and says so)."""
     flags = getattr(st, "st_flags", None)
@@ -151,24 +152,32 @@ def check_writable(path: Path, *, force: bool = False) -> None:
         return
     attribute = _attribute(target, st)
     if attribute is not None:
-        raise InputError(f"{attribute}: the system refuses to replace it, even for root and "
-                         "with --force; the file is unchanged")
+        raise InputError(
+            f"{attribute}: the system refuses to replace it, even for root and "
+            "with --force; the file is unchanged"
+        )
     if read_only_fs:
         raise InputError("on a read-only file system; the file is unchanged")
     mode = stat.S_IMODE(st.st_mode)
     if not _can_write(target, mode):
         mine = os.geteuid() in (0, st.st_uid)
         if not force:
-            raise InputError(f"{_not_writable(mode, st.st_uid)}; the file is unchanged"
-                             + (" (--force writes it anyway)" if mine else ""))
+            raise InputError(
+                f"{_not_writable(mode, st.st_uid)}; the file is unchanged"
+                + (" (--force writes it anyway)" if mine else "")
+            )
         if not mine:
-            raise InputError(f"{_not_writable(mode, st.st_uid)}; the file is unchanged "
-                             "(--force writes only your own files)")
+            raise InputError(
+                f"{_not_writable(mode, st.st_uid)}; the file is unchanged "
+                "(--force writes only your own files)"
+            )
     folder_mode = stat.S_IMODE(folder.st_mode)
     if not _can_write(target.parent, folder_mode):
-        raise InputError(f"its directory {target.parent} is "
-                         f"{_not_writable(folder_mode, folder.st_uid)}: the new text cannot "
-                         "be written beside the file; the file is unchanged")
+        raise InputError(
+            f"its directory {target.parent} is "
+            f"{_not_writable(folder_mode, folder.st_uid)}: the new text cannot "
+            "be written beside the file; the file is unchanged"
+        )
 
 
 def _not_writable(mode: int, owner: int) -> str:
@@ -189,11 +198,14 @@ def write_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
     target = Path(os.path.realpath(path))
     st = target.stat()
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                   suffix=".infill-tmp")
+        fd, tmp = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".infill-tmp"
+        )
     except PermissionError as exc:
-        raise InputError(f"cannot create a file in its directory {target.parent} "
-                         f"({exc.strerror}); the file is unchanged") from None
+        raise InputError(
+            f"cannot create a file in its directory {target.parent} "
+            f"({exc.strerror}); the file is unchanged"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -205,9 +217,11 @@ def write_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
         try:
             os.replace(tmp, target)
         except PermissionError as exc:  # immutable, append-only, a sticky directory's
-            raise InputError(f"cannot replace it ({exc.strerror}: immutable, append-only, "
-                             "or another user's file in a sticky directory); the file is "
-                             "unchanged") from None
+            raise InputError(
+                f"cannot replace it ({exc.strerror}: immutable, append-only, "
+                "or another user's file in a sticky directory); the file is "
+                "unchanged"
+            ) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

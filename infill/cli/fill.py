@@ -35,28 +35,37 @@ def _report_rejected(path: str, result: FillResult) -> None:
     left as it was). Not an error: the file was filled as well as it could be."""
     for f in result.fills:
         if f.rejected is not None:
-            error(path, f"{line_col(result.original, f.span.start)}: left as it was: "
-                   f"every candidate failed the checks ({f.rejected})")
+            error(
+                path,
+                f"{line_col(result.original, f.span.start)}: left as it was: "
+                f"every candidate failed the checks ({f.rejected})",
+            )
 
 
-
-def _fill_file(path: str, args: argparse.Namespace, options: SamplerOptions,
-               backend: Backend) -> tuple[Source, FillResult]:
+def _fill_file(
+    path: str, args: argparse.Namespace, options: SamplerOptions, backend: Backend
+) -> tuple[Source, FillResult]:
     source = read_source(Path(path))
     check_text(source.text)
     find_holes(source.text, args.marker)  # no holes, bad markers: an error before any model
     if args.in_place:  # a file with holes is to be written: refused before the model runs
         check_writable(Path(path), force=args.force)
     with file_progress(args, path, "filling", "slots") as progress:
-        return source, backend.fill(source.text, marker=args.marker,
-                                    language=language_for(args, path), options=options,
-                                    progress=progress)
+        return source, backend.fill(
+            source.text,
+            marker=args.marker,
+            language=language_for(args, path),
+            options=options,
+            progress=progress,
+        )
 
 
-def _report_fill(path: str, args: argparse.Namespace, source: Source,
-                 result: FillResult) -> bool:
-    if (args.in_place and result.text != result.original
-            and not write_file(path, args, source, result.text)):
+def _report_fill(path: str, args: argparse.Namespace, source: Source, result: FillResult) -> bool:
+    if (
+        args.in_place
+        and result.text != result.original
+        and not write_file(path, args, source, result.text)
+    ):
         return False
     if args.json:
         obj: dict[str, Any] = {"path": path, **result.to_dict()}
@@ -85,5 +94,9 @@ def cmd_fill(args: argparse.Namespace) -> int:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     backend = backend_for(args)
-    return each_file(args, backend, lambda path: _fill_file(path, args, options, backend),
-                      lambda path, done: _report_fill(path, args, *done))
+    return each_file(
+        args,
+        backend,
+        lambda path: _fill_file(path, args, options, backend),
+        lambda path, done: _report_fill(path, args, *done),
+    )

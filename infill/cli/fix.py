@@ -35,8 +35,9 @@ from diffusion_infill.infill.core.results import FillResult, TokenScore
 from diffusion_infill.infill.core.suspicion import worst_first
 
 
-def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
-              backend: Backend) -> tuple[Source, FillResult | None, list[TokenScore]]:
+def _fix_file(
+    path: str, args: argparse.Namespace, options: SamplerOptions, backend: Backend
+) -> tuple[Source, FillResult | None, list[TokenScore]]:
     """(the file, the repair or None, every token's score). With --changed, each changed
     region is repaired on its own, from the bottom of the file up (the regions above keep
     their offsets); an unchanged file is not scored (no scores)."""
@@ -45,8 +46,7 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     check_text(text)
     if args.changed:
         n_lines = text.count("\n") + (not text.endswith("\n") and bool(text))
-        ranges = [line_range(text, a, b)
-                  for a, b in changed_lines(Path(path), n_lines, args.base)]
+        ranges = [line_range(text, a, b) for a, b in changed_lines(Path(path), n_lines, args.base)]
     else:
         ranges = [line_range(text, *lines_spec(args.lines)) if args.lines else (0, len(text))]
     parts: list[FillResult] = []
@@ -54,12 +54,17 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     current = text
     for start, end in reversed(ranges):
         with file_progress(args, path, "scoring", "windows") as progress:
-            result, found = backend.fix(current, start=start, end=end,
-                                        max_fixes=args.max_fixes,
-                                        min_suspicion=args.min_suspicion,
-                                        min_likely=args.min_likely,
-                                        language=language_for(args, path), options=options,
-                                        progress=progress)
+            result, found = backend.fix(
+                current,
+                start=start,
+                end=end,
+                max_fixes=args.max_fixes,
+                min_suspicion=args.min_suspicion,
+                min_likely=args.min_likely,
+                language=language_for(args, path),
+                options=options,
+                progress=progress,
+            )
         scores = found + scores
         if result is not None:
             parts.append(result)
@@ -67,31 +72,47 @@ def _fix_file(path: str, args: argparse.Namespace, options: SamplerOptions,
     return source, merged(text, parts), scores
 
 
-def _fix_summary(path: str, text: str, result: FillResult | None,
-                 scores: list[TokenScore], args: argparse.Namespace) -> str:
+def _fix_summary(
+    path: str,
+    text: str,
+    result: FillResult | None,
+    scores: list[TokenScore],
+    args: argparse.Namespace,
+) -> str:
     worst = next(iter(worst_first(scores)), None)
     if worst is None:
-        return f"{path}: no changes since {args.base}" if args.changed else \
-            f"{path}: nothing to score"
+        return (
+            f"{path}: no changes since {args.base}" if args.changed else f"{path}: nothing to score"
+        )
     where = line_col(text, worst.start)
     head = f"most suspicious {worst.text.strip()!r} at {where} ({worst.suspicion:.2f})"
     if result is None:  # no token passed the rule (docs/ARCHITECTURE.md, "Fixer calibration")
-        return (f"{path}: nothing suspicious (worst token {worst.text.strip()!r} at "
-                f"{where}, suspicion {worst.suspicion:.2f})")
+        return (
+            f"{path}: nothing suspicious (worst token {worst.text.strip()!r} at "
+            f"{where}, suspicion {worst.suspicion:.2f})"
+        )
     if not result.edits:
         return f"{path}: no change; {head}"
     return f"{summary(path, result)}; {head}"
 
 
-def _report_fix(path: str, args: argparse.Namespace, source: Source,
-                result: FillResult | None, scores: list[TokenScore]) -> bool:
+def _report_fix(
+    path: str,
+    args: argparse.Namespace,
+    source: Source,
+    result: FillResult | None,
+    scores: list[TokenScore],
+) -> bool:
     original = source.text
     changed = result is not None and result.text != original
     if args.in_place and changed and not write_file(path, args, source, result.text):
         return False
     if args.json:
-        obj: dict[str, Any] = {"path": path, "changed": changed,
-                               "scores": [asdict(s) for s in scores]}
+        obj: dict[str, Any] = {
+            "path": path,
+            "changed": changed,
+            "scores": [asdict(s) for s in scores],
+        }
         if result is not None:
             obj.update(result.to_dict())
         print(json.dumps(obj, ensure_ascii=False), flush=True)
@@ -110,8 +131,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
         check_output_args(args)
         if args.max_fixes < 1:
             raise ValueError(f"--max-fixes must be >= 1, got {args.max_fixes}")
-        for flag, value in (("--min-suspicion", args.min_suspicion),
-                            ("--min-likely", args.min_likely)):
+        for flag, value in (
+            ("--min-suspicion", args.min_suspicion),
+            ("--min-likely", args.min_likely),
+        ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{flag} must be in 0..1, got {value}")
         if args.lines is not None:
@@ -122,5 +145,9 @@ def cmd_fix(args: argparse.Namespace) -> int:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     backend = backend_for(args)
-    return each_file(args, backend, lambda path: _fix_file(path, args, options, backend),
-                      lambda path, done: _report_fix(path, args, *done))
+    return each_file(
+        args,
+        backend,
+        lambda path: _fix_file(path, args, options, backend),
+        lambda path, done: _report_fix(path, args, *done),
+    )

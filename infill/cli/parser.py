@@ -24,8 +24,11 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     model = p.add_argument_group("model")
     model.add_argument("--model", metavar="DIR", help="model directory (default: shipped)")
     model.add_argument("--device", help="torch device, e.g. cpu or cuda (default: auto)")
-    model.add_argument("--trust-remote-code", action="store_true",
-                       help="allow a model directory's own Python code to run (LLaDA, Dream)")
+    model.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow a model directory's own Python code to run (LLaDA, Dream)",
+    )
     model.add_argument(
         "--worker",
         metavar="ADDRESS",
@@ -49,9 +52,12 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--span-tokens", type=int, default=16, help="tokens per hole without hint")
     s.add_argument("--max-span-tokens", type=int, default=256, help="most tokens per span")
     s.add_argument("--grow", type=int, default=16, help="tokens added to a span that filled up")
-    s.add_argument("--grow-cap", type=int, default=DEFAULT_GROW_CAP,
-                   help=f"most tokens a hole grows to; a longer hint is kept (default "
-                   f"{DEFAULT_GROW_CAP})")
+    s.add_argument(
+        "--grow-cap",
+        type=int,
+        default=DEFAULT_GROW_CAP,
+        help=f"most tokens a hole grows to; a longer hint is kept (default {DEFAULT_GROW_CAP})",
+    )
     s.add_argument("--exact-length", action="store_true", help="hints are exact lengths")
     s.add_argument("--window-tokens", type=int, help="canvas size (default: model's maximum)")
     s.add_argument(
@@ -62,33 +68,61 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
         help="reuse the context's keys/values between passes, a full pass every K steps "
         f"(default {DEFAULT_CACHE_REFRESH}; 0: every pass exact)",
     )
-    s.add_argument("--checks", default=DEFAULT_CHECKS, metavar="LIST",
-                   help="a fill must pass these checks, comma-separated, of: "
-                   f"{', '.join(KINDS)} (default: {DEFAULT_CHECKS}); a failing fill loses "
-                   "to the next candidate, and with none passing its hole is left as it was")
-    s.add_argument("--no-checks", dest="checks", action="store_const", const="",
-                   help="no checks: write the model's first decode whatever it is")
-    s.add_argument("--candidates", type=int, default=2, metavar="N",
-                   help="with checks: the first decode and N-1 alternatives (default 2)")
-    s.add_argument("--lengths", type=int, default=DEFAULT_LENGTHS, metavar="N",
-                   help="a hole without a fixed length whose fill fails its checks races "
-                   "N-1 shorter allocations (8, 4, ...: the model's score picks; default "
-                   f"{DEFAULT_LENGTHS}, 1: none)")
+    s.add_argument(
+        "--checks",
+        default=DEFAULT_CHECKS,
+        metavar="LIST",
+        help="a fill must pass these checks, comma-separated, of: "
+        f"{', '.join(KINDS)} (default: {DEFAULT_CHECKS}); a failing fill loses "
+        "to the next candidate, and with none passing its hole is left as it was",
+    )
+    s.add_argument(
+        "--no-checks",
+        dest="checks",
+        action="store_const",
+        const="",
+        help="no checks: write the model's first decode whatever it is",
+    )
+    s.add_argument(
+        "--candidates",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with checks: the first decode and N-1 alternatives (default 2)",
+    )
+    s.add_argument(
+        "--lengths",
+        type=int,
+        default=DEFAULT_LENGTHS,
+        metavar="N",
+        help="a hole without a fixed length whose fill fails its checks races "
+        "N-1 shorter allocations (8, 4, ...: the model's score picks; default "
+        f"{DEFAULT_LENGTHS}, 1: none)",
+    )
 
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
     out = p.add_argument_group("output")
-    out.add_argument("--in-place", action="store_true",
-                     help=f"write the {verb} files, atomically; a read-only file (no write "
-                     "bit for its owner, even for root), an immutable one or one in a "
-                     "read-only directory is an error and stays as it was")
-    out.add_argument("--force", action="store_true",
-                     help="with --in-place: write a file of yours that is read-only by its "
-                     "permission bits (its mode is kept); never an immutable file or one in "
-                     "a read-only directory")
+    out.add_argument(
+        "--in-place",
+        action="store_true",
+        help=f"write the {verb} files, atomically; a read-only file (no write "
+        "bit for its owner, even for root), an immutable one or one in a "
+        "read-only directory is an error and stays as it was",
+    )
+    out.add_argument(
+        "--force",
+        action="store_true",
+        help="with --in-place: write a file of yours that is read-only by its "
+        "permission bits (its mode is kept); never an immutable file or one in "
+        "a read-only directory",
+    )
     out.add_argument("--json", action="store_true", help="one JSON object per file on stdout")
-    out.add_argument("--progress", action="store_true",
-                     help="show progress on stderr (default: when stderr is a terminal)")
+    out.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr (default: when stderr is a terminal)",
+    )
     return out
 
 
@@ -138,19 +172,34 @@ def _add_fix_command(commands: Any) -> None:
     what = fix.add_argument_group("what to fix")
     where = what.add_mutually_exclusive_group()
     where.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
-    where.add_argument("--changed", action="store_true",
-                       help="only the lines changed since git's HEAD (or --base), each changed "
-                       "region on its own (--max-fixes per region); an untracked file is all "
-                       "new; an unchanged one is skipped without loading the model")
-    what.add_argument("--base", default="HEAD", metavar="REV",
-                      help="with --changed: the revision to compare with (default HEAD)")
+    where.add_argument(
+        "--changed",
+        action="store_true",
+        help="only the lines changed since git's HEAD (or --base), each changed "
+        "region on its own (--max-fixes per region); an untracked file is all "
+        "new; an unchanged one is skipped without loading the model",
+    )
+    what.add_argument(
+        "--base",
+        default="HEAD",
+        metavar="REV",
+        help="with --changed: the revision to compare with (default HEAD)",
+    )
     what.add_argument("--max-fixes", type=int, default=1, help="most tokens repaired (default 1)")
-    what.add_argument("--min-suspicion", type=float, default=DEFAULT_MIN_SUSPICION,
-                      help="repair only tokens at least this suspicious (1 - p(token)), 0..1 "
-                      f"(default {DEFAULT_MIN_SUSPICION}, calibrated: docs/ARCHITECTURE.md)")
-    what.add_argument("--min-likely", type=float, default=DEFAULT_MIN_LIKELY,
-                      help="repair only where the model's likeliest replacement has at least "
-                      f"this probability, 0..1 (default {DEFAULT_MIN_LIKELY})")
+    what.add_argument(
+        "--min-suspicion",
+        type=float,
+        default=DEFAULT_MIN_SUSPICION,
+        help="repair only tokens at least this suspicious (1 - p(token)), 0..1 "
+        f"(default {DEFAULT_MIN_SUSPICION}, calibrated: docs/ARCHITECTURE.md)",
+    )
+    what.add_argument(
+        "--min-likely",
+        type=float,
+        default=DEFAULT_MIN_LIKELY,
+        help="repair only where the model's likeliest replacement has at least "
+        f"this probability, 0..1 (default {DEFAULT_MIN_LIKELY})",
+    )
     _add_language_arg(what)
     _add_model_args(fix)
     _add_sampler_args(fix)
@@ -189,8 +238,10 @@ def check_worker_args(args: argparse.Namespace) -> None:
     if args.worker != "spawn":
         parse_address(args.worker)
         if args.model or args.device:
-            raise ValueError("--model and --device go to the worker (infill-worker --model), "
-                             "or use --worker spawn")
+            raise ValueError(
+                "--model and --device go to the worker (infill-worker --model), "
+                "or use --worker spawn"
+            )
 
 
 def check_output_args(args: argparse.Namespace) -> None:

@@ -12,8 +12,9 @@ class ProgressLine:
     """`a.py: scoring  120/2000 windows   6%  12.3 s`, rewritten in place (carriage
     return) at most every `every` seconds and on the last unit; `close()` ends the line."""
 
-    def __init__(self, label: str, unit: str, stream: TextIO | None = None,
-                 every: float = 0.2) -> None:
+    def __init__(
+        self, label: str, unit: str, stream: TextIO | None = None, every: float = 0.2
+    ) -> None:
         self.label, self.unit, self.every = label, unit, every
         self.stream = stream or sys.stderr
         self._start = self._last = time.monotonic()
@@ -25,8 +26,9 @@ class ProgressLine:
             return
         self._last = now
         pct = 100 * done // max(total, 1)
-        self.stream.write(f"\r{self.label} {done}/{total} {self.unit} {pct:3d}% "
-                          f"{now - self._start:.1f} s")
+        self.stream.write(
+            f"\r{self.label} {done}/{total} {self.unit} {pct:3d}% {now - self._start:.1f} s"
+        )
         self.stream.flush()
         self._shown = True
 

@@ -42,9 +42,12 @@ def summary(path: str, result: FillResult) -> str:
     )
 
 
-
-def each_file(args: argparse.Namespace, backend: Backend,
-               work: Callable[[str], T], report: Callable[[str, T], bool]) -> int:
+def each_file(
+    args: argparse.Namespace,
+    backend: Backend,
+    work: Callable[[str], T],
+    report: Callable[[str, T], bool],
+) -> int:
     """`work` on each file, then `report` (False: the file failed). A model or worker
     failure ends the run (every other file would fail the same way); a file's own error is
     reported and the next file is done."""
@@ -86,8 +89,9 @@ def write_file(path: str, args: argparse.Namespace, source: Source, text: str) -
 
 
 @contextlib.contextmanager
-def file_progress(args: argparse.Namespace, path: str, verb: str,
-              unit: str) -> Iterator[ProgressLine | None]:
+def file_progress(
+    args: argparse.Namespace, path: str, verb: str, unit: str
+) -> Iterator[ProgressLine | None]:
     """A progress line for one file's work (None when not wanted); ended however the work
     ends, so that the summary or error starts on a line of its own."""
     if not progress_wanted(args.progress):
@@ -98,4 +102,3 @@ def file_progress(args: argparse.Namespace, path: str, verb: str,
         yield line
     finally:
         line.close()
-

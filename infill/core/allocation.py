@@ -31,8 +31,15 @@ class Allocation:
     raced: bool = False  # the length is a guess (a hole's default or hint): may race shorter
 
 
-def allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
-              count: Callable[[str], int], frame: Frame | None = None) -> Allocation:
+def allocate(
+    text: str,
+    span: Span,
+    options: SamplerOptions,
+    *,
+    rewrite: bool,
+    count: Callable[[str], int],
+    frame: Frame | None = None,
+) -> Allocation:
     """The allocation of one span (the length contract, docs/ARCHITECTURE.md)."""
     o = options
     where = line_col(text, span.start)
@@ -59,13 +66,23 @@ def allocate(text: str, span: Span, options: SamplerOptions, *, rewrite: bool,
         )
     grown = o.max_span_tokens if o.grow_cap is None else min(o.grow_cap, o.max_span_tokens)
     cap = slots if exact else max(slots, grown)
-    return Allocation(slots, cap, exact, 0 if exact else min(o.grow, cap - slots),
-                       raced=guessed and not exact)
+    return Allocation(
+        slots, cap, exact, 0 if exact else min(o.grow, cap - slots), raced=guessed and not exact
+    )
 
 
-def window_canvas(text: str, spans: list[Span], window: Window, allocs: list[Allocation], *,
-            denoiser: Denoiser, budget: int, forbidden: list[tuple[int, ...]],
-            decided: Sequence[list[int] | None], frames: Sequence[Frame | None]) -> Canvas:
+def window_canvas(
+    text: str,
+    spans: list[Span],
+    window: Window,
+    allocs: list[Allocation],
+    *,
+    denoiser: Denoiser,
+    budget: int,
+    forbidden: list[tuple[int, ...]],
+    decided: Sequence[list[int] | None],
+    frames: Sequence[Frame | None],
+) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots (or the
     tokens `decided` for a span); a framed span's indentation and line break are context."""
 
@@ -82,27 +99,54 @@ def window_canvas(text: str, spans: list[Span], window: Window, allocs: list[All
     mask = denoiser.special.mask
     return Canvas(
         left=encode(text[window.start : spans[idx[0]].start] + head(idx[0])),
-        spans=[SpanSlots(i, list(decided[i]) if decided[i] is not None
-                         else [mask] * allocs[i].slots, allocs[i].cap, allocs[i].exact,
-                         forbidden=forbidden[i], raced=allocs[i].raced)
-               for i in idx],
-        gaps=[encode(tail(a) + text[spans[a].end : spans[b].start] + head(b))
-              for a, b in pairwise(idx)],
+        spans=[
+            SpanSlots(
+                i,
+                list(decided[i]) if decided[i] is not None else [mask] * allocs[i].slots,
+                allocs[i].cap,
+                allocs[i].exact,
+                forbidden=forbidden[i],
+                raced=allocs[i].raced,
+            )
+            for i in idx
+        ],
+        gaps=[
+            encode(tail(a) + text[spans[a].end : spans[b].start] + head(b))
+            for a, b in pairwise(idx)
+        ],
         right=encode(tail(idx[-1]) + text[spans[idx[-1]].end : window.end]),
         budget=budget,
     )
 
 
-def window_canvases(text: str, spans: list[Span], windows: list[Window], allocs: list[Allocation],
-             *, layout: Layout, denoiser: Denoiser, budget: int,
-             decided: Sequence[list[int] | None],
-             frames: Sequence[Frame | None]) -> list[Canvas]:
+def window_canvases(
+    text: str,
+    spans: list[Span],
+    windows: list[Window],
+    allocs: list[Allocation],
+    *,
+    layout: Layout,
+    denoiser: Denoiser,
+    budget: int,
+    decided: Sequence[list[int] | None],
+    frames: Sequence[Frame | None],
+) -> list[Canvas]:
     """Each window's canvas, with the tokens each span's fill may not hold forbidden: the
     quote of a string literal it sits in (and a line break in a one-line literal, or in a
     one-line selection)."""
     limits = one_line_limits(fill_limits(spans, layout.scopes), frames)
     forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
-    return [window_canvas(text, spans, w, allocs, denoiser=denoiser, budget=budget,
-                   forbidden=[forbidden.get(chars, ()) for chars in limits],
-                   decided=decided, frames=frames)
-            for w in windows]
+    return [
+        window_canvas(
+            text,
+            spans,
+            w,
+            allocs,
+            denoiser=denoiser,
+            budget=budget,
+            forbidden=[forbidden.get(chars, ()) for chars in limits],
+            decided=decided,
+            frames=frames,
+        )
+        for w in windows
+    ]

@@ -18,9 +18,15 @@ Alternative = tuple[int, int]  # (window, k): alternative k of that window's can
 Scoring = list[tuple[Canvas, int, list[tuple[int, list[int]]]]]
 
 
-def alternative_canvases(canvases: Sequence[Canvas], redo: set[int], *, raced: set[int],
-                         initial: dict[int, int], options: SamplerOptions,
-                         mask: int) -> list[tuple[Canvas, Alternative]]:
+def alternative_canvases(
+    canvases: Sequence[Canvas],
+    redo: set[int],
+    *,
+    raced: set[int],
+    initial: dict[int, int],
+    options: SamplerOptions,
+    mask: int,
+) -> list[tuple[Canvas, Alternative]]:
     """The alternative canvases of each of `canvases` that holds a span of `redo` whose
     length may change, the window's other spans kept as decoded: alternative k re-decodes
     those spans from `initial >> k` masks. A raced span (its length is the model's guess,
@@ -35,11 +41,23 @@ def alternative_canvases(canvases: Sequence[Canvas], redo: set[int], *, raced: s
             continue
         count = options.lengths if mine & raced else options.candidates
         for k in range(1, count):
-            out.append((Canvas(
-                left=list(c.left), gaps=[list(g) for g in c.gaps], right=list(c.right),
-                budget=c.budget,
-                spans=[shorter(s, initial[s.index] >> k, exact=s.index in raced, mask=mask)
-                       if s.index in mine else kept(s) for s in c.spans]), (w, k)))
+            out.append(
+                (
+                    Canvas(
+                        left=list(c.left),
+                        gaps=[list(g) for g in c.gaps],
+                        right=list(c.right),
+                        budget=c.budget,
+                        spans=[
+                            shorter(s, initial[s.index] >> k, exact=s.index in raced, mask=mask)
+                            if s.index in mine
+                            else kept(s)
+                            for s in c.spans
+                        ],
+                    ),
+                    (w, k),
+                )
+            )
     return out
 
 
@@ -47,34 +65,41 @@ def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:
     """Span `s` from `n` masks (at least one): exactly that many tokens (a raced length),
     or with nulls and growth."""
     n = max(1, n)
-    return SpanSlots(s.index, [mask] * n, n if exact else s.cap, exact,
-                     forbidden=s.forbidden, raced=s.raced)
+    return SpanSlots(
+        s.index, [mask] * n, n if exact else s.cap, exact, forbidden=s.forbidden, raced=s.raced
+    )
 
 
 def kept(s: SpanSlots) -> SpanSlots:
     """A span an alternative does not redo: as the primary decoded it, fixed."""
-    return SpanSlots(s.index, list(s.ids), len(s.ids), s.exact, can_grow=False,
-                     forbidden=s.forbidden)
+    return SpanSlots(
+        s.index, list(s.ids), len(s.ids), s.exact, can_grow=False, forbidden=s.forbidden
+    )
 
 
-def scoring_rows(canvases: Sequence[Canvas], alts: Sequence[Alternative],
-                 passing: dict[int, list[int]], null: int) -> Scoring:
+def scoring_rows(
+    canvases: Sequence[Canvas],
+    alts: Sequence[Alternative],
+    passing: dict[int, list[int]],
+    null: int,
+) -> Scoring:
     """The scoring pass: the alternative canvases that hold a span with several passing
     alternatives (`passing`: span -> its passing k), and in each, the positions of those
     spans' fills (nulls left out)."""
     several = {i for i, ks in passing.items() if len(ks) > 1}
     scoring = []
     for canvas, (_, k) in zip(canvases, alts, strict=True):
-        rows = [(s.index, [off + j for j, t in enumerate(s.ids) if t != null])
-                for s, off in zip(canvas.spans, canvas.offsets(), strict=True)
-                if s.index in several and k in passing[s.index]]
+        rows = [
+            (s.index, [off + j for j, t in enumerate(s.ids) if t != null])
+            for s, off in zip(canvas.spans, canvas.offsets(), strict=True)
+            if s.index in several and k in passing[s.index]
+        ]
         if rows:
             scoring.append((canvas, k, rows))
     return scoring
 
 
-def mean_log_probs(scoring: Scoring, logits: Sequence[np.ndarray]
-                   ) -> dict[tuple[int, int], float]:
+def mean_log_probs(scoring: Scoring, logits: Sequence[np.ndarray]) -> dict[tuple[int, int], float]:
     """(span, k) -> the mean log-probability of the fill's tokens, from the scoring pass's
     logits (one array per scored canvas, a row per position asked)."""
     out: dict[tuple[int, int], float] = {}

@@ -79,9 +79,18 @@ class CandidateJob:
     """A DenoiseJob in rounds: the primary, then alternatives for failing spans, then a
     scoring pass when a span has several passing alternatives (see the module docstring)."""
 
-    def __init__(self, canvases: Sequence[Canvas], options: SamplerOptions, *,
-                 special: SpecialIds, vocab_size: int, decode: Decode, check: Check,
-                 neutral: list[str], ended: Ended | None = None) -> None:
+    def __init__(
+        self,
+        canvases: Sequence[Canvas],
+        options: SamplerOptions,
+        *,
+        special: SpecialIds,
+        vocab_size: int,
+        decode: Decode,
+        check: Check,
+        neutral: list[str],
+        ended: Ended | None = None,
+    ) -> None:
         self.options = options
         self.ended = ended
         self.special = special
@@ -94,11 +103,15 @@ class CandidateJob:
         rest = set(range(len(neutral))).difference(*self._windows)
         self._windows += [rest] if rest else []
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
-        self._raced = ({s.index for c in canvases for s in c.spans if s.raced and not s.exact}
-                       if options.lengths > 1 else set())
+        self._raced = (
+            {s.index for c in canvases for s in c.spans if s.raced and not s.exact}
+            if options.lengths > 1
+            else set()
+        )
         self._alts: list[Alternative] = []  # per alternative canvas: (window, k)
-        self.primary = DenoiseJob(canvases, options, special=special, vocab_size=vocab_size,
-                                  ended=ended)
+        self.primary = DenoiseJob(
+            canvases, options, special=special, vocab_size=vocab_size, ended=ended
+        )
         self.rounds = [self.primary]
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
@@ -156,8 +169,7 @@ class CandidateJob:
         out: list[StepRecord] = []
         steps = canvases = 0
         for r in self.rounds:
-            out += [replace(t, step=t.step + steps, canvas=t.canvas + canvases)
-                    for t in r.trace]
+            out += [replace(t, step=t.step + steps, canvas=t.canvas + canvases) for t in r.trace]
             steps, canvases = steps + r.steps, canvases + len(r.canvases)
         return out
 
@@ -176,8 +188,10 @@ class CandidateJob:
         if self.done:
             raise RuntimeError("the job is done")
         if self._scoring is not None:
-            return [LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
-                    for canvas, _, rows in self._scoring]
+            return [
+                LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
+                for canvas, _, rows in self._scoring
+            ]
         return self.rounds[-1].requests()
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
@@ -215,31 +229,46 @@ class CandidateJob:
             self._primary_ids = self._ids(self.primary_canvases)
             texts, bad = self._texts(self._primary_ids)
             self._failures = self._why(texts, bad)
-            made = alternative_canvases(self.primary.canvases, set(self._failures),
-                                        raced=self._raced, initial=self._initial,
-                                        options=self.options, mask=self.special.mask)
+            made = alternative_canvases(
+                self.primary.canvases,
+                set(self._failures),
+                raced=self._raced,
+                initial=self._initial,
+                options=self.options,
+                mask=self.special.mask,
+            )
             self._alts = [alt for _, alt in made]
             if not made:
                 self._decide()
                 return
-            self.rounds.append(DenoiseJob([c for c, _ in made], self.options,
-                                          special=self.special, vocab_size=self.vocab_size,
-                                          ended=self.ended))
+            self.rounds.append(
+                DenoiseJob(
+                    [c for c, _ in made],
+                    self.options,
+                    special=self.special,
+                    vocab_size=self.vocab_size,
+                    ended=self.ended,
+                )
+            )
             return
         self._judge()
         if not self._scoring:
             self._decide()
 
-    def _why(self, texts: list[str], bad: dict[int, str],
-             windows: Sequence[set[int]] | None = None) -> dict[int, str]:
+    def _why(
+        self, texts: list[str], bad: dict[int, str], windows: Sequence[set[int]] | None = None
+    ) -> dict[int, str]:
         """Why each failing span of `windows` (default: every window) fails, by span. A
         window's spans are checked together, the other windows' spans as they were
         (neutral): a window's fills never saw another's, and a fill that breaks the parse
         far around it must not fail the spans of other windows with it."""
         out = dict(bad)
         for group in self._windows if windows is None else windows:
-            mixed = (texts if len(self._windows) == 1 else
-                     [t if i in group else self._neutral[i] for i, t in enumerate(texts)])
+            mixed = (
+                texts
+                if len(self._windows) == 1
+                else [t if i in group else self._neutral[i] for i, t in enumerate(texts)]
+            )
             problems = [p for p in self._check(mixed, group) if p.range in group]
             for i in sorted({p.range for p in problems} - set(out)):
                 out[i] = summary([p for p in problems if p.range == i])
@@ -257,15 +286,18 @@ class CandidateJob:
             fails = self._why(texts, bad, [{s.index for s in canvas.spans}])
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
-        self._scoring = scoring_rows(alt_canvases, self._alts, self._passing,
-                                     self.special.null) or None
+        self._scoring = (
+            scoring_rows(alt_canvases, self._alts, self._passing, self.special.null) or None
+        )
 
     def _score(self, logits: Sequence[np.ndarray]) -> None:
         """The scoring pass: each passing alternative's mean log-probability."""
         assert self._scoring is not None
         if len(logits) != len(self._scoring):
-            raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
-                                f"{len(self._scoring)} canvases")
+            raise DenoiserError(
+                f"the denoiser returned {len(logits)} logit arrays for "
+                f"{len(self._scoring)} canvases"
+            )
         self.scoring_passes += 1
         self._scoring_nfe += len(logits)
         self._scores.update(mean_log_probs(self._scoring, logits))
@@ -285,8 +317,9 @@ class CandidateJob:
                 choices.append(Choice(self._primary_ids[i], 0))
             elif self._passing.get(i):
                 # best score; a tie (to 1e-9: a mean of equal terms) goes to the lower k
-                k = max(self._passing[i],
-                        key=lambda k: (round(self._scores.get((i, k), 0.0), 9), -k))
+                k = max(
+                    self._passing[i], key=lambda k: (round(self._scores.get((i, k), 0.0), 9), -k)
+                )
                 choices.append(Choice(alt_ids[(i, k)], k))
             else:
                 choices.append(Choice(None, 0, self._failures[i]))
@@ -296,25 +329,45 @@ class CandidateJob:
         if not any(c.candidate for c in choices):
             return choices
         texts, bad = self._texts({i: c.ids or [] for i, c in enumerate(choices)})
-        texts = [t if c.ids is not None else self._neutral[i]
-                 for i, (t, c) in enumerate(zip(texts, choices, strict=True))]
+        texts = [
+            t if c.ids is not None else self._neutral[i]
+            for i, (t, c) in enumerate(zip(texts, choices, strict=True))
+        ]
         fails = self._why(texts, bad)
-        return [Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
-                for i, c in enumerate(choices)]
+        return [
+            Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
+            for i, c in enumerate(choices)
+        ]
 
 
-def checked_job(text: str, before: str, ranges: list[Range], canvases: Sequence[Canvas],
-                options: SamplerOptions, *, special: SpecialIds, vocab_size: int,
-                decode: Decode, language: str | None, kinds: Sequence[str],
-                ended: Ended | None = None) -> CandidateJob:
+def checked_job(
+    text: str,
+    before: str,
+    ranges: list[Range],
+    canvases: Sequence[Canvas],
+    options: SamplerOptions,
+    *,
+    special: SpecialIds,
+    vocab_size: int,
+    decode: Decode,
+    language: str | None,
+    kinds: Sequence[str],
+    ended: Ended | None = None,
+) -> CandidateJob:
     """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
     with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
 
     def check(texts: list[str], only: set[int]) -> list[Problem]:
         after, filled = splice(text, ranges, texts)
-        return check_fills(before, after, ranges, filled, language=language, kinds=kinds,
-                           only=only)
+        return check_fills(before, after, ranges, filled, language=language, kinds=kinds, only=only)
 
-    return CandidateJob(canvases, options, special=special, vocab_size=vocab_size,
-                        decode=decode, check=check, neutral=[before[a:b] for a, b in ranges],
-                        ended=ended)
+    return CandidateJob(
+        canvases,
+        options,
+        special=special,
+        vocab_size=vocab_size,
+        decode=decode,
+        check=check,
+        neutral=[before[a:b] for a, b in ranges],
+        ended=ended,
+    )

@@ -64,8 +64,18 @@ Range = tuple[int, int]  # [start, end) in characters
 PYTHON = "python"
 KINDS = ("parse", "comment", "keyword", "name", "line")  # every check, in the order they run
 # Names every module has without defining them (module attributes the builtins lack).
-_MODULE_NAMES = {"__file__", "__builtins__", "__path__", "__all__", "__annotations__",
-                 "__cached__", "__qualname__", "__module__", "__class__", "__dict__"}
+_MODULE_NAMES = {
+    "__file__",
+    "__builtins__",
+    "__path__",
+    "__all__",
+    "__annotations__",
+    "__cached__",
+    "__qualname__",
+    "__module__",
+    "__class__",
+    "__dict__",
+}
 _KNOWN = frozenset(dir(builtins)) | _MODULE_NAMES
 _STAR_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
 
@@ -124,14 +134,16 @@ def _swallowed(root: Any, data: bytes, r: Range) -> bool:
     the fill commented out text it was not given."""
     for n in walk(root, lambda n: overlaps(n, r)):
         if n.type == "comment" and r[0] <= n.start_byte < r[1] < n.end_byte:
-            return data[r[1]:n.end_byte].strip() != b""
+            return data[r[1] : n.end_byte].strip() != b""
     return False
 
 
 def _errors(root: Any, r: Range) -> int:
     """ERROR and MISSING nodes touching byte range `r`."""
-    return sum(n.type == "ERROR" or n.is_missing
-               for n in walk(root, lambda n: n.has_error and touches(n, r)))
+    return sum(
+        n.type == "ERROR" or n.is_missing
+        for n in walk(root, lambda n: n.has_error and touches(n, r))
+    )
 
 
 def _spelled(root: Any, data: bytes) -> set[str]:
@@ -142,7 +154,7 @@ def _spelled(root: Any, data: bytes) -> set[str]:
     while stack:
         n = stack.pop()
         if n.type == "identifier":
-            out.add(data[n.start_byte:n.end_byte].decode("utf-8", "replace"))
+            out.add(data[n.start_byte : n.end_byte].decode("utf-8", "replace"))
         elif n.type != "comment":
             stack.extend(n.children)
     return out
@@ -160,7 +172,7 @@ def _repeated_keywords(root: Any, data: bytes, r: Range) -> list[str]:
             name = arg.child_by_field_name("name") if arg.type == "keyword_argument" else None
             if name is None:
                 continue
-            word = data[name.start_byte:name.end_byte].decode("utf-8", "replace")
+            word = data[name.start_byte : name.end_byte].decode("utf-8", "replace")
             if word in seen and touches(arg, r):
                 out.append(word)
             seen.add(word)
@@ -198,16 +210,25 @@ def _before(parser: Any, text: str, language: str | None) -> _Before:
     return parsed
 
 
-def check_fills(before: str, after: str, before_ranges: Sequence[Range],
-                after_ranges: Sequence[Range], *, language: str | None = PYTHON,
-                kinds: Sequence[str] = KINDS,
-                only: Collection[int] | None = None) -> list[Problem]:
+def check_fills(
+    before: str,
+    after: str,
+    before_ranges: Sequence[Range],
+    after_ranges: Sequence[Range],
+    *,
+    language: str | None = PYTHON,
+    kinds: Sequence[str] = KINDS,
+    only: Collection[int] | None = None,
+) -> list[Problem]:
     """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
     the module docstring); [] when none. Only `line` runs when no grammar for `language`
     is installed. `only`: the indices of the fills to look at (default: all); the others
     are text around them, as a file's many windows are to one window's fills."""
-    problems = _broken_lines(before, after, before_ranges, after_ranges, language) \
-        if "line" in kinds else []
+    problems = (
+        _broken_lines(before, after, before_ranges, after_ranges, language)
+        if "line" in kinds
+        else []
+    )
     parser = parser_for(language) if set(kinds) - {"line"} else None
     if parser is None:
         return problems
@@ -223,11 +244,13 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
             continue
         added = 0
         if new_root.has_error and "parse" in kinds:
-            added = (_errors(new_root, _widen(new_data, new))
-                     - _errors(old_root, _widen(old_data, old)))
+            added = _errors(new_root, _widen(new_data, new)) - _errors(
+                old_root, _widen(old_data, old)
+            )
         if added > 0:
-            problems.append(Problem("parse", i, f"{added} new syntax error"
-                                    + ("s" if added > 1 else "")))
+            problems.append(
+                Problem("parse", i, f"{added} new syntax error" + ("s" if added > 1 else ""))
+            )
         if "comment" in kinds and _swallowed(new_root, new_data, new):
             problems.append(Problem("comment", i, "a comment hides the code after the fill"))
         if not python:
@@ -246,13 +269,20 @@ def check_fills(before: str, after: str, before_ranges: Sequence[Range],
     return problems
 
 
-def _visible(word: str, old_root: Any, old_data: bytes, old: Range, new_root: Any,
-             new_data: bytes, new: Range) -> bool:
+def _visible(
+    word: str,
+    old_root: Any,
+    old_data: bytes,
+    old: Range,
+    new_root: Any,
+    new_data: bytes,
+    new: Range,
+) -> bool:
     """`word` is spelled where the fill can see it. A fill of whole lines (from column 0)
     is placed by its own indentation: where its code stands in the text with the fill in
     (the text before holds the hole, which at column 0 ends any block around it)."""
     if new[0] == 0 or new_data[new[0] - 1 : new[0]] == b"\n":
-        chunk = new_data[new[0]:new[1]]
+        chunk = new_data[new[0] : new[1]]
         start = new[0] + len(chunk) - len(chunk.lstrip())
         end = new[1] - (len(chunk) - len(chunk.rstrip()))
         if start < end:
@@ -268,17 +298,25 @@ def _inside_line(text: str, r: Range) -> bool:
     line_start = text.rfind("\n", 0, a) + 1
     line_end = text.find("\n", b)
     return bool(text[line_start:a].strip()) and bool(
-        text[b:len(text) if line_end < 0 else line_end].strip())
+        text[b : len(text) if line_end < 0 else line_end].strip()
+    )
 
 
-def _broken_lines(before: str, after: str, before_ranges: Sequence[Range],
-                  after_ranges: Sequence[Range], language: str | None) -> list[Problem]:
-    broken = [i for i, (old, new) in enumerate(zip(before_ranges, after_ranges, strict=True))
-              if "\n" in after[new[0]:new[1]] and _inside_line(before, old)]
+def _broken_lines(
+    before: str,
+    after: str,
+    before_ranges: Sequence[Range],
+    after_ranges: Sequence[Range],
+    language: str | None,
+) -> list[Problem]:
+    broken = [
+        i
+        for i, (old, new) in enumerate(zip(before_ranges, after_ranges, strict=True))
+        if "\n" in after[new[0] : new[1]] and _inside_line(before, old)
+    ]
     if broken and language == PYTHON:  # a line break inside a triple-quoted string is text
         scopes = PythonScopes(before)
-        broken = [i for i in broken
-                  if len(scopes.string_quote(*before_ranges[i]) or "") != 3]
+        broken = [i for i in broken if len(scopes.string_quote(*before_ranges[i]) or "") != 3]
     return [Problem("line", i, "the fill breaks the line it was asked for") for i in broken]
 
 

@@ -59,7 +59,7 @@ def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[s
         stop = len(text) if line_end < 0 else line_end
         if i + 1 < len(spans):
             stop = min(stop, spans[i + 1].start)
-        keys.append(None if fixed else text[span.end:stop].strip())
+        keys.append(None if fixed else text[span.end : stop].strip())
     return keys
 
 
@@ -102,11 +102,11 @@ def cut_echo(fill: str, key: str) -> str:
         return fill
     m = _echo(key).search(fill) if "\n" in fill else None
     if m is not None:
-        return fill[:m.start()]
+        return fill[: m.start()]
     body = fill.rstrip()
     for end in range(len(key), 0, -1):  # the whole key, else its start (`a)` for `))`)
         if body.endswith(key[:end]):
-            head = body[:len(body) - end]
+            head = body[: len(body) - end]
             if _stray_closers(body) > _stray_closers(head):
                 return head
     return fill
@@ -124,7 +124,7 @@ def cut_loop(fill: str) -> str:
     for i in range(1, len(lines)):
         line = lines[i].strip()
         if line == lines[i - 1].strip() and not _PUNCTUATION.fullmatch(line):
-            head = fill[:start - 1]
+            head = fill[: start - 1]
             return head[:-1] if head.endswith("\r") else head
         start += len(lines[i]) + 1
     return fill

@@ -25,8 +25,9 @@ import numpy as np
 from diffusion_infill.infill.core.canvas import Slot, SpanSlots
 
 
-def with_content(masked: Sequence[Slot], chosen: np.ndarray, tokens: np.ndarray,
-                 scores: np.ndarray, *, null: int) -> np.ndarray:
+def with_content(
+    masked: Sequence[Slot], chosen: np.ndarray, tokens: np.ndarray, scores: np.ndarray, *, null: int
+) -> np.ndarray:
     """`chosen` (rows of `masked`), plus the best-scoring content row when it holds
     none. Rows that a chosen null ends (later slots of its span) are not candidates."""
     if any(tokens[r] != null for r in chosen):
@@ -36,16 +37,27 @@ def with_content(masked: Sequence[Slot], chosen: np.ndarray, tokens: np.ndarray,
         k, j = masked[int(r)]
         first_null[k] = min(j, first_null.get(k, j))
     taken = {int(r) for r in chosen}
-    best = [r for r in range(len(tokens)) if tokens[r] != null and r not in taken
-            and masked[r][1] < first_null.get(masked[r][0], float("inf"))]
+    best = [
+        r
+        for r in range(len(tokens))
+        if tokens[r] != null
+        and r not in taken
+        and masked[r][1] < first_null.get(masked[r][0], float("inf"))
+    ]
     if not best:
         return chosen
     extra = max(best, key=lambda r: scores[r])
     return np.sort(np.append(chosen, extra))
 
 
-def close_ended(masked: Sequence[Slot], tokens: np.ndarray, spans: Mapping[int, SpanSlots],
-                *, mask: int, null: int) -> list[Slot]:
+def close_ended(
+    masked: Sequence[Slot],
+    tokens: np.ndarray,
+    spans: Mapping[int, SpanSlots],
+    *,
+    mask: int,
+    null: int,
+) -> list[Slot]:
     """Commit as null the still-masked slots of each span whose masked slots all predicted
     null (`tokens`, one per row of `masked`); returns the slots committed."""
     left: dict[int, list[tuple[int, Slot]]] = {}

@@ -59,10 +59,17 @@ def check_text(text: str) -> None:
             f"{line_col(text, exc.start)}: the text is not valid Unicode (lone surrogate)"
         ) from None
 
-def _planned(text: str, spans: list[Span], frames: Sequence[Frame | None],
-             decided: Sequence[list[int] | None], denoiser: Denoiser,
-             options: SamplerOptions, rewrite: bool, parse_text: str | None
-             ) -> tuple[list[Allocation], list[Window], list[Canvas]]:
+
+def _planned(
+    text: str,
+    spans: list[Span],
+    frames: Sequence[Frame | None],
+    decided: Sequence[list[int] | None],
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    rewrite: bool,
+    parse_text: str | None,
+) -> tuple[list[Allocation], list[Window], list[Canvas]]:
     """Each span's allocation, the windows that hold the spans (scope-aware when
     `parse_text` is given: the text to parse), and each window's canvas."""
     budget = denoiser.max_length
@@ -72,37 +79,75 @@ def _planned(text: str, spans: list[Span], frames: Sequence[Frame | None],
     def count(piece: str) -> int:
         return len(denoiser.encode(piece)) if piece else 0
 
-    allocs = [allocate(text, s, options, rewrite=rewrite, count=count, frame=f)
-              for s, f in zip(spans, frames, strict=True)]
+    allocs = [
+        allocate(text, s, options, rewrite=rewrite, count=count, frame=f)
+        for s, f in zip(spans, frames, strict=True)
+    ]
     layout = Layout(text, count, parse_text)
-    windows = plan_windows(text, spans, allocs=[a.slots for a in allocs],
-                           room=[a.room for a in allocs], budget=budget, count=count,
-                           layout=layout)
-    canvases = window_canvases(text, spans, windows, allocs, layout=layout, denoiser=denoiser,
-                               budget=budget, decided=decided, frames=frames)
+    windows = plan_windows(
+        text,
+        spans,
+        allocs=[a.slots for a in allocs],
+        room=[a.room for a in allocs],
+        budget=budget,
+        count=count,
+        layout=layout,
+    )
+    canvases = window_canvases(
+        text,
+        spans,
+        windows,
+        allocs,
+        layout=layout,
+        denoiser=denoiser,
+        budget=budget,
+        decided=decided,
+        frames=frames,
+    )
     return allocs, windows, canvases
 
 
-def _job(text: str, before: str, spans: list[Span], canvases: list[Canvas], *,
-         denoiser: Denoiser, options: SamplerOptions, language: str | None,
-         keys: list[str | None], frames: Sequence[Frame | None]
-         ) -> DenoiseJob | CandidateJob:
+def _job(
+    text: str,
+    before: str,
+    spans: list[Span],
+    canvases: list[Canvas],
+    *,
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    language: str | None,
+    keys: list[str | None],
+    frames: Sequence[Frame | None],
+) -> DenoiseJob | CandidateJob:
     """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
     (infill/core/candidates.py)."""
     # a span whose fill already writes the code after it, or its last line, again has
     # ended: no growth (a span of exact length never grows)
-    done = ((lambda i, ids: ended(denoiser.decode(ids), keys[i]))
-            if any(k is not None for k in keys) else None)
+    done = (
+        (lambda i, ids: ended(denoiser.decode(ids), keys[i]))
+        if any(k is not None for k in keys)
+        else None
+    )
     if not options.check_kinds and options.lengths == 1:
-        return DenoiseJob(canvases, options, special=denoiser.special,
-                          vocab_size=denoiser.vocab_size, ended=done)
+        return DenoiseJob(
+            canvases, options, special=denoiser.special, vocab_size=denoiser.vocab_size, ended=done
+        )
     allowed = REPLACEMENT in text
-    return checked_job(text, before, [(s.start, s.end) for s in spans], canvases, options,
-                       special=denoiser.special, vocab_size=denoiser.vocab_size,
-                       decode=lambda i, ids: framed(decoded_fill(ids, denoiser.decode,
-                                                                 allowed, i, keys[i])[0],
-                                                    frames[i]),
-                       language=language, kinds=options.check_kinds, ended=done)
+    return checked_job(
+        text,
+        before,
+        [(s.start, s.end) for s in spans],
+        canvases,
+        options,
+        special=denoiser.special,
+        vocab_size=denoiser.vocab_size,
+        decode=lambda i, ids: framed(
+            decoded_fill(ids, denoiser.decode, allowed, i, keys[i])[0], frames[i]
+        ),
+        language=language,
+        kinds=options.check_kinds,
+        ended=done,
+    )
 
 
 def prepare_fill(
@@ -137,13 +182,32 @@ def prepare_fill(
     frames = line_frames(text, ordered, decided=chosen, on=options.line_holes)
     before = parse_text if parse_text is not None else text
     parse = before if language == PYTHON else None  # scope-aware windows for Python
-    allocs, windows, canvases = _planned(text, ordered, frames, chosen, denoiser, options,
-                                         rewrite, parse)
+    allocs, windows, canvases = _planned(
+        text, ordered, frames, chosen, denoiser, options, rewrite, parse
+    )
     keys = line_keys(echo_keys(text, ordered, [a.exact for a in allocs]), frames)
-    job = _job(text, before, ordered, canvases, denoiser=denoiser, options=options,
-               language=language, keys=keys, frames=frames)
-    return PreparedFill(text, ordered, windows, job, denoiser, rewrite=rewrite,
-                        started=started, keys=keys, frames=frames)
+    job = _job(
+        text,
+        before,
+        ordered,
+        canvases,
+        denoiser=denoiser,
+        options=options,
+        language=language,
+        keys=keys,
+        frames=frames,
+    )
+    return PreparedFill(
+        text,
+        ordered,
+        windows,
+        job,
+        denoiser,
+        rewrite=rewrite,
+        started=started,
+        keys=keys,
+        frames=frames,
+    )
 
 
 def prepare_holes(
@@ -161,8 +225,15 @@ def prepare_holes(
     spans = find_holes(text, marker)
     if max_spans is not None and len(spans) > max_spans:
         raise LimitError(f"{len(spans)} holes; the limit is {max_spans}")
-    return prepare_fill(text, spans, denoiser=denoiser, options=options, rewrite=False,
-                        language=language, parse_text=neutralise(text, spans))
+    return prepare_fill(
+        text,
+        spans,
+        denoiser=denoiser,
+        options=options,
+        rewrite=False,
+        language=language,
+        parse_text=neutralise(text, spans),
+    )
 
 
 def fill_text(
@@ -188,8 +259,7 @@ def fill_text(
     Raises InfillError (a subclass naming the problem) for bad input or options.
     """
     opts = SamplerOptions.build(options, **overrides)
-    fill = prepare_holes(text, denoiser=denoiser, options=opts, marker=marker,
-                         language=language)
+    fill = prepare_holes(text, denoiser=denoiser, options=opts, marker=marker, language=language)
     denoise(fill.job, denoiser, progress)
     return fill.result()
 
@@ -209,7 +279,8 @@ def fill_spans(
     Args: as for `fill_text`, with `spans` instead of markers (Span(start, end, length)).
     """
     opts = SamplerOptions.build(options, **overrides)
-    fill = prepare_fill(text, spans, denoiser=denoiser, options=opts, rewrite=True,
-                        language=language)
+    fill = prepare_fill(
+        text, spans, denoiser=denoiser, options=opts, rewrite=True, language=language
+    )
     denoise(fill.job, denoiser)
     return fill.result()

@@ -112,21 +112,31 @@ class Variant:
 
 
 def _copy(canvas: Canvas, lengths: dict[int, int], mask: int) -> Canvas:
-    spans = [SpanSlots(s.index, [mask] * lengths[s.index] if s.index in lengths
-                       else list(s.ids), lengths.get(s.index, s.cap), True,
-                       forbidden=s.forbidden) for s in canvas.spans]
-    return Canvas(list(canvas.left), spans, [list(g) for g in canvas.gaps],
-                  list(canvas.right), canvas.budget)
+    spans = [
+        SpanSlots(
+            s.index,
+            [mask] * lengths[s.index] if s.index in lengths else list(s.ids),
+            lengths.get(s.index, s.cap),
+            True,
+            forbidden=s.forbidden,
+        )
+        for s in canvas.spans
+    ]
+    return Canvas(
+        list(canvas.left), spans, [list(g) for g in canvas.gaps], list(canvas.right), canvas.budget
+    )
 
 
-def variants(canvases: Sequence[Canvas], *, lengths: int, seed: int | None,
-             special: SpecialIds) -> list[Variant]:
+def variants(
+    canvases: Sequence[Canvas], *, lengths: int, seed: int | None, special: SpecialIds
+) -> list[Variant]:
     """The canvases to decode: per canvas, one per raced length (itself if none races)."""
     out: list[Variant] = []
     for ci, canvas in enumerate(canvases):
         raced = [s for s in canvas.spans if s.raced and not s.exact] if lengths > 1 else []
-        ladders = {s.index: rung_lengths(len(s.ids), max(s.cap, len(s.ids)), lengths)
-                   for s in raced}
+        ladders = {
+            s.index: rung_lengths(len(s.ids), max(s.cap, len(s.ids)), lengths) for s in raced
+        }
         count = max((len(v) for v in ladders.values()), default=1)
         for k in range(count):
             rung = {i: ladder[min(k, len(ladder) - 1)] for i, ladder in ladders.items()}
@@ -140,9 +150,13 @@ def variants(canvases: Sequence[Canvas], *, lengths: int, seed: int | None,
 
 def hint(key: object, v: Variant, steps: int, seed: int | None) -> CacheHint:
     """The request's hint: every slot is active; the step's temperature and noise seed."""
-    return CacheHint(key=key, active=tuple(v.positions), refresh=True,
-                     seed=noise_seed(seed, v.origin, v.number),
-                     temperature=temperature(v.steps, steps))
+    return CacheHint(
+        key=key,
+        active=tuple(v.positions),
+        refresh=True,
+        seed=noise_seed(seed, v.origin, v.number),
+        temperature=temperature(v.steps, steps),
+    )
 
 
 def banned_logits(arr: np.ndarray, v: Variant, special: SpecialIds) -> np.ndarray:
@@ -157,8 +171,9 @@ def banned_logits(arr: np.ndarray, v: Variant, special: SpecialIds) -> np.ndarra
     return x
 
 
-def step(v: Variant, arr: np.ndarray, *, steps: int, bound: float,
-         special: SpecialIds) -> tuple[list[Slot], list[Slot]]:
+def step(
+    v: Variant, arr: np.ndarray, *, steps: int, bound: float, special: SpecialIds
+) -> tuple[list[Slot], list[Slot]]:
     """Apply one pass's logits (rows: `v.slots`) to variant `v`. Returns (slots accepted,
     slots masked again); the variant is done when it stopped or reached `steps`."""
     x = banned_logits(arr, v, special)
@@ -209,8 +224,7 @@ class EntropyBoundRun:
         self.job = job
         self.steps = min(o.max_steps or MAX_STEPS, MAX_STEPS)
         self.bound = o.effective_threshold if o.effective_threshold is not None else DEFAULT_BOUND
-        self.variants = variants(job.canvases, lengths=o.lengths, seed=o.seed,
-                                 special=job.special)
+        self.variants = variants(job.canvases, lengths=o.lengths, seed=o.seed, special=job.special)
         self._pending: list[Variant] | None = None
         for v in self.variants:  # nothing masked: decided before any pass
             v.done = job._done[v.origin]
@@ -224,9 +238,14 @@ class EntropyBoundRun:
 
     def requests(self) -> list[LogitsRequest]:
         self._pending = [v for v in self.variants if not v.done]
-        return [LogitsRequest(v.canvas.ids(), list(v.positions),
-                              hint(self.key(v), v, self.steps, self.job.options.seed))
-                for v in self._pending]
+        return [
+            LogitsRequest(
+                v.canvas.ids(),
+                list(v.positions),
+                hint(self.key(v), v, self.steps, self.job.options.seed),
+            )
+            for v in self._pending
+        ]
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         if self._pending is None:
@@ -234,23 +253,32 @@ class EntropyBoundRun:
         pending, self._pending = self._pending, None
         job = self.job
         if len(logits) != len(pending):
-            raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
-                                f"{len(pending)} canvases")
+            raise DenoiserError(
+                f"the denoiser returned {len(logits)} logit arrays for {len(pending)} canvases"
+            )
         arrays = [np.asarray(a) for a in logits]
         for v, arr in zip(pending, arrays, strict=True):
             if arr.shape != (len(v.slots), job.vocab_size):
-                raise DenoiserError(f"the denoiser returned logits of shape {arr.shape}, "
-                                    f"expected {(len(v.slots), job.vocab_size)}")
+                raise DenoiserError(
+                    f"the denoiser returned logits of shape {arr.shape}, "
+                    f"expected {(len(v.slots), job.vocab_size)}"
+                )
         job.steps += 1
         for v, arr in zip(pending, arrays, strict=True):
             job.nfe += 1
             job.scored += len(v.slots)
-            taken, renoised = step(v, arr, steps=self.steps, bound=self.bound,
-                                   special=job.special)
-            job.trace.append(StepRecord(
-                step=job.steps, canvas=v.origin, scored=len(v.slots),
-                committed=tuple(sorted(taken)), remasked=tuple(renoised), grown=(),
-                spans=tuple((s.index, tuple(s.ids)) for s in v.canvas.spans)))
+            taken, renoised = step(v, arr, steps=self.steps, bound=self.bound, special=job.special)
+            job.trace.append(
+                StepRecord(
+                    step=job.steps,
+                    canvas=v.origin,
+                    scored=len(v.slots),
+                    committed=tuple(sorted(taken)),
+                    remasked=tuple(renoised),
+                    grown=(),
+                    spans=tuple((s.index, tuple(s.ids)) for s in v.canvas.spans),
+                )
+            )
         for ci, canvas in enumerate(job.canvases):
             mine = [v for v in self.variants if v.origin == ci]
             if not job._done[ci] and all(v.done for v in mine):

@@ -14,8 +14,9 @@ from diffusion_infill.infill.core.errors import DenoiserError
 REPLACEMENT = "\ufffd"  # what a byte-level decode puts where the bytes are not UTF-8
 
 
-def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
-               index: int) -> tuple[str, int]:
+def valid_text(
+    ids: list[int], decode: Callable[[list[int]], str], allowed: bool, index: int
+) -> tuple[str, int]:
     """A span's tokens as text, and how many were used. Byte-level tokens can spell an
     invalid UTF-8 sequence, which decodes to U+FFFD: text the model never meant. A fill
     that ends inside a character loses its trailing partial tokens; one whose invalid bytes
@@ -28,13 +29,15 @@ def valid_text(ids: list[int], decode: Callable[[list[int]], str], allowed: bool
         ids = ids[:-1]
         text = decode(ids) if ids else ""
     if REPLACEMENT in text:
-        raise DenoiserError(f"the model's tokens for span {index + 1} are not valid UTF-8; "
-                            "nothing was changed")
+        raise DenoiserError(
+            f"the model's tokens for span {index + 1} are not valid UTF-8; nothing was changed"
+        )
     return text, len(ids)
 
 
-def decoded_fill(ids: list[int], decode: Callable[[list[int]], str], allowed: bool,
-                 index: int, key: str | None) -> tuple[str, int]:
+def decoded_fill(
+    ids: list[int], decode: Callable[[list[int]], str], allowed: bool, index: int, key: str | None
+) -> tuple[str, int]:
     """`valid_text`, cut where the fill writes `key` (the code after its span on the
     span's line) or its own last line again (infill/core/echo.py `end_fill`; never for a
     span of exact length, `key` None); the count is of the tokens kept."""

@@ -73,10 +73,11 @@ def _step(text: str, indent: str) -> str:
     if "\t" in indent:
         return "\t"
     lines = _code_lines(text)
-    steps = Counter(len(_indent_of(b)) - len(_indent_of(a))
-                    for a, b in zip(lines, lines[1:], strict=False)
-                    if _COMMENT.sub("", a.rstrip()).endswith(":")
-                    and "\t" not in _indent_of(b))
+    steps = Counter(
+        len(_indent_of(b)) - len(_indent_of(a))
+        for a, b in zip(lines, lines[1:], strict=False)
+        if _COMMENT.sub("", a.rstrip()).endswith(":") and "\t" not in _indent_of(b)
+    )
     best = [(n, w) for w, n in steps.items() if 1 <= w <= 8]
     return " " * max(best)[1] if best else "    "
 
@@ -113,38 +114,53 @@ def is_whole_lines(text: str, span: Span) -> bool:
     return bool(text[span.start : span.end].strip())
 
 
-def line_frames(text: str, spans: Sequence[Span], *,
-                decided: Sequence[object | None] | None = None, on: bool = True
-                ) -> list[Frame | None]:
+def line_frames(
+    text: str,
+    spans: Sequence[Span],
+    *,
+    decided: Sequence[object | None] | None = None,
+    on: bool = True,
+) -> list[Frame | None]:
     """Per span, its Frame when it is a selection of whole lines (and not `decided`, a
     repair's own tokens), else None; all None unless `on`. The head is never read from
     the span itself (it may be a hole whose text is gone)."""
     out: list[Frame | None] = []
     for i, span in enumerate(spans):
-        if not on or (decided is not None and decided[i] is not None) \
-                or not is_whole_lines(text, span):
+        if (
+            not on
+            or (decided is not None and decided[i] is not None)
+            or not is_whole_lines(text, span)
+        ):
             out.append(None)
             continue
         inner = text[span.start : span.end]
         tail = "\n" if inner.endswith("\n") else ""
-        out.append(Frame(indentation(text, span.start, span.end), tail,
-                         one_line="\n" not in inner[: len(inner) - len(tail)]))
+        out.append(
+            Frame(
+                indentation(text, span.start, span.end),
+                tail,
+                one_line="\n" not in inner[: len(inner) - len(tail)],
+            )
+        )
     return out
 
 
 def one_line_limits(limits: Sequence[str], frames: Sequence[Frame | None]) -> list[str]:
     """Each span's forbidden characters (infill/core/limits.py), with the line break for
     a one-line selection."""
-    return [chars + ("\n\r" if f is not None and f.one_line and "\n" not in chars else "")
-            for chars, f in zip(limits, frames, strict=True)]
+    return [
+        chars + ("\n\r" if f is not None and f.one_line and "\n" not in chars else "")
+        for chars, f in zip(limits, frames, strict=True)
+    ]
 
 
-def line_keys(keys: Sequence[str | None], frames: Sequence[Frame | None]
-              ) -> list[str | None]:
+def line_keys(keys: Sequence[str | None], frames: Sequence[Frame | None]) -> list[str | None]:
     """The echo keys (infill/core/echo.py) of framed spans: '' (a framed span ends its
     line: no code after it on its line); None (an exact span) stays."""
-    return [None if k is None else ("" if f is not None else k)
-            for k, f in zip(keys, frames, strict=True)]
+    return [
+        None if k is None else ("" if f is not None else k)
+        for k, f in zip(keys, frames, strict=True)
+    ]
 
 
 def framed(fill: str, frame: Frame | None) -> str:

@@ -141,15 +141,19 @@ def _validate_checks(o: SamplerOptions) -> None:
     if o.lengths > MAX_CANDIDATES:
         raise OptionError(f"lengths must be <= {MAX_CANDIDATES}, got {o.lengths}")
     if not isinstance(o.checks, str) or not set(o.check_kinds) <= set(KINDS):
-        raise OptionError(f"checks must be a comma-separated list of {', '.join(KINDS)} "
-                          f"(or empty: no checks), got {o.checks!r}")
+        raise OptionError(
+            f"checks must be a comma-separated list of {', '.join(KINDS)} "
+            f"(or empty: no checks), got {o.checks!r}"
+        )
 
 
 def _validate_cache(o: SamplerOptions) -> None:
     _int("cache_refresh", o.cache_refresh, 0)
     if not isinstance(o.carry_key, str) or len(o.carry_key) > MAX_CARRY_KEY:
-        raise OptionError(f"carry_key must be a string of at most {MAX_CARRY_KEY} characters, "
-                          f"got {o.carry_key!r:.80}")
+        raise OptionError(
+            f"carry_key must be a string of at most {MAX_CARRY_KEY} characters, "
+            f"got {o.carry_key!r:.80}"
+        )
     if o.carry_key and not o.cache_refresh:
         raise OptionError("carry_key needs cache_refresh (context keys/values are not reused)")
     if o.carry_key and o.lengths > 1:
@@ -173,17 +177,22 @@ def _validate_entropy_bound(o: SamplerOptions) -> None:
     """DiffusionGemma's sampler (infill/core/entropy_bound.py) has its own temperature
     schedule, noises every step and decodes exact lengths."""
     if o.temperature != 0:
-        raise OptionError("order 'entropy-bound' follows its own temperature schedule "
-                          "(0.8 to 0.4); temperature does not apply")
+        raise OptionError(
+            "order 'entropy-bound' follows its own temperature schedule "
+            "(0.8 to 0.4); temperature does not apply"
+        )
     if o.tokens_per_step is not None:
-        raise OptionError("order 'entropy-bound' accepts by its entropy bound (threshold); "
-                          "tokens_per_step does not apply")
+        raise OptionError(
+            "order 'entropy-bound' accepts by its entropy bound (threshold); "
+            "tokens_per_step does not apply"
+        )
     if o.remasking:
-        raise OptionError("order 'entropy-bound' noises every unaccepted position each "
-                          "step; remasking does not apply")
+        raise OptionError(
+            "order 'entropy-bound' noises every unaccepted position each "
+            "step; remasking does not apply"
+        )
     if o.threshold is not None and _real("threshold", o.threshold) <= 0:
-        raise OptionError(f"threshold for order 'entropy-bound' must be > 0, got "
-                          f"{o.threshold}")
+        raise OptionError(f"threshold for order 'entropy-bound' must be > 0, got {o.threshold}")
 
 
 def _validate(o: SamplerOptions) -> None:

@@ -28,10 +28,19 @@ class PreparedFill:
     """A request ready to denoise: its DenoiseJob, and what turns the job's slots into a
     result once it is done."""
 
-    def __init__(self, text: str, spans: list[Span], windows: list[Window],
-                 job: DenoiseJob | CandidateJob, denoiser: Denoiser, *, rewrite: bool,
-                 started: float, keys: list[str | None],
-                 frames: Sequence[Frame | None] | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        spans: list[Span],
+        windows: list[Window],
+        job: DenoiseJob | CandidateJob,
+        denoiser: Denoiser,
+        *,
+        rewrite: bool,
+        started: float,
+        keys: list[str | None],
+        frames: Sequence[Frame | None] | None = None,
+    ) -> None:
         self.text = text
         self.spans = spans
         self.keys = keys  # per span: the code after it on its line, None when exact
@@ -48,8 +57,9 @@ class PreparedFill:
     def span_texts(self) -> list[tuple[int, str]]:
         """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
         what a live view shows after a step."""
-        canvases = (self.job.primary_canvases if isinstance(self.job, CandidateJob)
-                    else self.job.canvases)
+        canvases = (
+            self.job.primary_canvases if isinstance(self.job, CandidateJob) else self.job.canvases
+        )
         return sorted((s.index, self._render(s.ids)) for c in canvases for s in c.spans)
 
     def result(self) -> FillResult:
@@ -62,10 +72,13 @@ class PreparedFill:
             parts += [self.text[pos : f.span.start], f.text]
             pos = f.span.end
         parts.append(self.text[pos:])
-        edits = minimal_edits(self.text, [(f.span.start, f.span.end, f.text, self.rewrite)
-                                          for f in fills if f.rejected is None])
-        return FillResult("".join(parts), self.text, edits, fills, self.windows,
-                          self._stats(fills), self._trace())
+        edits = minimal_edits(
+            self.text,
+            [(f.span.start, f.span.end, f.text, self.rewrite) for f in fills if f.rejected is None],
+        )
+        return FillResult(
+            "".join(parts), self.text, edits, fills, self.windows, self._stats(fills), self._trace()
+        )
 
     def _render(self, ids: Sequence[int]) -> str:
         return render(ids, self.denoiser.special, self.denoiser.decode)
@@ -78,16 +91,16 @@ class PreparedFill:
             why = [c.rejected for c in self.job.choices()]
         else:
             slots = {s.index: s for c in self.job.canvases for s in c.spans}
-            chosen = [fill_ids(slots[i].ids, self.denoiser.special)
-                      for i in range(len(self.spans))]
+            chosen = [fill_ids(slots[i].ids, self.denoiser.special) for i in range(len(self.spans))]
             why = [None] * len(self.spans)
         fills: list[SpanFill] = []
         for i, (span, ids) in enumerate(zip(self.spans, chosen, strict=True)):
             if ids is None:
-                fills.append(SpanFill(span, self.text[span.start:span.end], 0, why[i]))
+                fills.append(SpanFill(span, self.text[span.start : span.end], 0, why[i]))
                 continue
-            text, n = decoded_fill(ids, self.denoiser.decode, REPLACEMENT in self.text, i,
-                                   self.keys[i])
+            text, n = decoded_fill(
+                ids, self.denoiser.decode, REPLACEMENT in self.text, i, self.keys[i]
+            )
             fills.append(SpanFill(span, framed(text, self.frames[i]), n))
         return fills
 
@@ -113,8 +126,14 @@ class PreparedFill:
 
     def _trace(self) -> list[TraceStep]:
         return [
-            TraceStep(step=r.step, canvas=r.canvas, scored=r.scored, committed=r.committed,
-                      remasked=r.remasked, grown=r.grown,
-                      spans=tuple((k, self._render(ids)) for k, ids in r.spans))
+            TraceStep(
+                step=r.step,
+                canvas=r.canvas,
+                scored=r.scored,
+                committed=r.committed,
+                remasked=r.remasked,
+                grown=r.grown,
+                spans=tuple((k, self._render(ids)) for k, ids in r.spans),
+            )
             for r in self.job.trace
         ]

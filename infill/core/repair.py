@@ -64,7 +64,7 @@ def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, i
                 bounds.append(bounds[-1] + len(piece))
                 continue
             anchor, prefix = k, piece
-        longer = den.decode(ids[anchor:k + 2]) if k + 1 < len(ids) else None
+        longer = den.decode(ids[anchor : k + 2]) if k + 1 < len(ids) else None
         if longer is None or (len(longer) > len(prefix) and longer.startswith(prefix)):
             bounds.append(bounds[anchor] + len(prefix))
             anchor = None
@@ -76,8 +76,9 @@ def _char_offsets(den: Denoiser, ids: list[int], text: str) -> list[tuple[int, i
     return [(bounds[k], bounds[k + 1]) for k in range(len(ids))]
 
 
-def _chunks(text: str, start: int, end: int, budget: int, count: Callable[[str], int]
-            ) -> list[tuple[int, int]]:
+def _chunks(
+    text: str, start: int, end: int, budget: int, count: Callable[[str], int]
+) -> list[tuple[int, int]]:
     """text[start:end] cut into ranges of whole lines of at most `budget` tokens (a line
     longer than that is cut at the budget's characters)."""
     chunks: list[tuple[int, int]] = []
@@ -112,16 +113,26 @@ class _Chunk:
 
 def _chunk(den: Denoiser, text: str, a: int, b: int, layout: Layout) -> _Chunk:
     count = lambda s: len(den.encode(s))  # noqa: E731
-    (win,) = plan_windows(text, [Span(a, b)], allocs=[count(text[a:b])], room=[0],
-                          budget=den.max_length, count=count, layout=layout)
-    before, middle, after = (den.encode(text[win.start:a]), den.encode(text[a:b]),
-                             den.encode(text[b:win.end]))
-    return _Chunk(a, before + middle + after, len(before), middle,
-                  _char_offsets(den, middle, text[a:b]))
+    (win,) = plan_windows(
+        text,
+        [Span(a, b)],
+        allocs=[count(text[a:b])],
+        room=[0],
+        budget=den.max_length,
+        count=count,
+        layout=layout,
+    )
+    before, middle, after = (
+        den.encode(text[win.start : a]),
+        den.encode(text[a:b]),
+        den.encode(text[b : win.end]),
+    )
+    return _Chunk(
+        a, before + middle + after, len(before), middle, _char_offsets(den, middle, text[a:b])
+    )
 
 
-def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
-                  ) -> list[TokenScore]:
+def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray) -> list[TokenScore]:
     """Suspicion and likeliest replacement of each token of the chunk (tokens that share
     a character with the next one are left out)."""
     if not chunk.tokens or chunk.offsets is None:
@@ -147,9 +158,16 @@ def _token_scores(den: Denoiser, text: str, chunk: _Chunk, logits: np.ndarray
         # 1 - p in float64: a float32 1 - p is 1.0 for every p below 6e-8, and the
         # fixer's order (`preference`) divides by p
         likely = "" if best[k] == sp.null else den.decode([int(best[k])])
-        scores.append(TokenScore(chunk.start + s, chunk.start + e,
-                                 text[chunk.start + s:chunk.start + e], 1.0 - float(seen[k]),
-                                 likely, float(best_p[k])))
+        scores.append(
+            TokenScore(
+                chunk.start + s,
+                chunk.start + e,
+                text[chunk.start + s : chunk.start + e],
+                1.0 - float(seen[k]),
+                likely,
+                float(best_p[k]),
+            )
+        )
     return scores
 
 
@@ -175,11 +193,16 @@ def score_text(
     layout = Layout(text, count, text if language == PYTHON else None)
     scores: list[TokenScore] = []
     for first in range(0, len(ranges), SCORE_BATCH):
-        chunks = [_chunk(den, text, a, b, layout) for a, b in ranges[first:first + SCORE_BATCH]]
-        logits = den.logits([c.canvas for c in chunks],
-                            [list(range(c.first, c.first + len(c.tokens))) for c in chunks])
-        scores.extend(score for c, rows in zip(chunks, logits, strict=True)
-                      for score in _token_scores(den, text, c, rows))
+        chunks = [_chunk(den, text, a, b, layout) for a, b in ranges[first : first + SCORE_BATCH]]
+        logits = den.logits(
+            [c.canvas for c in chunks],
+            [list(range(c.first, c.first + len(c.tokens))) for c in chunks],
+        )
+        scores.extend(
+            score
+            for c, rows in zip(chunks, logits, strict=True)
+            for score in _token_scores(den, text, c, rows)
+        )
         if progress is not None:
             progress(min(first + SCORE_BATCH, len(ranges)), len(ranges))
     return scores
@@ -196,10 +219,14 @@ def _widen(text: str, s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
-def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
-                     min_suspicion: float = DEFAULT_MIN_SUSPICION,
-                     min_likely: float = DEFAULT_MIN_LIKELY
-                     ) -> list[tuple[int, int, TokenScore]]:
+def suspicious_spans(
+    scores: list[TokenScore],
+    *,
+    text: str,
+    max_fixes: int,
+    min_suspicion: float = DEFAULT_MIN_SUSPICION,
+    min_likely: float = DEFAULT_MIN_LIKELY,
+) -> list[tuple[int, int, TokenScore]]:
     """The worst tokens (by `preference`) that pass `is_suspicious`, widened,
     non-overlapping, at most `max_fixes`: (start, end, the token's score)."""
     picked: list[tuple[int, int, TokenScore]] = []
@@ -214,8 +241,9 @@ def suspicious_spans(scores: list[TokenScore], *, text: str, max_fixes: int,
     return sorted(picked)
 
 
-def repair_plan(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScore]]
-                ) -> tuple[list[Span], list[list[int] | None]]:
+def repair_plan(
+    den: Denoiser, text: str, picked: list[tuple[int, int, TokenScore]]
+) -> tuple[list[Span], list[list[int] | None]]:
     """The spans `fix_text` rewrites and, per span, its tokens when already decided.
 
     A flagged token that is a whole identifier, number or operator run is replaced by the
@@ -257,17 +285,30 @@ def _deletion(den: Denoiser, text: str, score: TokenScore) -> tuple[Span, list[i
     m = _NEXT_WORD.match(text, score.end)
     if m is None or "\n" in m.group():
         return None
-    ids = list(den.encode(text[score.end:m.end()]))
+    ids = list(den.encode(text[score.end : m.end()]))
     return Span(score.start, m.end(), length=len(ids), exact=True), ids
 
 
-def prepare_repair(den: Denoiser, text: str, picked: list[tuple[int, int, TokenScore]],
-                   options: SamplerOptions, *, language: str | None = PYTHON) -> PreparedFill:
+def prepare_repair(
+    den: Denoiser,
+    text: str,
+    picked: list[tuple[int, int, TokenScore]],
+    options: SamplerOptions,
+    *,
+    language: str | None = PYTHON,
+) -> PreparedFill:
     """The fill of the `picked` ranges (not run; `repair_plan` says how each is rewritten).
     The hole lengths of `options.lengths` are not raced: a repair's length is known."""
     spans, decided = repair_plan(den, text, picked)
-    return prepare_fill(text, spans, denoiser=den, options=replace(options, lengths=1),
-                        rewrite=True, language=language, decided=decided)
+    return prepare_fill(
+        text,
+        spans,
+        denoiser=den,
+        options=replace(options, lengths=1),
+        rewrite=True,
+        language=language,
+        decided=decided,
+    )
 
 
 def prepare_fix(
@@ -286,10 +327,12 @@ def prepare_fix(
     """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens:
     None when no token passed `is_suspicious` (nothing suspicious). The worker runs the
     fill in its scheduler; `fix_text` runs it here."""
-    scores = score_text(text, denoiser=denoiser, start=start, end=end, language=language,
-                        progress=progress)
-    picked = suspicious_spans(scores, text=text, max_fixes=max_fixes,
-                              min_suspicion=min_suspicion, min_likely=min_likely)
+    scores = score_text(
+        text, denoiser=denoiser, start=start, end=end, language=language, progress=progress
+    )
+    picked = suspicious_spans(
+        scores, text=text, max_fixes=max_fixes, min_suspicion=min_suspicion, min_likely=min_likely
+    )
     if not picked:
         return None, scores
     return prepare_repair(denoiser, text, picked, options, language=language), scores
@@ -315,9 +358,18 @@ def fix_text(
     and the scores; `progress(done, total)` follows the scoring passes.
     """
     opts = SamplerOptions.build(options, **overrides)
-    fill, scores = prepare_fix(text, denoiser=denoiser, options=opts, start=start, end=end,
-                               max_fixes=max_fixes, min_suspicion=min_suspicion,
-                               min_likely=min_likely, language=language, progress=progress)
+    fill, scores = prepare_fix(
+        text,
+        denoiser=denoiser,
+        options=opts,
+        start=start,
+        end=end,
+        max_fixes=max_fixes,
+        min_suspicion=min_suspicion,
+        min_likely=min_likely,
+        language=language,
+        progress=progress,
+    )
     if fill is None:
         return None, scores
     denoise(fill.job, denoiser)

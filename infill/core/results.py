@@ -88,8 +88,13 @@ class FillResult:
             "text": self.text,
             "edits": [asdict(e) for e in self.edits],
             "fills": [
-                {"start": f.span.start, "end": f.span.end, "text": f.text, "tokens": f.tokens,
-                 "rejected": f.rejected}
+                {
+                    "start": f.span.start,
+                    "end": f.span.end,
+                    "text": f.text,
+                    "tokens": f.tokens,
+                    "rejected": f.rejected,
+                }
                 for f in self.fills
             ],
             "stats": asdict(self.stats),

@@ -110,8 +110,7 @@ class DenoiseJob:
         self._moved = [False] * len(self.canvases)
         # a canvas whose slots were all decided before any pass (a repair's substitution)
         # has nothing to denoise
-        self._done = [not any(special.mask in span.ids for span in c.spans)
-                      for c in self.canvases]
+        self._done = [not any(special.mask in span.ids for span in c.spans) for c in self.canvases]
         self._pending: list[_Pending] | None = None
         self.steps = 0
         self.nfe = 0
@@ -164,8 +163,9 @@ class DenoiseJob:
             if self.strategy.sequential and not last:  # only the leftmost slot is decided
                 masked, positions = masked[:1], positions[:1]
             pending.append(_Pending(ci, masked, committed))
-            out.append(LogitsRequest(canvas.ids(), positions + committed_pos,
-                                     self._hint(ci, canvas)))
+            out.append(
+                LogitsRequest(canvas.ids(), positions + committed_pos, self._hint(ci, canvas))
+            )
         self._pending = pending
         return out
 
@@ -193,8 +193,11 @@ class DenoiseJob:
             for j in range(len(span.ids))
         )
         # the first pass may start from what the last request of the same carry_key left
-        carry = (("carry", self.options.carry_key, ci)
-                 if since is None and self.options.carry_key else None)
+        carry = (
+            ("carry", self.options.carry_key, ci)
+            if since is None and self.options.carry_key
+            else None
+        )
         return CacheHint(key=self.cache_key(ci), active=active, refresh=refresh, carry=carry)
 
     # -- advance ----------------------------------------------------------------------
@@ -231,7 +234,8 @@ class DenoiseJob:
         by_index = {s.index: s for s in canvas.spans}
         self._canvas_steps[p.canvas] += 1
         last = self.options.max_steps is not None and (
-            self._canvas_steps[p.canvas] >= self.options.max_steps)
+            self._canvas_steps[p.canvas] >= self.options.max_steps
+        )
         x, probs = self._probabilities(p, arr, by_index)
         remasked = self._remask(p, probs, by_index) if p.committed and not last else []
         committed = self._commit(p, x, probs, by_index, last) if p.masked else []
@@ -249,8 +253,9 @@ class DenoiseJob:
             )
         )
 
-    def _probabilities(self, p: _Pending, arr: np.ndarray, by_index: dict[int, SpanSlots]
-                       ) -> tuple[np.ndarray, np.ndarray]:
+    def _probabilities(
+        self, p: _Pending, arr: np.ndarray, by_index: dict[int, SpanSlots]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(logits, probabilities) of the rows, over the ids a slot may take: never mask or
         pad, no null in an exact span, none of a span's forbidden ids."""
         sp = self.special
@@ -265,8 +270,7 @@ class DenoiseJob:
                 x[r, list(by_index[k].forbidden)] = -np.inf
         return x, softmax(x)
 
-    def _remask(self, p: _Pending, probs: np.ndarray, by_index: dict[int, SpanSlots]
-                ) -> list[Slot]:
+    def _remask(self, p: _Pending, probs: np.ndarray, by_index: dict[int, SpanSlots]) -> list[Slot]:
         """Mask again the committed slots whose probability fell below the threshold,
         lowest first, while the budget lasts."""
         rows = np.arange(len(p.masked), len(p.masked) + len(p.committed))
@@ -283,8 +287,14 @@ class DenoiseJob:
         self.remasks += len(remasked)
         return remasked
 
-    def _commit(self, p: _Pending, x: np.ndarray, probs: np.ndarray,
-                by_index: dict[int, SpanSlots], last: bool) -> list[Slot]:
+    def _commit(
+        self,
+        p: _Pending,
+        x: np.ndarray,
+        probs: np.ndarray,
+        by_index: dict[int, SpanSlots],
+        last: bool,
+    ) -> list[Slot]:
         """Commit the masked slots the order picks (all of them in the last step); a
         committed null ends its span. With `eager_ends`, a pass also commits a content
         token when the order picked only nulls, and closes every span whose masked slots
@@ -354,8 +364,9 @@ class DenoiseJob:
             self._done[ci] = not (self._remask_left > 0 and has_tokens and changed)
 
 
-def denoise(job: DenoiseJob, denoiser: Denoiser,
-            progress: Callable[[int, int], None] | None = None) -> DenoiseJob:
+def denoise(
+    job: DenoiseJob, denoiser: Denoiser, progress: Callable[[int, int], None] | None = None
+) -> DenoiseJob:
     """Drive `job` to the end with `denoiser`, one batched forward pass per step.
 
     Args:

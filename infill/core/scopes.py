@@ -42,7 +42,7 @@ class PythonScopes:
         """Character offset of a tree-sitter point (row, byte column)."""
         row, col = point
         b = self._byte_starts[row]
-        return self._char_starts[row] + len(self.data[b:b + col].decode("utf-8", "replace"))
+        return self._char_starts[row] + len(self.data[b : b + col].decode("utf-8", "replace"))
 
     def _byte(self, char: int) -> int:
         """UTF-8 byte offset of a character offset."""
@@ -87,4 +87,4 @@ class PythonScopes:
             return None
         if not first.end_byte <= b_start <= b_end <= last.start_byte:
             return None
-        return self.data[last.start_byte:last.end_byte].decode("utf-8")
+        return self.data[last.start_byte : last.end_byte].decode("utf-8")

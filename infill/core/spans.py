@@ -173,15 +173,18 @@ def neutralise(text: str, spans: list[Span]) -> str:
     return "".join(parts)
 
 
-def check_decided(spans: list[Span], decided: Sequence[list[int] | None] | None
-                  ) -> Sequence[list[int] | None]:
+def check_decided(
+    spans: list[Span], decided: Sequence[list[int] | None] | None
+) -> Sequence[list[int] | None]:
     """Per span (sorted), its tokens when already decided (None: to denoise). Raises
     SpanError unless there is one entry per span, each for an exact span of its length."""
     if decided is None:
         return [None] * len(spans)
     if len(decided) != len(spans) or any(
-            d is not None and (not s.exact or s.length != len(d))
-            for s, d in zip(spans, decided, strict=False)):
-        raise SpanError("decided tokens need one entry per span, each for an exact span "
-                        "of that length")
+        d is not None and (not s.exact or s.length != len(d))
+        for s, d in zip(spans, decided, strict=False)
+    ):
+        raise SpanError(
+            "decided tokens need one entry per span, each for an exact span of that length"
+        )
     return decided

@@ -59,8 +59,12 @@ STRATEGIES: dict[str, Strategy] = {
             threshold_range=(0.0, float("inf")),
             cut=lambda t: -t,
         ),
-        Strategy("left-to-right", "commit the leftmost masked position, one per step", None,
-                 sequential=True),
+        Strategy(
+            "left-to-right",
+            "commit the leftmost masked position, one per step",
+            None,
+            sequential=True,
+        ),
         Strategy(
             "entropy-bound",
             "DiffusionGemma's sampler: accept the lowest-entropy positions while their summed "

@@ -31,25 +31,32 @@ def preference(score: TokenScore) -> float:
     for the worst by suspicion alone (docs/ARCHITECTURE.md, "Fixer calibration"): a token
     that is merely hard to predict (a new name, a string) has no confident replacement.
     Rows without `p_likely` (0.0) fall back to the suspicion's order."""
-    return (math.log(max(score.p_likely, 1e-30))
-            - math.log(max(1.0 - score.suspicion, 1e-30)))
+    return math.log(max(score.p_likely, 1e-30)) - math.log(max(1.0 - score.suspicion, 1e-30))
 
 
 def expectation(likely: str) -> str:
     """What the model would write instead, for people: `likely` is the replacement
     (`TokenScore.likely`), "" when the model would delete the token."""
-    return f"the model expects {likely.strip() or likely!r}" if likely else \
-        "the model would delete it"
+    return (
+        f"the model expects {likely.strip() or likely!r}" if likely else "the model would delete it"
+    )
 
 
-def worst_first(scores: Iterable[TokenScore],
-                key: Callable[[TokenScore], float] = preference) -> list[TokenScore]:
+def worst_first(
+    scores: Iterable[TokenScore], key: Callable[[TokenScore], float] = preference
+) -> list[TokenScore]:
     """The non-whitespace tokens, worst first (by `preference` unless told)."""
     return sorted((s for s in scores if s.text.strip()), key=key, reverse=True)
 
 
-def is_suspicious(score: TokenScore, min_suspicion: float = DEFAULT_MIN_SUSPICION,
-                  min_likely: float = DEFAULT_MIN_LIKELY) -> bool:
+def is_suspicious(
+    score: TokenScore,
+    min_suspicion: float = DEFAULT_MIN_SUSPICION,
+    min_likely: float = DEFAULT_MIN_LIKELY,
+) -> bool:
     """The rule (whitespace is never suspicious)."""
-    return (score.suspicion >= min_suspicion and score.p_likely >= min_likely
-            and bool(score.text.strip()))
+    return (
+        score.suspicion >= min_suspicion
+        and score.p_likely >= min_likely
+        and bool(score.text.strip())
+    )

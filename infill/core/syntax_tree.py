@@ -13,19 +13,46 @@ Range = tuple[int, int]  # [start, end)
 # parent types whose identifier children all bind. Patterns in between (x, (y, *z)) are
 # climbed through.
 _BINDING_FIELDS = {
-    ("assignment", "left"), ("augmented_assignment", "left"), ("for_statement", "left"),
-    ("for_in_clause", "left"), ("named_expression", "name"), ("function_definition", "name"),
-    ("class_definition", "name"), ("as_pattern", "alias"), ("default_parameter", "name"),
-    ("typed_default_parameter", "name"), ("type_alias_statement", "left"),
+    ("assignment", "left"),
+    ("augmented_assignment", "left"),
+    ("for_statement", "left"),
+    ("for_in_clause", "left"),
+    ("named_expression", "name"),
+    ("function_definition", "name"),
+    ("class_definition", "name"),
+    ("as_pattern", "alias"),
+    ("default_parameter", "name"),
+    ("typed_default_parameter", "name"),
+    ("type_alias_statement", "left"),
 }
 _BINDING_PARENTS = {
-    "parameters", "lambda_parameters", "typed_parameter", "global_statement",
-    "nonlocal_statement", "import_statement", "import_from_statement", "aliased_import",
-    "type_parameter", "case_pattern", "keyword_pattern", "dict_pattern", "class_pattern",
-    "splat_pattern", "as_pattern_target", "dotted_name",
+    "parameters",
+    "lambda_parameters",
+    "typed_parameter",
+    "global_statement",
+    "nonlocal_statement",
+    "import_statement",
+    "import_from_statement",
+    "aliased_import",
+    "type_parameter",
+    "case_pattern",
+    "keyword_pattern",
+    "dict_pattern",
+    "class_pattern",
+    "splat_pattern",
+    "as_pattern_target",
+    "dotted_name",
 }
-_PATTERNS = {"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern",
-             "dictionary_splat_pattern", "tuple", "list", "parenthesized_expression"}
+_PATTERNS = {
+    "pattern_list",
+    "tuple_pattern",
+    "list_pattern",
+    "list_splat_pattern",
+    "dictionary_splat_pattern",
+    "tuple",
+    "list",
+    "parenthesized_expression",
+}
 _TYPES = {"type", "generic_type"}  # `T` of `class C[T]` and `type A = ...` binds
 # Not loads: the attribute of `x.name`, the keyword of `f(name=1)`.
 _NOT_LOADS = {("attribute", "attribute"), ("keyword_argument", "name")}
@@ -75,8 +102,10 @@ def binds(node: Any) -> bool | None:
     if parent is not None and parent.type in _TYPES:  # an annotation loads, unless it is
         while parent is not None and parent.type in _TYPES:  # a type parameter or alias
             node, parent = parent, parent.parent
-        return parent is not None and (parent.type == "type_parameter" or (
-            (parent.type, _field(node)) == ("type_alias_statement", "left")))
+        return parent is not None and (
+            parent.type == "type_parameter"
+            or ((parent.type, _field(node)) == ("type_alias_statement", "left"))
+        )
     if parent is None:
         return False
     return parent.type in _BINDING_PARENTS or (parent.type, _field(node)) in _BINDING_FIELDS
@@ -90,11 +119,10 @@ def names_at(root: Any, data: bytes, r: Range) -> tuple[list[tuple[str, int]], s
     for n in walk(root, lambda n: overlaps(n, r)):
         if n.type != "identifier":
             continue
-        name = data[n.start_byte:n.end_byte].decode("utf-8", "replace")
+        name = data[n.start_byte : n.end_byte].decode("utf-8", "replace")
         kind = binds(n)
         if kind:
             bound.add(name)
         elif kind is False:
             loads.append((name, n.start_byte))
     return loads, bound
-

@@ -22,8 +22,14 @@ import re
 from typing import Any
 
 # Nodes that open a local scope: what they bind is theirs alone.
-SCOPES = {"function_definition", "lambda", "list_comprehension", "set_comprehension",
-          "dictionary_comprehension", "generator_expression"}
+SCOPES = {
+    "function_definition",
+    "lambda",
+    "list_comprehension",
+    "set_comprehension",
+    "dictionary_comprehension",
+    "generator_expression",
+}
 _DECLARED = {"global_statement", "nonlocal_statement"}
 Range = tuple[int, int]  # bytes
 
@@ -47,24 +53,32 @@ def _binds_here(scope: Any, data: bytes, name: str, binds: Any) -> bool:
         n = stack.pop()
         if n.type in SCOPES:
             own = n.child_by_field_name("name") if n.type == "function_definition" else None
-            if own is not None and data[own.start_byte:own.end_byte].decode(
-                    "utf-8", "replace") == name:
+            if (
+                own is not None
+                and data[own.start_byte : own.end_byte].decode("utf-8", "replace") == name
+            ):
                 found = True
             continue
         if n.type in _DECLARED and any(
-                c.type == "identifier"
-                and data[c.start_byte:c.end_byte].decode("utf-8", "replace") == name
-                for c in n.children):
+            c.type == "identifier"
+            and data[c.start_byte : c.end_byte].decode("utf-8", "replace") == name
+            for c in n.children
+        ):
             return False
-        if n.type == "identifier" and not _is_own_name(scope, n) and \
-                data[n.start_byte:n.end_byte].decode("utf-8", "replace") == name and binds(n):
+        if (
+            n.type == "identifier"
+            and not _is_own_name(scope, n)
+            and data[n.start_byte : n.end_byte].decode("utf-8", "replace") == name
+            and binds(n)
+        ):
             found = True
         stack.extend(n.children)
     return found
 
 
-def visible_spelling(root: Any, data: bytes, name: str, at: int, r: Range, binds: Any,
-                     memo: dict[int, bool]) -> bool:
+def visible_spelling(
+    root: Any, data: bytes, name: str, at: int, r: Range, binds: Any, memo: dict[int, bool]
+) -> bool:
     """The spelling of `name` at byte `at` could be seen from range `r`. `binds(node)`
     says whether an identifier binds (syntax_tree.binds); `memo` caches scope answers for one
     name across its spellings."""
@@ -83,6 +97,8 @@ def name_visible(root: Any, data: bytes, name: str, r: Range, binds: Any) -> boo
     """Some spelling of `name` in `data` (outside `r`) could be seen from `r`."""
     memo: dict[int, bool] = {}
     word = re.compile(rb"(?<![\w])" + re.escape(name.encode("utf-8")) + rb"(?![\w])")
-    spots = sorted((m.start() for m in word.finditer(data) if not r[0] <= m.start() < r[1]),
-                   key=lambda at: abs(at - r[0]))  # the enclosing scope's spellings first
+    spots = sorted(
+        (m.start() for m in word.finditer(data) if not r[0] <= m.start() < r[1]),
+        key=lambda at: abs(at - r[0]),
+    )  # the enclosing scope's spellings first
     return any(visible_spelling(root, data, name, at, r, binds, memo) for at in spots)

@@ -150,16 +150,31 @@ def choose_window(
         return _shrink(text, core, ws, we, context_budget, cost, lines)
     scope = "lines"
     if scopes is not None:
-        ws, we, scope = _ascend_scopes(scopes, core, (ws, we), limits=limits,
-                                       context_budget=context_budget, cost=cost, lines=lines)
-    ws, we = _add_lines(text, (ws, we), limits=limits, used=cost(ws, we),
-                        context_budget=context_budget, lines=lines)
+        ws, we, scope = _ascend_scopes(
+            scopes,
+            core,
+            (ws, we),
+            limits=limits,
+            context_budget=context_budget,
+            cost=cost,
+            lines=lines,
+        )
+    ws, we = _add_lines(
+        text, (ws, we), limits=limits, used=cost(ws, we), context_budget=context_budget, lines=lines
+    )
     return _shrink(text, core, ws, we, context_budget, cost, lines, scope)
 
 
-def _ascend_scopes(scopes: PythonScopes, core: tuple[int, int], window: tuple[int, int], *,
-                   limits: tuple[int, int], context_budget: int,
-                   cost: Callable[[int, int], int], lines: _Lines) -> tuple[int, int, str]:
+def _ascend_scopes(
+    scopes: PythonScopes,
+    core: tuple[int, int],
+    window: tuple[int, int],
+    *,
+    limits: tuple[int, int],
+    context_budget: int,
+    cost: Callable[[int, int], int],
+    lines: _Lines,
+) -> tuple[int, int, str]:
     """The largest enclosing scope (smallest first) whose whole lines fit, or `window`."""
     lo, hi = limits
     (ws, we), scope = window, "lines"
@@ -177,8 +192,15 @@ def _ascend_scopes(scopes: PythonScopes, core: tuple[int, int], window: tuple[in
     return ws, we, scope
 
 
-def _add_lines(text: str, window: tuple[int, int], *, limits: tuple[int, int], used: int,
-               context_budget: int, lines: _Lines) -> tuple[int, int]:
+def _add_lines(
+    text: str,
+    window: tuple[int, int],
+    *,
+    limits: tuple[int, int],
+    used: int,
+    context_budget: int,
+    lines: _Lines,
+) -> tuple[int, int]:
     """Whole lines above and below `window`, in turn, while they fit. The running cost
     adds line counts (exact for tokenizers that split at "\\n"); _shrink corrects any
     excess."""

@@ -50,29 +50,42 @@ def _options(options: SamplerOptions | Mapping[str, Any] | None) -> SamplerOptio
     return SamplerOptions.build(None, **(options or {}))
 
 
-
 class WorkerClient(WorkerLink):
     """The requests a worker answers (fill, fix, score, info), over one connection shared
     by any number of concurrent requests; the arguments are WorkerLink's: the worker's
     address, or the command that spawns it, its token and the timeouts."""
 
     @classmethod
-    def spawned(cls, *, model: str | Path | None = None, device: str | None = None,
-                args: Sequence[str] = (), socket: str | Path | None = None,
-                **kw: Any) -> WorkerClient:
+    def spawned(
+        cls,
+        *,
+        model: str | Path | None = None,
+        device: str | None = None,
+        args: Sequence[str] = (),
+        socket: str | Path | None = None,
+        **kw: Any,
+    ) -> WorkerClient:
         """A client that runs its own worker (`python -m diffusion_infill.infill.serve.worker`)
         on a private socket; `args` are extra worker flags (e.g. `["--no-batching"]`)."""
         path = Path(socket) if socket is not None else private_socket_path()
-        return cls(f"unix:{path}", spawn=spawn_command(path, model=model, device=device,
-                                                       args=args), **kw)
+        return cls(
+            f"unix:{path}", spawn=spawn_command(path, model=model, device=device, args=args), **kw
+        )
 
     # -- requests -----------------------------------------------------------------------
 
-    async def fill(self, text: str, *, spans: Sequence[Span] | None = None,
-                   marker: str = DEFAULT_MARKER, language: str | None = "python",
-                   options: SamplerOptions | Mapping[str, Any] | None = None,
-                   deadline: float | None = None, on_step: Callable[[Step], None] | None = None,
-                   timeout: float | None = None) -> Result:
+    async def fill(
+        self,
+        text: str,
+        *,
+        spans: Sequence[Span] | None = None,
+        marker: str = DEFAULT_MARKER,
+        language: str | None = "python",
+        options: SamplerOptions | Mapping[str, Any] | None = None,
+        deadline: float | None = None,
+        on_step: Callable[[Step], None] | None = None,
+        timeout: float | None = None,
+    ) -> Result:
         """Fill the hole markers of `text`, or rewrite `spans` (character ranges) of it.
 
         `options`: SamplerOptions or a map of its fields; `deadline`: seconds the worker
@@ -80,31 +93,71 @@ class WorkerClient(WorkerLink):
         settling); `timeout`: seconds to wait for the reply (None: request_timeout, or more
         when the deadline is longer)."""
         return await self._call(
-            lambda rid: FillRequest(rid, text, list(spans) if spans is not None else None,
-                                    marker, language, _options(options),
-                                    on_step is not None, deadline),
-            Result, timeout=self._timeout(timeout, deadline), on_step=on_step)
+            lambda rid: FillRequest(
+                rid,
+                text,
+                list(spans) if spans is not None else None,
+                marker,
+                language,
+                _options(options),
+                on_step is not None,
+                deadline,
+            ),
+            Result,
+            timeout=self._timeout(timeout, deadline),
+            on_step=on_step,
+        )
 
-    async def fix(self, text: str, *, start: int = 0, end: int | None = None,
-                  max_fixes: int = 1, min_suspicion: float = DEFAULT_MIN_SUSPICION,
-                  min_likely: float = DEFAULT_MIN_LIKELY, language: str | None = "python",
-                  options: SamplerOptions | Mapping[str, Any] | None = None,
-                  deadline: float | None = None, timeout: float | None = None) -> Result:
+    async def fix(
+        self,
+        text: str,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        max_fixes: int = 1,
+        min_suspicion: float = DEFAULT_MIN_SUSPICION,
+        min_likely: float = DEFAULT_MIN_LIKELY,
+        language: str | None = "python",
+        options: SamplerOptions | Mapping[str, Any] | None = None,
+        deadline: float | None = None,
+        timeout: float | None = None,
+    ) -> Result:
         """Re-denoise the most suspicious tokens of text[start:end] ("Fix selection").
         The Result's `scores` hold every token's score; no edits when no token passed
         the rule (infill/core/suspicion.py: `min_suspicion` and `min_likely`)."""
         return await self._call(
-            lambda rid: FixRequest(rid, text, start, end, max_fixes, min_suspicion, language,
-                                   _options(options), deadline, min_likely),
-            Result, timeout=self._timeout(timeout, deadline))
+            lambda rid: FixRequest(
+                rid,
+                text,
+                start,
+                end,
+                max_fixes,
+                min_suspicion,
+                language,
+                _options(options),
+                deadline,
+                min_likely,
+            ),
+            Result,
+            timeout=self._timeout(timeout, deadline),
+        )
 
-    async def score(self, text: str, *, start: int = 0, end: int | None = None,
-                    language: str | None = "python", deadline: float | None = None,
-                    timeout: float | None = None) -> list[TokenScore]:
+    async def score(
+        self,
+        text: str,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        language: str | None = "python",
+        deadline: float | None = None,
+        timeout: float | None = None,
+    ) -> list[TokenScore]:
         """The suspicion of every token of text[start:end]."""
         reply = await self._call(
             lambda rid: ScoreRequest(rid, text, start, end, language, deadline),
-            Scores, timeout=self._timeout(timeout, deadline))
+            Scores,
+            timeout=self._timeout(timeout, deadline),
+        )
         return reply.scores
 
     async def info(self, *, timeout: float | None = None) -> WorkerInfo:
@@ -115,4 +168,3 @@ class WorkerClient(WorkerLink):
         if timeout is not None:
             return timeout
         return max(self.request_timeout, (deadline or 0.0) + 10.0)
-

@@ -56,13 +56,15 @@ class Service(Protocol):
 
     def info(self, rid: int) -> WorkerInfo: ...
 
-    async def answer(self, msg: ModelRequest,
-                     on_step: Callable[[Step], None] | None = None) -> Message: ...
+    async def answer(
+        self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
+    ) -> Message: ...
 
 
 class Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 service: Service) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, service: Service
+    ) -> None:
         self.reader = reader
         self.writer = writer
         self.service = service
@@ -121,8 +123,9 @@ class Connection:
                 return False
             msg = decode_request(body)
         except TimeoutError:
-            await self.send(Error(None, UNAUTHORIZED, "no hello within "
-                                  f"{self.limits.handshake_timeout:g} s"))
+            await self.send(
+                Error(None, UNAUTHORIZED, f"no hello within {self.limits.handshake_timeout:g} s")
+            )
             return False
         except ProtocolError as exc:
             await self.send(Error.of(exc.id, exc))
@@ -130,12 +133,18 @@ class Connection:
         except (ConnectionError, OSError):
             return False
         if not isinstance(msg, Hello):
-            await self.send(Error(getattr(msg, "id", None), UNAUTHORIZED,
-                                  f"the first frame must be hello, got {msg.TYPE}"))
+            await self.send(
+                Error(
+                    getattr(msg, "id", None),
+                    UNAUTHORIZED,
+                    f"the first frame must be hello, got {msg.TYPE}",
+                )
+            )
             return False
         token = self.service.token
-        if token is not None and (msg.token is None or not hmac.compare_digest(
-                msg.token.encode(), token.encode())):
+        if token is not None and (
+            msg.token is None or not hmac.compare_digest(msg.token.encode(), token.encode())
+        ):
             await self.send(Error(None, UNAUTHORIZED, "wrong or missing token"))
             return False
         await self.send(self.service.welcome())
@@ -144,8 +153,7 @@ class Connection:
     async def _read_requests(self) -> None:
         while not self.closed:
             try:
-                body = await read_frame(self.reader, self.limits.max_frame,
-                                        self.limits.frame_idle)
+                body = await read_frame(self.reader, self.limits.max_frame, self.limits.frame_idle)
             except ProtocolError as exc:  # too large: the stream cannot be resynchronised
                 await self.send(Error.of(None, exc))
                 return
@@ -175,19 +183,21 @@ class Connection:
                 self.service.requests += 1
                 self.requests[msg.id] = asyncio.create_task(self._request(msg))
         else:  # a reply type sent to the worker is refused by decode_request already
-            await self.send(Error(getattr(msg, "id", None), BAD_REQUEST,
-                                  f"unexpected {msg.TYPE}"))
+            await self.send(Error(getattr(msg, "id", None), BAD_REQUEST, f"unexpected {msg.TYPE}"))
 
     def _refusal(self, rid: int) -> Error | None:
         """Why a new request cannot start now, or None."""
         if self.service.stopping:
             return Error(rid, SHUTTING_DOWN, "the worker is shutting down")
         if rid in self.requests:
-            return Error(rid, BAD_REQUEST, f"request {rid} is already in flight on this "
-                         "connection")
+            return Error(rid, BAD_REQUEST, f"request {rid} is already in flight on this connection")
         if len(self.requests) >= self.limits.max_requests:
-            return Error(rid, TOO_LARGE, "too many requests in flight on this connection "
-                         f"(limit {self.limits.max_requests})")
+            return Error(
+                rid,
+                TOO_LARGE,
+                "too many requests in flight on this connection "
+                f"(limit {self.limits.max_requests})",
+            )
         return None
 
     # -- one request --------------------------------------------------------------------
@@ -199,8 +209,9 @@ class Connection:
             async with asyncio.timeout(limit):
                 reply = await self.service.answer(msg, self.send_soon)
         except TimeoutError:
-            reply = Error(msg.id, DEADLINE, f"the request did not finish within its deadline "
-                          f"({limit:g} s)")
+            reply = Error(
+                msg.id, DEADLINE, f"the request did not finish within its deadline ({limit:g} s)"
+            )
         except asyncio.CancelledError:
             if self.closed:
                 raise  # nobody to tell
@@ -208,8 +219,11 @@ class Connection:
             if current is not None:
                 current.uncancel()
             code = self.reasons.pop(msg.id, CANCELLED)
-            reply = Error(msg.id, code, "cancelled by the client" if code == CANCELLED
-                          else "the worker is shutting down")
+            reply = Error(
+                msg.id,
+                code,
+                "cancelled by the client" if code == CANCELLED else "the worker is shutting down",
+            )
         except InfillError as exc:
             reply = Error.of(msg.id, exc)
         except Exception as exc:  # a bug: say so, keep serving
@@ -217,6 +231,10 @@ class Connection:
             reply = Error(msg.id, INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.requests.pop(msg.id, None)
-        log.debug("%s %d: %s", msg.TYPE, msg.id,
-                  f"error {reply.code}: {reply.message}" if isinstance(reply, Error) else "ok")
+        log.debug(
+            "%s %d: %s",
+            msg.TYPE,
+            msg.id,
+            f"error {reply.code}: {reply.message}" if isinstance(reply, Error) else "ok",
+        )
         await self.send(reply)

@@ -14,8 +14,9 @@ from diffusion_infill.infill.serve.wire import ProtocolError
 HEADER = struct.Struct(">I")  # the frame length prefix
 
 
-async def read_frame(reader: asyncio.StreamReader, max_size: int,
-                     idle: float | None = None) -> bytes | None:
+async def read_frame(
+    reader: asyncio.StreamReader, max_size: int, idle: float | None = None
+) -> bytes | None:
     """The next frame's body; None at a clean end of stream (between frames). Waiting
     for a frame is unbounded; inside one, `idle` seconds without a byte (half a frame,
     then silence) or the stream's end is a ConnectionError. ProtocolError(too_large) when
@@ -26,13 +27,13 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int,
     head = first + await _read_more(reader, HEADER.size - 1, idle, "frame header")
     (size,) = HEADER.unpack(head)
     if size > max_size:
-        raise ProtocolError(f"a frame of {size} bytes exceeds the limit of {max_size} bytes",
-                            code=TOO_LARGE)
+        raise ProtocolError(
+            f"a frame of {size} bytes exceeds the limit of {max_size} bytes", code=TOO_LARGE
+        )
     return await _read_more(reader, size, idle, "frame")
 
 
-async def _read_more(reader: asyncio.StreamReader, n: int, idle: float | None,
-                     what: str) -> bytes:
+async def _read_more(reader: asyncio.StreamReader, n: int, idle: float | None, what: str) -> bytes:
     """`n` bytes of a frame already begun, each chunk within `idle` seconds."""
     out = bytearray()
     while len(out) < n:

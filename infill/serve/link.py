@@ -57,7 +57,6 @@ class WorkerError(InfillError):
         return cls(reply.code, reply.message)
 
 
-
 @dataclass
 class _Pending:
     future: asyncio.Future[Message]
@@ -78,9 +77,16 @@ class WorkerLink:
         log: file for a spawned worker's stderr (appended); None: inherit ours.
     """
 
-    def __init__(self, address: str | None = None, *, spawn: Sequence[str] | None = None,
-                 token: str | None = None, connect_timeout: float = 60.0,
-                 request_timeout: float = 120.0, log: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        spawn: Sequence[str] | None = None,
+        token: str | None = None,
+        connect_timeout: float = 60.0,
+        request_timeout: float = 120.0,
+        log: str | Path | None = None,
+    ) -> None:
         if address is None:
             if spawn is not None:
                 raise ValueError("a spawned worker needs the address it will listen on")
@@ -118,8 +124,14 @@ class WorkerLink:
 
     # -- one request --------------------------------------------------------------------
 
-    async def _call(self, make: Callable[[int], Message], kind: type[M], *, timeout: float,
-                    on_step: Callable[[Step], None] | None = None) -> M:
+    async def _call(
+        self,
+        make: Callable[[int], Message],
+        kind: type[M],
+        *,
+        timeout: float,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> M:
         await self.connect()
         rid = next(self._ids)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
@@ -139,8 +151,9 @@ class WorkerLink:
         if isinstance(reply, Error):
             raise WorkerError.of(reply)
         if not isinstance(reply, kind):
-            raise WorkerError(UNAVAILABLE, f"the worker answered {reply.TYPE} to a request "
-                              f"expecting {kind.TYPE}")
+            raise WorkerError(
+                UNAVAILABLE, f"the worker answered {reply.TYPE} to a request expecting {kind.TYPE}"
+            )
         return reply
 
     async def _send(self, msg: Message) -> None:
@@ -149,8 +162,11 @@ class WorkerLink:
             raise WorkerError(UNAVAILABLE, "not connected to the worker")
         frame = pack(msg)
         if len(frame) - HEADER.size > self.max_frame:  # the worker would drop the link
-            raise WorkerError(TOO_LARGE, f"the request is {len(frame)} bytes, over the "
-                              f"worker's frame limit of {self.max_frame} bytes")
+            raise WorkerError(
+                TOO_LARGE,
+                f"the request is {len(frame)} bytes, over the "
+                f"worker's frame limit of {self.max_frame} bytes",
+            )
         try:
             writer.write(frame)
             await writer.drain()
@@ -213,8 +229,9 @@ class WorkerLink:
         self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
         return msg
 
-    async def _greet(self, streams: list[asyncio.StreamWriter]
-                     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Welcome]:
+    async def _greet(
+        self, streams: list[asyncio.StreamWriter]
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, Welcome]:
         """Open the connection (its writer goes into `streams`), send hello, read welcome;
         every failure is a WorkerError."""
         try:
@@ -228,13 +245,17 @@ class WorkerLink:
                 raise WorkerError(UNAVAILABLE, "the worker closed the connection at hello")
             msg = decode_reply(body)
         except TimeoutError:
-            raise WorkerError(UNAVAILABLE, f"the worker at {self.address} did not answer "
-                              f"within {self.connect_timeout:g} s") from None
+            raise WorkerError(
+                UNAVAILABLE,
+                f"the worker at {self.address} did not answer within {self.connect_timeout:g} s",
+            ) from None
         except ProtocolError as exc:
             raise WorkerError(exc.code, f"bad welcome from the worker: {exc}") from None
         except (ConnectionError, OSError) as exc:
-            raise WorkerError(UNAVAILABLE, f"cannot connect to the worker at {self.address}: "
-                              f"{exc.strerror or exc}") from None
+            raise WorkerError(
+                UNAVAILABLE,
+                f"cannot connect to the worker at {self.address}: {exc.strerror or exc}",
+            ) from None
         if isinstance(msg, Error):
             raise WorkerError.of(msg)
         if not isinstance(msg, Welcome):
@@ -261,8 +282,7 @@ class WorkerLink:
             return "the worker closed the connection"
         return self._worker.exit_reason()
 
-    async def _read_loop(self, reader: asyncio.StreamReader,
-                         writer: asyncio.StreamWriter) -> None:
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         reason = "the worker closed the connection"
         try:
             while (body := await read_frame(reader, MAX_REPLY)) is not None:

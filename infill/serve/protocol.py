@@ -56,9 +56,20 @@ from diffusion_infill.infill.serve.wire import (
 )
 
 __all__ = [  # for the worker, the client and tests: the error codes and messages, frames
-    "BAD_REQUEST", "CANCELLED", "CODES", "DEADLINE", "INPUT", "INTERNAL", "MODEL",
-    "SHUTTING_DOWN", "TOO_LARGE", "UNAUTHORIZED", "VERSION", "ProtocolError",
-    "HEADER", "read_frame",
+    "BAD_REQUEST",
+    "CANCELLED",
+    "CODES",
+    "DEADLINE",
+    "INPUT",
+    "INTERNAL",
+    "MODEL",
+    "SHUTTING_DOWN",
+    "TOO_LARGE",
+    "UNAUTHORIZED",
+    "VERSION",
+    "ProtocolError",
+    "HEADER",
+    "read_frame",
 ]
 
 PROTOCOL_VERSION = 1
@@ -90,8 +101,9 @@ class Limits:
     max_deadline: float = _limit(300.0, "the longest deadline a request may ask for")
     handshake_timeout: float = _limit(10.0, "seconds a new connection has to say hello")
     grace: float = _limit(5.0, "seconds requests in flight get to finish at shutdown")
-    frame_idle: float = _limit(10.0, "seconds without a byte inside a begun frame before "
-                               "the connection is closed")
+    frame_idle: float = _limit(
+        10.0, "seconds without a byte inside a begun frame before the connection is closed"
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -257,18 +269,17 @@ class Result(Message):
     scores: list[TokenScore] | None = _f(optional(SCORES), default=None)
 
     @classmethod
-    def of(cls, id: int, result: FillResult,
-           scores: list[TokenScore] | None = None) -> Result:
-        return cls(id, result.text, list(result.edits), list(result.fills), result.stats,
-                   scores)
+    def of(cls, id: int, result: FillResult, scores: list[TokenScore] | None = None) -> Result:
+        return cls(id, result.text, list(result.edits), list(result.fills), result.stats, scores)
 
     def to_fill_result(self, original: str) -> FillResult:
         """The engine's FillResult (no windows, no trace), e.g. for the CLI's output, of a
         result that filled something (`stats` set)."""
         if self.stats is None:
             raise ValueError("this result filled nothing")
-        return FillResult(self.text, original, list(self.edits), list(self.fills), [],
-                          self.stats, [])
+        return FillResult(
+            self.text, original, list(self.edits), list(self.fills), [], self.stats, []
+        )
 
 
 @dataclass(frozen=True)
@@ -302,9 +313,14 @@ class WorkerInfo(Message):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready), without the id: what `infill.workerInfo` returns."""
-        return {"model": self.model, "device": self.device,
-                "versions": asdict(self.versions), "limits": asdict(self.limits),
-                "batching": self.batching, "counters": asdict(self.counters)}
+        return {
+            "model": self.model,
+            "device": self.device,
+            "versions": asdict(self.versions),
+            "limits": asdict(self.limits),
+            "batching": self.batching,
+            "counters": asdict(self.counters),
+        }
 
 
 @dataclass(frozen=True)
@@ -350,8 +366,12 @@ def decode(body: bytes, kinds: Mapping[str, type[Message]]) -> Message:
     rid = obj.get("id") if is_int(obj.get("id")) else None
     version = obj.get("v")
     if version != PROTOCOL_VERSION or not is_int(version):
-        raise ProtocolError(f"protocol version {version!r} is not spoken here (this side "
-                            f"speaks {PROTOCOL_VERSION})", code=VERSION, id=rid)
+        raise ProtocolError(
+            f"protocol version {version!r} is not spoken here (this side "
+            f"speaks {PROTOCOL_VERSION})",
+            code=VERSION,
+            id=rid,
+        )
     kind = obj.get("type")
     cls = kinds.get(kind) if isinstance(kind, str) else None
     if cls is None:

@@ -40,8 +40,15 @@ ModelRequest = FillRequest | FixRequest | ScoreRequest  # the requests that need
 class RequestHandler:
     """Answers requests with one denoiser, on its model thread, through one scheduler."""
 
-    def __init__(self, denoiser: Denoiser, scheduler: Scheduler, executor: ThreadPoolExecutor,
-                 limits: Limits, *, default_order: str | None = None) -> None:
+    def __init__(
+        self,
+        denoiser: Denoiser,
+        scheduler: Scheduler,
+        executor: ThreadPoolExecutor,
+        limits: Limits,
+        *,
+        default_order: str | None = None,
+    ) -> None:
         self.denoiser = denoiser
         # A request with the default order ("confidence") is decoded with this one: the
         # model's own sampler (DiffusionGemma: entropy-bound), so that clients that never
@@ -51,43 +58,62 @@ class RequestHandler:
         self.executor = executor
         self.limits = limits
 
-    async def answer(self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
-                     ) -> Message:
+    async def answer(
+        self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
+    ) -> Message:
         """The reply to `msg`; `on_step` gets the `step` events of a streamed fill."""
         if len(msg.text) > self.limits.max_text:
-            raise LimitError(f"the text has {len(msg.text)} characters; the limit is "
-                             f"{self.limits.max_text}")
+            raise LimitError(
+                f"the text has {len(msg.text)} characters; the limit is {self.limits.max_text}"
+            )
         if isinstance(msg, ScoreRequest):
             scores = await self._on_model_thread(
-                score_text, msg.text, denoiser=self.denoiser, start=msg.start, end=msg.end,
-                language=msg.language)
+                score_text,
+                msg.text,
+                denoiser=self.denoiser,
+                start=msg.start,
+                end=msg.end,
+                language=msg.language,
+            )
             return Scores(msg.id, scores)
         options = self._options(msg.options)
         if isinstance(msg, FixRequest):
             return await self._fix(msg, options)
         return await self._fill(msg, options, on_step)
 
-    async def _fill(self, msg: FillRequest, options: SamplerOptions,
-                    on_step: Callable[[Step], None] | None) -> Result:
+    async def _fill(
+        self, msg: FillRequest, options: SamplerOptions, on_step: Callable[[Step], None] | None
+    ) -> Result:
         if msg.spans is not None and len(msg.spans) > self.limits.max_spans:
             raise LimitError(f"{len(msg.spans)} spans; the limit is {self.limits.max_spans}")
         fill = await self._on_model_thread(self._prepare_fill, msg, options)
         if msg.stream and on_step is not None:
             await self.scheduler.denoise(
-                fill.job, snapshot=lambda: Step(msg.id, fill.job.steps, fill.span_texts()),
-                on_step=on_step)
+                fill.job,
+                snapshot=lambda: Step(msg.id, fill.job.steps, fill.span_texts()),
+                on_step=on_step,
+            )
         else:
             await self.scheduler.denoise(fill.job)
         return Result.of(msg.id, await self._on_model_thread(fill.result))
 
     async def _fix(self, msg: FixRequest, options: SamplerOptions) -> Result:
         if msg.max_fixes > self.limits.max_spans:
-            raise LimitError(f"max_fixes {msg.max_fixes} exceeds the limit of "
-                             f"{self.limits.max_spans}")
+            raise LimitError(
+                f"max_fixes {msg.max_fixes} exceeds the limit of {self.limits.max_spans}"
+            )
         fill, scores = await self._on_model_thread(
-            prepare_fix, msg.text, denoiser=self.denoiser, options=options, start=msg.start,
-            end=msg.end, max_fixes=msg.max_fixes, min_suspicion=msg.min_suspicion,
-            min_likely=msg.min_likely, language=msg.language)
+            prepare_fix,
+            msg.text,
+            denoiser=self.denoiser,
+            options=options,
+            start=msg.start,
+            end=msg.end,
+            max_fixes=msg.max_fixes,
+            min_suspicion=msg.min_suspicion,
+            min_likely=msg.min_likely,
+            language=msg.language,
+        )
         if fill is None:
             return Result(msg.id, msg.text, [], [], None, scores)
         await self.scheduler.denoise(fill.job)
@@ -100,23 +126,38 @@ class RequestHandler:
         if self.default_order and o.order == SamplerOptions().order:
             o = replace(o, order=self.default_order)
         if o.max_span_tokens > lim.max_span_tokens:
-            raise LimitError(f"max_span_tokens {o.max_span_tokens} exceeds the worker's limit "
-                             f"of {lim.max_span_tokens}")
+            raise LimitError(
+                f"max_span_tokens {o.max_span_tokens} exceeds the worker's limit "
+                f"of {lim.max_span_tokens}"
+            )
         if o.max_steps is None:
             return replace(o, max_steps=lim.max_steps)
         if o.max_steps > lim.max_steps:
-            raise LimitError(f"max_steps {o.max_steps} exceeds the worker's limit of "
-                             f"{lim.max_steps}")
+            raise LimitError(
+                f"max_steps {o.max_steps} exceeds the worker's limit of {lim.max_steps}"
+            )
         return o
 
     def _prepare_fill(self, msg: FillRequest, options: SamplerOptions) -> PreparedFill:
         if msg.spans is None:
-            return prepare_holes(msg.text, denoiser=self.denoiser, options=options,
-                                 marker=msg.marker, language=msg.language,
-                                 max_spans=self.limits.max_spans)
-        return prepare_fill(msg.text, msg.spans, denoiser=self.denoiser, options=options,
-                            rewrite=True, language=msg.language)
+            return prepare_holes(
+                msg.text,
+                denoiser=self.denoiser,
+                options=options,
+                marker=msg.marker,
+                language=msg.language,
+                max_spans=self.limits.max_spans,
+            )
+        return prepare_fill(
+            msg.text,
+            msg.spans,
+            denoiser=self.denoiser,
+            options=options,
+            rewrite=True,
+            language=msg.language,
+        )
 
     async def _on_model_thread(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(
-            self.executor, partial(fn, *args, **kw))
+            self.executor, partial(fn, *args, **kw)
+        )

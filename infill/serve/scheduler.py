@@ -49,8 +49,14 @@ class Scheduler:
     `shared` (passes that served more than one job).
     """
 
-    def __init__(self, denoiser: Denoiser, executor: ThreadPoolExecutor, *,
-                 batching: bool = True, max_batch: int = 32) -> None:
+    def __init__(
+        self,
+        denoiser: Denoiser,
+        executor: ThreadPoolExecutor,
+        *,
+        batching: bool = True,
+        max_batch: int = 32,
+    ) -> None:
         self.denoiser = denoiser
         self.executor = executor
         self.batching = batching
@@ -66,8 +72,13 @@ class Scheduler:
         """Jobs still in the scheduler (queued or in the pass in progress)."""
         return sum(not e.future.done() for e in (*self._queue, *self._running))
 
-    async def denoise(self, job: DenoiseJob, *, snapshot: Callable[[], Any] | None = None,
-                      on_step: Callable[[Any], None] | None = None) -> None:
+    async def denoise(
+        self,
+        job: DenoiseJob,
+        *,
+        snapshot: Callable[[], Any] | None = None,
+        on_step: Callable[[Any], None] | None = None,
+    ) -> None:
         """Denoise `job` to the end among the others. After each of its steps, `snapshot()`
         runs on the model thread and `on_step` gets its value on the event loop (a live
         view). Cancelling the caller removes the job before its next step; a failed pass
@@ -158,7 +169,7 @@ class Scheduler:
         self.shared += len(live) > 1
         at = 0
         for e, reqs in live:
-            part = list(logits[at:at + len(reqs)])
+            part = list(logits[at : at + len(reqs)])
             at += len(reqs)
             try:
                 e.job.advance(part)
@@ -177,11 +188,11 @@ class Scheduler:
                 logits = self.denoiser.logits(canvases, positions)
         except Exception as exc:  # noqa: BLE001 - CUDA OOM, a broken checkpoint, ...
             log.exception("forward pass failed")
-            raise DenoiserError(f"the forward pass failed: {type(exc).__name__}: {exc}"
-                                ) from exc
+            raise DenoiserError(f"the forward pass failed: {type(exc).__name__}: {exc}") from exc
         if len(logits) != len(flat):
-            raise DenoiserError(f"the denoiser returned {len(logits)} logit arrays for "
-                                f"{len(flat)} canvases")
+            raise DenoiserError(
+                f"the denoiser returned {len(logits)} logit arrays for {len(flat)} canvases"
+            )
         return logits
 
     def _forget(self, job: DenoiseJob) -> None:

@@ -26,11 +26,22 @@ log = logging.getLogger("infill.serve.client")
 _serial = itertools.count()
 
 
-def spawn_command(socket: str | Path, *, model: str | Path | None = None,
-                  device: str | None = None, args: Sequence[str] = ()) -> list[str]:
+def spawn_command(
+    socket: str | Path,
+    *,
+    model: str | Path | None = None,
+    device: str | None = None,
+    args: Sequence[str] = (),
+) -> list[str]:
     """The command line of a local worker listening on `socket`."""
-    cmd = [sys.executable, "-m", "diffusion_infill.infill.serve.worker", "--socket", str(socket),
-           "--exit-with-stdin"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "diffusion_infill.infill.serve.worker",
+        "--socket",
+        str(socket),
+        "--exit-with-stdin",
+    ]
     if model is not None:
         cmd += ["--model", str(model)]
     if device is not None:
@@ -69,8 +80,10 @@ class WorkerProcess:
         proc = self.proc
         while True:
             if proc is None or proc.poll() is not None or proc is not self.proc:
-                raise ConnectionError(f"the worker exited before listening: "
-                                      f"{self.exit_reason() if proc is self.proc else 'stopped'}")
+                raise ConnectionError(
+                    f"the worker exited before listening: "
+                    f"{self.exit_reason() if proc is self.proc else 'stopped'}"
+                )
             try:
                 return await asyncio.open_unix_connection(path)
             except (FileNotFoundError, ConnectionRefusedError):
@@ -81,8 +94,9 @@ class WorkerProcess:
         self.reap()
         err = self.log.open("ab") if self.log is not None else None
         try:
-            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
-                                         stdout=subprocess.DEVNULL, stderr=err)
+            self.proc = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err
+            )
         finally:
             if err is not None:
                 err.close()

@@ -37,8 +37,18 @@ INTERNAL = "internal"
 SHUTTING_DOWN = "shutting_down"
 VERSION = "version"
 CODES = frozenset(
-    {BAD_REQUEST, TOO_LARGE, UNAUTHORIZED, CANCELLED, DEADLINE, INPUT, MODEL, INTERNAL,
-     SHUTTING_DOWN, VERSION}
+    {
+        BAD_REQUEST,
+        TOO_LARGE,
+        UNAUTHORIZED,
+        CANCELLED,
+        DEADLINE,
+        INPUT,
+        MODEL,
+        INTERNAL,
+        SHUTTING_DOWN,
+        VERSION,
+    }
 )
 
 
@@ -50,8 +60,7 @@ class ProtocolError(InfillError):
 
     code = BAD_REQUEST
 
-    def __init__(self, message: str, *, code: str = BAD_REQUEST, id: int | None = None
-                 ) -> None:
+    def __init__(self, message: str, *, code: str = BAD_REQUEST, id: int | None = None) -> None:
         super().__init__(message, code=code)
         self.id = id
 
@@ -83,8 +92,12 @@ def integer(lo: int = 0, hi: int = MAX_ID) -> Kind:
 
 def number(lo: float = -math.inf, hi: float = math.inf) -> Kind:
     def check(v: Any, name: str) -> float:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                or not lo <= v <= hi:
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or not math.isfinite(v)
+            or not lo <= v <= hi
+        ):
             raise bad(name, f"a number in [{lo:g}, {hi:g}]", v)
         return float(v)
 
@@ -108,8 +121,10 @@ BOOL = Kind(_check_bool)
 
 
 def optional(kind: Kind) -> Kind:
-    return Kind(lambda v, n: None if v is None else kind.check(v, n),
-                lambda v: None if v is None else kind.dump(v))
+    return Kind(
+        lambda v, n: None if v is None else kind.check(v, n),
+        lambda v: None if v is None else kind.dump(v),
+    )
 
 
 def one_of(values: frozenset[str]) -> Kind:
@@ -144,8 +159,7 @@ def row(items: list[Any], where: str, kinds: list[Kind], at_least: int) -> list[
     if not at_least <= len(items) <= len(kinds):
         n = str(len(kinds)) if at_least == len(kinds) else f"{at_least} to {len(kinds)}"
         raise bad(where, f"an array of {n} items", items)
-    return [k.check(x, f"{where}[{i}]") for i, (k, x) in enumerate(zip(kinds, items,
-                                                                        strict=False))]
+    return [k.check(x, f"{where}[{i}]") for i, (k, x) in enumerate(zip(kinds, items, strict=False))]
 
 
 POS = integer()
@@ -162,8 +176,7 @@ def _edit(items: list[Any], where: str) -> Edit:
 
 
 def _fill(items: list[Any], where: str) -> SpanFill:
-    start, end, text, tokens, *rejected = row(items, where,
-                                               [POS, POS, STR, POS, optional(STR)], 4)
+    start, end, text, tokens, *rejected = row(items, where, [POS, POS, STR, POS, optional(STR)], 4)
     return SpanFill(Span(start, end), text, tokens, rejected[0] if rejected else None)
 
 
@@ -178,8 +191,13 @@ def _step_span(items: list[Any], where: str) -> tuple[int, str]:
 
 SPANS = rows(_span, lambda s: [s.start, s.end, s.length, s.exact])
 EDITS = rows(_edit, lambda e: [e.start, e.end, e.new_text])
-FILLS = rows(_fill, lambda f: [f.span.start, f.span.end, f.text, f.tokens]
-             + ([f.rejected] if f.rejected is not None else []))
+FILLS = rows(
+    _fill,
+    lambda f: (
+        [f.span.start, f.span.end, f.text, f.tokens]
+        + ([f.rejected] if f.rejected is not None else [])
+    ),
+)
 SCORES = rows(_score, lambda s: [s.start, s.end, s.text, s.suspicion, s.likely, s.p_likely])
 STEP_SPANS = rows(_step_span, list)
 
@@ -233,8 +251,11 @@ def _check_options(v: Any, name: str) -> SamplerOptions:
 def _dump_options(o: SamplerOptions) -> dict[str, Any]:
     """The fields that differ from the defaults (the worker fills in the rest)."""
     default = SamplerOptions()
-    return {f.name: getattr(o, f.name) for f in fields(o)
-            if getattr(o, f.name) != getattr(default, f.name)}
+    return {
+        f.name: getattr(o, f.name)
+        for f in fields(o)
+        if getattr(o, f.name) != getattr(default, f.name)
+    }
 
 
 # Sampler options: a map of the SamplerOptions fields that differ from their defaults. The

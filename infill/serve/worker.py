@@ -93,12 +93,21 @@ class Worker:
     once the worker listens; `address` is then the bound address (its real TCP port).
     """
 
-    def __init__(self, denoiser: Denoiser | None = None, *, model_dir: str | Path | None = None,
-                 device: str | None = None, trust_remote_code: bool = False,
-                 token: str | None = None, limits: Limits | None = None,
-                 batching: bool = True, quantize: str | None = None,
-                 prompt: str | None = None, order: str | None = None,
-                 dtype: str | None = None) -> None:
+    def __init__(
+        self,
+        denoiser: Denoiser | None = None,
+        *,
+        model_dir: str | Path | None = None,
+        device: str | None = None,
+        trust_remote_code: bool = False,
+        token: str | None = None,
+        limits: Limits | None = None,
+        batching: bool = True,
+        quantize: str | None = None,
+        prompt: str | None = None,
+        order: str | None = None,
+        dtype: str | None = None,
+    ) -> None:
         self.denoiser = denoiser
         self.dtype = dtype
         self.model_dir, self.device, self.trust_remote_code = model_dir, device, trust_remote_code
@@ -129,11 +138,15 @@ class Worker:
     async def serve(self, address: str | Address | None = None) -> None:
         """Load the model (unless given), listen on `address` (default: the per-user Unix
         socket), serve until `stop()`. Raises ModelLoadError / WorkerSetupError."""
-        addr = (parse_address(address) if isinstance(address, str)
-                else address or Address("unix", path=str(default_socket_path())))
+        addr = (
+            parse_address(address)
+            if isinstance(address, str)
+            else address or Address("unix", path=str(default_socket_path()))
+        )
         if addr.kind == "tcp" and not self.token:
-            raise WorkerSetupError("a TCP worker needs a token (--token-file or "
-                                   "INFILL_WORKER_TOKEN)")
+            raise WorkerSetupError(
+                "a TCP worker needs a token (--token-file or INFILL_WORKER_TOKEN)"
+            )
         loop = asyncio.get_running_loop()
         self._loop, self._stop_event = loop, asyncio.Event()
         if self._stop_asked:
@@ -141,15 +154,22 @@ class Worker:
         executor = ThreadPoolExecutor(1, thread_name_prefix="infill-model")
         try:
             denoiser = await self._load(executor)
-            self.scheduler = Scheduler(denoiser, executor, batching=self.batching,
-                                       max_batch=self.limits.max_batch)
+            self.scheduler = Scheduler(
+                denoiser, executor, batching=self.batching, max_batch=self.limits.max_batch
+            )
             order = self.order or getattr(denoiser, "preferred_order", None)
-            self._handler = RequestHandler(denoiser, self.scheduler, executor, self.limits,
-                                           default_order=order)
+            self._handler = RequestHandler(
+                denoiser, self.scheduler, executor, self.limits, default_order=order
+            )
             server, cleanup = await self._listen(addr)
             scheduling = asyncio.create_task(self.scheduler.serve())
-            log.info("listening on %s (model %s on %s, batching %s)", self.address,
-                     denoiser.name, self._device(), "on" if self.batching else "off")
+            log.info(
+                "listening on %s (model %s on %s, batching %s)",
+                self.address,
+                denoiser.name,
+                self._device(),
+                "on" if self.batching else "off",
+            )
             self.ready.set()
             try:
                 await self._stop_event.wait()
@@ -161,14 +181,25 @@ class Worker:
     async def _load(self, executor: ThreadPoolExecutor) -> Denoiser:
         if self.denoiser is None:
             self.denoiser = await asyncio.get_running_loop().run_in_executor(
-                executor, partial(load_denoiser, self.model_dir, device=self.device,
-                                  trust_remote_code=self.trust_remote_code,
-                                  quantize=self.quantize, prompt=self.prompt,
-                                  dtype=self.dtype))
+                executor,
+                partial(
+                    load_denoiser,
+                    self.model_dir,
+                    device=self.device,
+                    trust_remote_code=self.trust_remote_code,
+                    quantize=self.quantize,
+                    prompt=self.prompt,
+                    dtype=self.dtype,
+                ),
+            )
         return self.denoiser
 
-    async def _shut_down(self, server: asyncio.AbstractServer, cleanup: Callable[[], None],
-                         scheduling: asyncio.Task[None]) -> None:
+    async def _shut_down(
+        self,
+        server: asyncio.AbstractServer,
+        cleanup: Callable[[], None],
+        scheduling: asyncio.Task[None],
+    ) -> None:
         self.stopping = True
         server.close()
         cleanup()
@@ -211,8 +242,7 @@ class Worker:
 
         return server, cleanup
 
-    async def _connection(self, reader: asyncio.StreamReader,
-                          writer: asyncio.StreamWriter) -> None:
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection(reader, writer, self)
         self._conns.add(conn)
         try:
@@ -229,14 +259,20 @@ class Worker:
     def info(self, rid: int) -> WorkerInfo:
         assert self.denoiser is not None and self.scheduler is not None
         s = self.scheduler
-        versions = Versions(_version("diffusion-infill"), _version("torch"),
-                            _version("transformers"), PROTOCOL_VERSION)
+        versions = Versions(
+            _version("diffusion-infill"),
+            _version("torch"),
+            _version("transformers"),
+            PROTOCOL_VERSION,
+        )
         counters = Counters(self.requests, s.passes, s.canvases, s.shared, len(s))
-        return WorkerInfo(rid, self.denoiser.name, self._device(), versions, self.limits,
-                          self.batching, counters)
+        return WorkerInfo(
+            rid, self.denoiser.name, self._device(), versions, self.limits, self.batching, counters
+        )
 
-    async def answer(self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
-                     ) -> Message:
+    async def answer(
+        self, msg: ModelRequest, on_step: Callable[[Step], None] | None = None
+    ) -> Message:
         assert self._handler is not None
         return await self._handler.answer(msg, on_step)
 
@@ -264,8 +300,9 @@ def _stop_at_stdin_eof(worker: Worker) -> None:
     threading.Thread(target=watch, name="infill-stdin", daemon=True).start()
 
 
-def serve_until_stopped(worker: Worker, address: str | Address | None, *,
-                        exit_with_stdin: bool = False) -> int:
+def serve_until_stopped(
+    worker: Worker, address: str | Address | None, *, exit_with_stdin: bool = False
+) -> int:
     """Serve until SIGTERM / SIGINT (or stdin's end, with `exit_with_stdin`). Exit status:
     0 after a clean stop, 1 when the model or the address cannot be used."""
 
@@ -290,8 +327,11 @@ def serve_until_stopped(worker: Worker, address: str | Address | None, *,
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, format="infill-worker: %(message)s",
-                        level=logging.DEBUG if args.verbose else logging.INFO)
+    logging.basicConfig(
+        stream=sys.stderr,
+        format="infill-worker: %(message)s",
+        level=logging.DEBUG if args.verbose else logging.INFO,
+    )
     try:
         limits = Limits(**{f.name: getattr(args, f.name) for f in fields(Limits)})
         address = args.listen or (f"unix:{args.socket}" if args.socket else None)
@@ -307,10 +347,18 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             print(f"infill-worker: cannot read the token file: {exc}", file=sys.stderr)
             return 2
-    worker = Worker(model_dir=args.model, device=args.device,
-                    trust_remote_code=args.trust_remote_code, token=token, limits=limits,
-                    batching=not args.no_batching, quantize=args.quantize, prompt=args.prompt,
-                    order=args.order, dtype=args.dtype)
+    worker = Worker(
+        model_dir=args.model,
+        device=args.device,
+        trust_remote_code=args.trust_remote_code,
+        token=token,
+        limits=limits,
+        batching=not args.no_batching,
+        quantize=args.quantize,
+        prompt=args.prompt,
+        order=args.order,
+        dtype=args.dtype,
+    )
     status = serve_until_stopped(worker, address, exit_with_stdin=args.exit_with_stdin)
     # Exit without interpreter finalization: with torch loaded, finalizing next to its
     # thread pools and the stdin watcher (a daemon thread) could abort the process after a

@@ -11,8 +11,9 @@ from typing import Any
 from diffusion_infill.model.training.config import PRESETS
 from diffusion_infill.model.training.noising import NoiseConfig
 
-DESCRIPTION = ("Train a masked-diffusion code model (ModernBERT, MDLM objective), from scratch "
-               "or warm.")
+DESCRIPTION = (
+    "Train a masked-diffusion code model (ModernBERT, MDLM objective), from scratch or warm."
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -21,13 +22,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     _run_arguments(add)
     _budget_arguments(add)
     _machine_arguments(add)
-    add("--more-corpus", type=Path, default=None,
+    add(
+        "--more-corpus",
+        type=Path,
+        default=None,
         help="a folder whose train.jsonl may appear during the run (a later device call "
-             "brings it: write it elsewhere, then rename it there); its texts join the "
-             "training split's within MORE_CHECK_SECONDS")
+        "brings it: write it elsewhere, then rename it there); its texts join the "
+        "training split's within MORE_CHECK_SECONDS",
+    )
     add("--compile", action="store_true", help="run the encoder under torch.compile")
-    add("--noise", type=noise_config, default=NoiseConfig(),
-        help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)")
+    add(
+        "--noise",
+        type=noise_config,
+        default=NoiseConfig(),
+        help="noise overrides, e.g. t_dist=bell,p_tokens=0.1 (fields of NoiseConfig)",
+    )
     add("--seed", type=int, default=0, help="random seed")
     add("--quiet", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
@@ -38,10 +47,18 @@ def _run_arguments(add: Callable[..., Any]) -> None:
     start from, the run folder."""
     add("--preset", choices=sorted(PRESETS), default="small", help="network size")
     add("--corpus", type=Path, default=Path("data/corpus_v2"), help="folder with *.jsonl")
-    add("--tokenizer", type=Path, default=None,
-        help="tokenizer.json (default: --init-from's, else data/tokenizer/tokenizer.json)")
-    add("--init-from", type=Path, default=None,
-        help="warm restart from an exported model directory (weights and history)")
+    add(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        help="tokenizer.json (default: --init-from's, else data/tokenizer/tokenizer.json)",
+    )
+    add(
+        "--init-from",
+        type=Path,
+        default=None,
+        help="warm restart from an exported model directory (weights and history)",
+    )
     add("--out", type=Path, default=Path("runs/small"), help="run folder")
 
 
@@ -52,12 +69,19 @@ def _budget_arguments(add: Callable[..., Any]) -> None:
     add("--lr", type=float, default=2e-3, help="peak learning rate")
     add("--warmup", type=float, default=0.03, help="warm-up share of the run")
     add("--weight-decay", type=float, default=0.01, help="AdamW decay")
-    add("--minutes", type=float, default=None,
-        help="wall-clock budget (sets the schedule); resumes count it")
-    add("--max-steps", type=int, default=1000,
-        help="step budget without --minutes or --tokens")
-    add("--tokens", type=float, default=None,
-        help="token budget of this run (sets the schedule), e.g. 5e6 for an ablation row")
+    add(
+        "--minutes",
+        type=float,
+        default=None,
+        help="wall-clock budget (sets the schedule); resumes count it",
+    )
+    add("--max-steps", type=int, default=1000, help="step budget without --minutes or --tokens")
+    add(
+        "--tokens",
+        type=float,
+        default=None,
+        help="token budget of this run (sets the schedule), e.g. 5e6 for an ablation row",
+    )
     add("--eval-every", type=int, default=200, help="steps between evals")
     add("--save-every", type=int, default=100, help="steps between checkpoints")
 
@@ -65,16 +89,32 @@ def _budget_arguments(add: Callable[..., Any]) -> None:
 def _machine_arguments(add: Callable[..., Any]) -> None:
     """Where and how it computes: device, precision, threads, processes."""
     add("--device", default=None, help="cuda or cpu (default: auto)")
-    add("--dtype", default="auto", choices=["auto", "fp32", "bf16"],
-        help="auto (the faster here), fp32 or bf16")
+    add(
+        "--dtype",
+        default="auto",
+        choices=["auto", "fp32", "bf16"],
+        help="auto (the faster here), fp32 or bf16",
+    )
     add("--no-bf16", dest="dtype", action="store_const", const="fp32", help="= --dtype fp32")
-    add("--threads", type=int, default=None,
-        help="CPU threads per worker (default: torch's; cores / workers with --workers)")
-    add("--workers", type=int, default=1,
-        help="data-parallel worker processes, one per core (gradients averaged each step)")
-    add("--loader-workers", type=int, default=0,
+    add(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads per worker (default: torch's; cores / workers with --workers)",
+    )
+    add(
+        "--workers",
+        type=int,
+        default=1,
+        help="data-parallel worker processes, one per core (gradients averaged each step)",
+    )
+    add(
+        "--loader-workers",
+        type=int,
+        default=0,
         help="processes that build batches beside the training loop (for a GPU: batches "
-             "are made on the CPU, ~0.2M tokens/s per process: benchmarks/bench_loader)")
+        "are made on the CPU, ~0.2M tokens/s per process: benchmarks/bench_loader)",
+    )
 
 
 def noise_config(spec: str, base: NoiseConfig | None = None) -> NoiseConfig:
@@ -85,8 +125,9 @@ def noise_config(spec: str, base: NoiseConfig | None = None) -> NoiseConfig:
     for item in filter(None, (part.strip() for part in spec.split(","))):
         key, sep, value = item.partition("=")
         if not sep or not hasattr(base, key):
-            raise argparse.ArgumentTypeError(f"{item!r}: expected FIELD=VALUE with a field "
-                                             f"of {sorted(base.__dict__)}")
+            raise argparse.ArgumentTypeError(
+                f"{item!r}: expected FIELD=VALUE with a field of {sorted(base.__dict__)}"
+            )
         kind = type(getattr(base, key))
         changes[key] = kind(value)
     return replace(base, **changes)

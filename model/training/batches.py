@@ -30,9 +30,7 @@ def load_texts(corpus: Path, split: str, skip_tests: bool = False) -> list[str]:
     corpus later), so that the validation loss compares across corpus versions."""
     with (corpus / f"{split}.jsonl").open() as fh:
         rows = [json.loads(line) for line in fh]
-    return [r["text"] for r in rows
-            if not (skip_tests and is_test_path(r.get("path", "")))]
-
+    return [r["text"] for r in rows if not (skip_tests and is_test_path(r.get("path", "")))]
 
 
 class BatchStream(torch.utils.data.IterableDataset):
@@ -53,8 +51,9 @@ class BatchStream(torch.utils.data.IterableDataset):
         rng = random.Random(rank_seed(self.seed, worker))
         self.sampler.rng = random.Random(rng.randrange(2**31))
         while True:
-            yield make_batch(self.sampler, self.tok, self.vocab, self.batch_size,
-                             self.seq_len, self.noise, rng)
+            yield make_batch(
+                self.sampler, self.tok, self.vocab, self.batch_size, self.seq_len, self.noise, rng
+            )
 
 
 MORE_CHECK_SECONDS = 10.0  # how often a run with --more-corpus looks for its train.jsonl
@@ -66,11 +65,22 @@ def _stream(trainer: Trainer) -> Iterator[Batch]:
     a = trainer.args
     if a.loader_workers <= 0:
         while True:
-            yield make_batch(trainer.sampler, trainer.tok, trainer.vocab, a.batch_size,
-                             trainer.seq_len, trainer.noise, trainer.rng)
+            yield make_batch(
+                trainer.sampler,
+                trainer.tok,
+                trainer.vocab,
+                a.batch_size,
+                trainer.seq_len,
+                trainer.noise,
+                trainer.rng,
+            )
     loader = torch.utils.data.DataLoader(
-        BatchStream(trainer), batch_size=None, num_workers=a.loader_workers,
-        prefetch_factor=4, pin_memory=trainer.device.type == "cuda")
+        BatchStream(trainer),
+        batch_size=None,
+        num_workers=a.loader_workers,
+        prefetch_factor=4,
+        pin_memory=trainer.device.type == "cuda",
+    )
     yield from loader
 
 
@@ -84,8 +94,11 @@ def batches(trainer: Trainer) -> Iterator[Batch]:
         checked = time.monotonic()
         for batch in stream:
             yield batch
-            if more is None or trainer.more_texts or \
-                    time.monotonic() - checked < MORE_CHECK_SECONDS:
+            if (
+                more is None
+                or trainer.more_texts
+                or time.monotonic() - checked < MORE_CHECK_SECONDS
+            ):
                 continue
             checked = time.monotonic()
             if (more / "train.jsonl").exists():
@@ -99,6 +112,9 @@ def padded(batch: Batch, length: int, pad: int) -> Batch:
     extra = length - batch.input_ids.shape[1]
     if extra <= 0:
         return batch
-    return Batch(F.pad(batch.input_ids, (0, extra), value=pad),
-                 F.pad(batch.targets, (0, extra), value=pad),
-                 F.pad(batch.weights, (0, extra)), F.pad(batch.masked, (0, extra)))
+    return Batch(
+        F.pad(batch.input_ids, (0, extra), value=pad),
+        F.pad(batch.targets, (0, extra), value=pad),
+        F.pad(batch.weights, (0, extra)),
+        F.pad(batch.masked, (0, extra)),
+    )

@@ -11,4 +11,4 @@ def hand_written(card: Path, marker: str) -> str:
     """The marker line of `card` and everything after it; the marker alone (and a line
     break) when the card does not exist yet or has no marker."""
     text = card.read_text() if card.exists() else ""
-    return text[text.index(marker):] if marker in text else marker + "\n"
+    return text[text.index(marker) :] if marker in text else marker + "\n"

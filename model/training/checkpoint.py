@@ -46,12 +46,24 @@ def plot(history: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     train = [h for h in history if "train_loss" in h]
     valid = [h for h in history if "valid_loss" in h]
-    ax.plot([h["tokens"] / 1e6 for h in train], [h["train_loss"] for h in train],
-            label="train (weighted)", alpha=0.6)
-    ax.plot([h["tokens"] / 1e6 for h in valid], [h["valid_loss"] for h in valid], "o-",
-            label="validation (weighted)")
-    ax.plot([h["tokens"] / 1e6 for h in valid], [h["valid_masked_ce"] for h in valid], "s-",
-            label="validation masked CE")
+    ax.plot(
+        [h["tokens"] / 1e6 for h in train],
+        [h["train_loss"] for h in train],
+        label="train (weighted)",
+        alpha=0.6,
+    )
+    ax.plot(
+        [h["tokens"] / 1e6 for h in valid],
+        [h["valid_loss"] for h in valid],
+        "o-",
+        label="validation (weighted)",
+    )
+    ax.plot(
+        [h["tokens"] / 1e6 for h in valid],
+        [h["valid_masked_ce"] for h in valid],
+        "s-",
+        label="validation masked CE",
+    )
     ax.set_xlabel("tokens seen (M, all runs)")
     ax.set_ylabel("loss")
     ax.legend()
@@ -76,22 +88,45 @@ class RunState:
         return self.tokens_before + self.tokens
 
 
-def save_checkpoint(path: Path, model: torch.nn.Module, optim: torch.optim.Optimizer,
-                    state: RunState, rng: random.Random, extra: dict) -> None:
-    blob = {"model": model.state_dict(), "optim": optim.state_dict(), "step": state.step,
-            "tokens": state.tokens, "elapsed": state.elapsed,
-            "tokens_before": state.tokens_before, "history": state.history,
-            "rng": rng.getstate(), **extra}
+def save_checkpoint(
+    path: Path,
+    model: torch.nn.Module,
+    optim: torch.optim.Optimizer,
+    state: RunState,
+    rng: random.Random,
+    extra: dict,
+) -> None:
+    blob = {
+        "model": model.state_dict(),
+        "optim": optim.state_dict(),
+        "step": state.step,
+        "tokens": state.tokens,
+        "elapsed": state.elapsed,
+        "tokens_before": state.tokens_before,
+        "history": state.history,
+        "rng": rng.getstate(),
+        **extra,
+    }
     tmp = path.with_suffix(".tmp")
     torch.save(blob, tmp)
     os.replace(tmp, path)
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module, optim: torch.optim.Optimizer,
-                    rng: random.Random, device: torch.device) -> RunState:
+def load_checkpoint(
+    path: Path,
+    model: torch.nn.Module,
+    optim: torch.optim.Optimizer,
+    rng: random.Random,
+    device: torch.device,
+) -> RunState:
     blob = torch.load(path, map_location=device, weights_only=False)
     model.load_state_dict(blob["model"])
     optim.load_state_dict(blob["optim"])
     rng.setstate(blob["rng"])
-    return RunState(step=blob["step"], tokens=blob["tokens"], elapsed=blob["elapsed"],
-                    tokens_before=blob.get("tokens_before", 0), history=blob["history"])
+    return RunState(
+        step=blob["step"],
+        tokens=blob["tokens"],
+        elapsed=blob["elapsed"],
+        tokens_before=blob.get("tokens_before", 0),
+        history=blob["history"],
+    )

@@ -20,22 +20,45 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     # For tests: trains in seconds, ~0.6M parameters with a 16k vocabulary.
-    "tiny": Preset(hidden=32, layers=2, heads=2, intermediate=64, seq_len=128,
-                   local_window=64, global_every=2),
+    "tiny": Preset(
+        hidden=32, layers=2, heads=2, intermediate=64, seq_len=128, local_window=64, global_every=2
+    ),
     # For a CPU run of a few hours: ~7.5M parameters (4.2M of them the tied embedding).
-    "small": Preset(hidden=256, layers=4, heads=4, intermediate=768, seq_len=256,
-                    local_window=128, global_every=2),
+    "small": Preset(
+        hidden=256,
+        layers=4,
+        heads=4,
+        intermediate=768,
+        seq_len=256,
+        local_window=128,
+        global_every=2,
+    ),
     # Shape ablation beside `small`: narrower and twice as deep, about the same FLOPs/token.
-    "small-deep": Preset(hidden=192, layers=8, heads=3, intermediate=576, seq_len=256,
-                         local_window=128, global_every=2),
+    "small-deep": Preset(
+        hidden=192,
+        layers=8,
+        heads=3,
+        intermediate=576,
+        seq_len=256,
+        local_window=128,
+        global_every=2,
+    ),
     # For a GPU: ~29M parameters, ~58 MB in bf16, inside the 64 MiB shipped-size limit.
-    "base": Preset(hidden=512, layers=6, heads=8, intermediate=1536, seq_len=512,
-                   local_window=128, global_every=3),
+    "base": Preset(
+        hidden=512,
+        layers=6,
+        heads=8,
+        intermediate=1536,
+        seq_len=512,
+        local_window=128,
+        global_every=3,
+    ),
 }
 
 
-def modernbert_config(preset: Preset, vocab_size: int, pad_id: int, mask_id: int,
-                      eos_id: int) -> ModernBertConfig:
+def modernbert_config(
+    preset: Preset, vocab_size: int, pad_id: int, mask_id: int, eos_id: int
+) -> ModernBertConfig:
     """A ModernBERT config for a preset. Special ids come from the tokenizer."""
     return ModernBertConfig(
         vocab_size=vocab_size,

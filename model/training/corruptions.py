@@ -25,9 +25,17 @@ def swaps_of(tok: Tokenizer) -> PlausibleSwaps:
     return hit[1]
 
 
-def insert_negations(input_ids: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor,
-                     masked: torch.Tensor, real: torch.Tensor, swaps: PlausibleSwaps,
-                     null: int, share: float, rng: random.Random) -> None:
+def insert_negations(
+    input_ids: torch.Tensor,
+    targets: torch.Tensor,
+    weights: torch.Tensor,
+    masked: torch.Tensor,
+    real: torch.Tensor,
+    swaps: PlausibleSwaps,
+    null: int,
+    share: float,
+    rng: random.Random,
+) -> None:
     """A `share` of the rows get one ` not` where it does not belong, with `<null>` (id
     `null`) as its target (the token should go)."""
     for b in range(input_ids.shape[0]):
@@ -38,14 +46,20 @@ def insert_negations(input_ids: torch.Tensor, targets: torch.Tensor, weights: to
             continue
         p = rng.choice(spots)
         for t in (input_ids, targets, weights, masked, real):
-            t[b, p + 1:] = t[b, p:-1].clone()
+            t[b, p + 1 :] = t[b, p:-1].clone()
         input_ids[b, p], targets[b, p], weights[b, p] = swaps.not_id, null, 1.0
         masked[b, p] = real[b, p] = False
 
 
-def plausible_swaps(input_ids: torch.Tensor, weights: torch.Tensor, real: torch.Tensor,
-                    swaps: PlausibleSwaps, share: float, most: int,
-                    rng: random.Random) -> None:
+def plausible_swaps(
+    input_ids: torch.Tensor,
+    weights: torch.Tensor,
+    real: torch.Tensor,
+    swaps: PlausibleSwaps,
+    share: float,
+    most: int,
+    rng: random.Random,
+) -> None:
     """Bug-shaped swaps: in a `share` of the rows, 1 to `most` clean tokens swapped for a
     plausible wrong one."""
     for b in range(input_ids.shape[0]):
@@ -58,9 +72,16 @@ def plausible_swaps(input_ids: torch.Tensor, weights: torch.Tensor, real: torch.
             real[b, pos] = False
 
 
-def substitute(input_ids: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor,
-               real: torch.Tensor, null: int, share: float, most: float,
-               rng: random.Random) -> None:
+def substitute(
+    input_ids: torch.Tensor,
+    targets: torch.Tensor,
+    weights: torch.Tensor,
+    real: torch.Tensor,
+    null: int,
+    share: float,
+    most: float,
+    rng: random.Random,
+) -> None:
     """Random-token substitution: in a `share` of the rows, a share (up to `most`) of the
     clean tokens replaced by tokens drawn from the batch's clean targets (`<null>` aside)."""
     B, T = input_ids.shape

@@ -33,8 +33,7 @@ LAYER = "model.layers."
 ZEROED = ("attn.Wo.weight", "mlp.Wo.weight")  # a layer's writes to the residual stream
 
 
-def grow_state(state: dict[str, torch.Tensor], layers: int, factor: int
-               ) -> dict[str, torch.Tensor]:
+def grow_state(state: dict[str, torch.Tensor], layers: int, factor: int) -> dict[str, torch.Tensor]:
     """The grown model's tensors: layer i of `layers` becomes layer i * factor, and layers
     i * factor + 1 ... + factor - 1 are its copies with zeroed output projections."""
     out: dict[str, torch.Tensor] = {}
@@ -49,7 +48,8 @@ def grow_state(state: dict[str, torch.Tensor], layers: int, factor: int
         out[f"{LAYER}{i * factor}.{rest}"] = t
         for k in range(1, factor):
             out[f"{LAYER}{i * factor + k}.{rest}"] = (
-                torch.zeros_like(t) if rest in ZEROED else t.clone())
+                torch.zeros_like(t) if rest in ZEROED else t.clone()
+            )
     # Layer 0 has no attention norm (ModernBERT normalises the embeddings instead); its
     # copies are not layer 0 and have one: the identity norm, a LayerNorm of ones.
     for k in range(1, factor):
@@ -67,8 +67,11 @@ def grow_config(config: dict, factor: int) -> dict:
         raise ValueError(f"only ModernBERT models are grown, not {config.get('model_type')!r}")
     layers = int(config["num_hidden_layers"])
     kinds = config.get("layer_types") or [
-        "full_attention" if i % int(config["global_attn_every_n_layers"]) == 0
-        else "sliding_attention" for i in range(layers)]
+        "full_attention"
+        if i % int(config["global_attn_every_n_layers"]) == 0
+        else "sliding_attention"
+        for i in range(layers)
+    ]
     out = dict(config)
     out["num_hidden_layers"] = layers * factor
     out["layer_types"] = [kind for kind in kinds for _ in range(factor)]
@@ -83,20 +86,29 @@ def grow(src: Path, dst: Path, factor: int) -> dict:
     grown_config = grow_config(config, factor)
     state = grow_state(weight_files.read_weights(src), int(config["num_hidden_layers"]), factor)
     dst.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(dst / weight_files.WEIGHTS),
-              metadata={"format": "pt"})
+    save_file(
+        {k: v.contiguous() for k, v in state.items()},
+        str(dst / weight_files.WEIGHTS),
+        metadata={"format": "pt"},
+    )
     (dst / "config.json").write_text(json.dumps(grown_config, indent=2) + "\n")
     for f in src.iterdir():
-        if f.is_file() and f.name not in (weight_files.WEIGHTS, weight_files.PACKED, "config.json",
-                                          "training.json", "MODEL_CARD.md"):
+        if f.is_file() and f.name not in (
+            weight_files.WEIGHTS,
+            weight_files.PACKED,
+            "config.json",
+            "training.json",
+            "MODEL_CARD.md",
+        ):
             shutil.copy2(f, dst / f.name)
     record_path = src / "training.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
-    record["grown"] = {"from": str(src), "layers": [config["num_hidden_layers"],
-                                                    grown_config["num_hidden_layers"]],
-                       "tokens_at_growth": record.get("tokens_total", record.get("tokens", 0)),
-                       "parameters": sum(t.numel() for n, t in state.items()
-                                         if n != "decoder.weight")}
+    record["grown"] = {
+        "from": str(src),
+        "layers": [config["num_hidden_layers"], grown_config["num_hidden_layers"]],
+        "tokens_at_growth": record.get("tokens_total", record.get("tokens", 0)),
+        "parameters": sum(t.numel() for n, t in state.items() if n != "decoder.weight"),
+    }
     (dst / "training.json").write_text(json.dumps(record, indent=1) + "\n")
     return grown_config
 

@@ -39,8 +39,9 @@ def editor_span(text: str, s: int, e: int, rng: random.Random) -> tuple[int, int
     return s + pieces[i][0], s + pieces[j][1]
 
 
-def line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0,
-                inline_span: float = 0.0) -> list[tuple[int, int]]:
+def line_spans(
+    text: str, limit: int, rng: random.Random, inline: float = 0.0, inline_span: float = 0.0
+) -> list[tuple[int, int]]:
     """One to three non-overlapping character spans inside text[:limit]; `inline`: the
     share of part-of-line spans cut as an editor cuts them (`editor_span`);
     `inline_span`: the share of all spans first tried as such a cut."""
@@ -63,8 +64,11 @@ def line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0,
         s, e = lines[i]
         indent = len(text[s:e]) - len(text[s:e].lstrip())
         # no draw when off, as for `inline` below
-        span = (editor_span(text, s + indent, e, rng)
-                if inline_span and rng.random() < inline_span else None)
+        span = (
+            editor_span(text, s + indent, e, rng)
+            if inline_span and rng.random() < inline_span
+            else None
+        )
         if span is None:
             span = span_of_kind(text, lines, i, indent, rng, inline)
         if all(span[1] <= a or span[0] >= b for a, b in spans) and span[0] < span[1]:
@@ -72,8 +76,9 @@ def line_spans(text: str, limit: int, rng: random.Random, inline: float = 0.0,
     return sorted(spans)
 
 
-def span_of_kind(text: str, lines: list[tuple[int, int]], i: int, indent: int,
-                  rng: random.Random, inline: float) -> tuple[int, int]:
+def span_of_kind(
+    text: str, lines: list[tuple[int, int]], i: int, indent: int, rng: random.Random, inline: float
+) -> tuple[int, int]:
     """A span on line i: its content, part of it, or it and up to 7 lines after it."""
     s, e = lines[i]
     kind = rng.random()
@@ -81,8 +86,7 @@ def span_of_kind(text: str, lines: list[tuple[int, int]], i: int, indent: int,
         return s + indent, e
     if kind < 0.75:  # part of a line (a completion at the cursor, a rewritten call)
         # no draw when off: the validation batches (and old recipes) keep their stream
-        shaped = (editor_span(text, s + indent, e, rng)
-                  if inline and rng.random() < inline else None)
+        shaped = editor_span(text, s + indent, e, rng) if inline and rng.random() < inline else None
         if shaped is not None:
             return shaped
         a = rng.randint(s + indent, e - 1)  # cut at random characters

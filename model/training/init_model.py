@@ -17,13 +17,15 @@ from diffusion_infill.model.training.config import PRESETS, modernbert_config
 from diffusion_infill.model.training.noising import Vocab
 
 
-def build_model(args: argparse.Namespace, vocab: Vocab, seq_len: int,
-                state: RunState, record: dict) -> ModernBertForMaskedLM:
+def build_model(
+    args: argparse.Namespace, vocab: Vocab, seq_len: int, state: RunState, record: dict
+) -> ModernBertForMaskedLM:
     """A fresh model for the preset, or --init-from's weights (history carried over from
     its `record`, `init_record`)."""
     if args.init_from is None:
-        config = modernbert_config(PRESETS[args.preset], vocab.size, vocab.pad, vocab.mask,
-                                   vocab.eos)
+        config = modernbert_config(
+            PRESETS[args.preset], vocab.size, vocab.pad, vocab.mask, vocab.eos
+        )
         config.max_position_embeddings = seq_len
         return ModernBertForMaskedLM(config)
     model = _warm_model(args.init_from, vocab)
@@ -38,11 +40,14 @@ def _warm_model(init_from: Path, vocab: Vocab) -> ModernBertForMaskedLM:
 
     config = AutoConfig.from_pretrained(init_from, local_files_only=True)
     if config.model_type != "modernbert":
-        raise SystemExit(f"--init-from {init_from}: a {config.model_type} model; this "
-                         "script trains ModernBERT")
+        raise SystemExit(
+            f"--init-from {init_from}: a {config.model_type} model; this script trains ModernBERT"
+        )
     if config.vocab_size != vocab.size:
-        raise SystemExit(f"--init-from {init_from} has a {config.vocab_size}-token "
-                         f"vocabulary; the tokenizer has {vocab.size}")
+        raise SystemExit(
+            f"--init-from {init_from} has a {config.vocab_size}-token "
+            f"vocabulary; the tokenizer has {vocab.size}"
+        )
     if (init_from / weight_files.WEIGHTS).is_file():
         return ModernBertForMaskedLM.from_pretrained(init_from, dtype=torch.float32)
     # packed int8 weights (a shipped model too large for bf16): dequantized
@@ -50,9 +55,11 @@ def _warm_model(init_from: Path, vocab: Vocab) -> ModernBertForMaskedLM:
     tensors = {k: v.float() for k, v in weight_files.read_weights(init_from).items()}
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if unexpected or set(missing) - {"decoder.weight"}:
-        raise SystemExit(f"--init-from {init_from}: the weights do not fit its "
-                         f"config.json (missing {sorted(missing)[:3]}, "
-                         f"unexpected {sorted(unexpected)[:3]})")
+        raise SystemExit(
+            f"--init-from {init_from}: the weights do not fit its "
+            f"config.json (missing {sorted(missing)[:3]}, "
+            f"unexpected {sorted(unexpected)[:3]})"
+        )
     model.tie_weights()
     return model
 
@@ -64,9 +71,14 @@ def _carry_history(state: RunState, record: dict) -> None:
     state.history = list(record.get("history", []))
     if not state.history and "valid" in record:
         v = record["valid"]
-        state.history = [{"tokens": state.tokens_before, "valid_loss": v["loss"],
-                          "valid_masked_ce": v["masked_ce"],
-                          "valid_masked_acc": v["masked_acc"]}]
+        state.history = [
+            {
+                "tokens": state.tokens_before,
+                "valid_loss": v["loss"],
+                "valid_masked_ce": v["masked_ce"],
+                "valid_masked_acc": v["masked_acc"],
+            }
+        ]
 
 
 def init_record(init_from: Path | None) -> dict:

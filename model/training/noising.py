@@ -127,8 +127,13 @@ class Vocab:
                 raise ValueError(f"tokenizer has no {name} token")
             return found
 
-        return cls(pad=need("<pad>"), mask=need("<mask>"), null=need("<null>"),
-                   eos=need("<eos>"), size=tok.get_vocab_size())
+        return cls(
+            pad=need("<pad>"),
+            mask=need("<mask>"),
+            null=need("<null>"),
+            eos=need("<eos>"),
+            size=tok.get_vocab_size(),
+        )
 
 
 class TextSampler:
@@ -153,8 +158,7 @@ class TextSampler:
         start = self.rng.randrange(0, len(text) - self.window_chars // 2)
         nl = text.rfind("\n", 0, start)
         start = nl + 1 if nl >= 0 else 0
-        return text[start:start + self.window_chars]
-
+        return text[start : start + self.window_chars]
 
 
 def _allocation(n: int, cfg: NoiseConfig, rng: random.Random) -> int:
@@ -166,8 +170,9 @@ def _allocation(n: int, cfg: NoiseConfig, rng: random.Random) -> int:
     return n + min(int(rng.expovariate(1 / 6)), cfg.max_extra)
 
 
-def _reveal(span_targets: list[int], vocab: Vocab, cfg: NoiseConfig, rng: random.Random
-            ) -> tuple[list[int], list[float]]:
+def _reveal(
+    span_targets: list[int], vocab: Vocab, cfg: NoiseConfig, rng: random.Random
+) -> tuple[list[int], list[float]]:
     """Span input ids and loss weights: all masked, or part-decoded (some slots shown)."""
     if rng.random() >= cfg.p_reveal:
         return [vocab.mask] * len(span_targets), [1.0] * len(span_targets)
@@ -180,7 +185,11 @@ def _reveal(span_targets: list[int], vocab: Vocab, cfg: NoiseConfig, rng: random
 
 
 def _variable_example(
-    text: str, tok: Tokenizer, vocab: Vocab, seq_len: int, cfg: NoiseConfig,
+    text: str,
+    tok: Tokenizer,
+    vocab: Vocab,
+    seq_len: int,
+    cfg: NoiseConfig,
     rng: random.Random,
 ) -> tuple[list[int], list[int], list[float]] | None:
     """Canvas ids, targets and weights for one text with variable-length holes."""
@@ -241,8 +250,14 @@ def draw_rates(n: int, cfg: NoiseConfig, rng: random.Random) -> list[float]:
 
 
 def _masked_example(
-    text: str, tok: Tokenizer, vocab: Vocab, seq_len: int, cfg: NoiseConfig,
-    rng: random.Random, block: bool, u: float,
+    text: str,
+    tok: Tokenizer,
+    vocab: Vocab,
+    seq_len: int,
+    cfg: NoiseConfig,
+    rng: random.Random,
+    block: bool,
+    u: float,
 ) -> tuple[list[int], list[int], list[float]]:
     targets = tok.encode(text).ids[:seq_len]
     ids = list(targets)
@@ -261,8 +276,13 @@ def _masked_example(
 
 
 def make_batch(
-    sampler: TextSampler, tok: Tokenizer, vocab: Vocab, batch_size: int, seq_len: int,
-    cfg: NoiseConfig, rng: random.Random,
+    sampler: TextSampler,
+    tok: Tokenizer,
+    vocab: Vocab,
+    batch_size: int,
+    seq_len: int,
+    cfg: NoiseConfig,
+    rng: random.Random,
 ) -> Batch:
     rows: list[tuple[list[int], list[int], list[float]]] = []
     rates = draw_rates(batch_size, cfg, rng)
@@ -284,21 +304,32 @@ def make_batch(
     targets = torch.full((B, T), vocab.pad, dtype=torch.long)
     weights = torch.zeros((B, T), dtype=torch.float32)
     for b, (ids, tgt, w) in enumerate(rows):
-        input_ids[b, :len(ids)] = torch.tensor(ids)
-        targets[b, :len(tgt)] = torch.tensor(tgt)
-        weights[b, :len(w)] = torch.tensor(w)
+        input_ids[b, : len(ids)] = torch.tensor(ids)
+        targets[b, : len(tgt)] = torch.tensor(tgt)
+        weights[b, : len(w)] = torch.tensor(w)
     masked = input_ids == vocab.mask
 
     real = (input_ids != vocab.pad) & ~masked
     if cfg.p_negation > 0:
-        insert_negations(input_ids, targets, weights, masked, real, swaps_of(tok), vocab.null,
-                         cfg.p_negation, rng)
+        insert_negations(
+            input_ids,
+            targets,
+            weights,
+            masked,
+            real,
+            swaps_of(tok),
+            vocab.null,
+            cfg.p_negation,
+            rng,
+        )
     # Bug-shaped swaps (drawn before the random substitution, which then avoids them).
     if cfg.p_plausible > 0:
-        plausible_swaps(input_ids, weights, real, swaps_of(tok), cfg.p_plausible,
-                        cfg.max_plausible, rng)
-    substitute(input_ids, targets, weights, real, vocab.null, cfg.p_substitute,
-               cfg.max_substitute, rng)
+        plausible_swaps(
+            input_ids, weights, real, swaps_of(tok), cfg.p_plausible, cfg.max_plausible, rng
+        )
+    substitute(
+        input_ids, targets, weights, real, vocab.null, cfg.p_substitute, cfg.max_substitute, rng
+    )
     # A few clean positions learn to keep their token (calibrates the bug-finding score).
     keep = real & (weights == 0) & (torch.rand(B, T) < cfg.p_identity)
     weights[keep] = 1.0

@@ -19,14 +19,16 @@ from diffusion_infill.model.training.parallel import Group
 Autocast = Callable[[], AbstractContextManager]
 
 
-def weighted_loss(model: ModernBertForMaskedLM, batch: Batch,
-                  encoder: Callable | None = None) -> tuple[torch.Tensor, dict]:
+def weighted_loss(
+    model: ModernBertForMaskedLM, batch: Batch, encoder: Callable | None = None
+) -> tuple[torch.Tensor, dict]:
     """Weighted cross-entropy, with the output head run only where there is a loss.
 
     `encoder` stands in for `model.model` (a torch.compile'd copy, say)."""
     attention = batch.input_ids != model.config.pad_token_id
-    hidden = (model.model if encoder is None else encoder)(input_ids=batch.input_ids,
-                                      attention_mask=attention.long()).last_hidden_state
+    hidden = (model.model if encoder is None else encoder)(
+        input_ids=batch.input_ids, attention_mask=attention.long()
+    ).last_hidden_state
     sel = batch.weights > 0  # (B, T)
     logits = model.decoder(model.head(hidden[sel]))  # (N, V)
     ce = F.cross_entropy(logits.float(), batch.targets[sel], reduction="none")  # (N,)
@@ -45,15 +47,24 @@ def make_optimizer(model: torch.nn.Module, args: argparse.Namespace) -> torch.op
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "norm" not in n]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or "norm" in n]
     return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": args.weight_decay},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.98), eps=1e-8,
+        [
+            {"params": decay, "weight_decay": args.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=args.lr,
+        betas=(0.9, 0.98),
+        eps=1e-8,
     )
 
 
-def train_step(model: ModernBertForMaskedLM, optim: torch.optim.Optimizer, batch: Batch,
-               autocast: Autocast, encoder: Callable | None = None,
-               group: Group | None = None) -> tuple[float, dict]:
+def train_step(
+    model: ModernBertForMaskedLM,
+    optim: torch.optim.Optimizer,
+    batch: Batch,
+    autocast: Autocast,
+    encoder: Callable | None = None,
+    group: Group | None = None,
+) -> tuple[float, dict]:
     """One optimiser step on one batch (this worker's share of it): (loss, stats)."""
     with autocast():
         loss, stats = weighted_loss(model, batch, encoder)

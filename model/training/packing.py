@@ -71,7 +71,8 @@ def unpack(src: Path, dst: Path) -> None:
     if not (src / PACKED).is_file():
         raise FileNotFoundError(
             f"{src}: no {PACKED} (`python -m diffusion_infill.model.training.packing pack` "
-            "makes it)")
+            "makes it)"
+        )
     out = unpacked(load_file(src / PACKED))
     dst.mkdir(parents=True, exist_ok=True)
     save_file(out, dst / WEIGHTS, metadata={"format": "pt"})

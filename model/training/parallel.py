@@ -59,7 +59,7 @@ class Group:
         flat /= self.world
         offset = 0
         for g in grads:
-            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
 
     def sum(self, values: list[float]) -> list[float]:
@@ -80,13 +80,14 @@ class Group:
         dist.broadcast(leader, src=0)
         if not torch.equal(mine, leader):
             worst = (mine - leader).abs().max().item()
-            raise RuntimeError(f"worker {self.rank}'s weights drifted from worker 0's "
-                               f"(largest difference of a parameter's sum: {worst:.3g})")
+            raise RuntimeError(
+                f"worker {self.rank}'s weights drifted from worker 0's "
+                f"(largest difference of a parameter's sum: {worst:.3g})"
+            )
 
 
 def _worker(rank: int, world: int, store: str, fn: Callable[[Group], None]) -> None:
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
-                            world_size=world)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     try:
         fn(Group(rank, world))
     finally:

@@ -48,23 +48,35 @@ def _pct(x: float) -> str:
 
 def _infill_rows(ev: dict) -> str:
     rows = []
-    for key, label in (("single_line", "single-line, length left to the model"),
-                       ("single_line_true_length", "single-line, true length given"),
-                       ("multi_line", "multi-line (2-8 lines), length left to the model"),
-                       ("multi_line_true_length", "multi-line, true length given")):
+    for key, label in (
+        ("single_line", "single-line, length left to the model"),
+        ("single_line_true_length", "single-line, true length given"),
+        ("multi_line", "multi-line (2-8 lines), length left to the model"),
+        ("multi_line_true_length", "multi-line, true length given"),
+    ):
         r = ev[key]
-        rows.append(f"| {label} | {_pct(r['exact_match'])} | {r['n']} | "
-                    f"{r['nfe_per_token']:.2f} | {r['ms_p50']:.0f} |")
+        rows.append(
+            f"| {label} | {_pct(r['exact_match'])} | {r['n']} | "
+            f"{r['nfe_per_token']:.2f} | {r['ms_p50']:.0f} |"
+        )
     return "\n".join(rows)
 
 
 def _bug_rows(bugs: dict) -> str:
-    return "\n".join(f"| {k} | {_pct(v['top1_localisation'])} | {_pct(v['exact_repair'])} | "
-                     f"{v['n']} |" for k, v in bugs["by_kind"].items())
+    return "\n".join(
+        f"| {k} | {_pct(v['top1_localisation'])} | {_pct(v['exact_repair'])} | {v['n']} |"
+        for k, v in bugs["by_kind"].items()
+    )
 
 
-def card(training: dict, ev: dict, size: int, notes: str = NOTES + "\n",
-         canvas: int | None = None, form: str = "bf16") -> str:
+def card(
+    training: dict,
+    ev: dict,
+    size: int,
+    notes: str = NOTES + "\n",
+    canvas: int | None = None,
+    form: str = "bf16",
+) -> str:
     """The model card: generated from `training` and `ev`, then `notes` (the hand-written
     part of the card it replaces, from its NOTES line on: `hand_written`).
     `canvas`: the model's longest input (config.json), not the last run's batch length."""
@@ -83,15 +95,15 @@ tails) and random-token substitution (model/training/noising.py). Loads with
 
 | | |
 |---|---|
-| preset | `{t['preset']}` |
-| parameters | {t['parameters'] / 1e6:.2f}M (of which the tied 16k x hidden embedding is a large share) |
-| canvas length | {canvas or t['seq_len']} tokens (the engine's window limit) |
+| preset | `{t["preset"]}` |
+| parameters | {t["parameters"] / 1e6:.2f}M (of which the tied 16k x hidden embedding is a large share) |
+| canvas length | {canvas or t["seq_len"]} tokens (the engine's window limit) |
 | files on disk | {size / 2**20:.1f} MiB (safetensors weights in {form}, tokenizer) |
 | training data | Python sources: standard library + pinned permissive PyPI wheels; see docs/DATA_CARD.md |
-| tokens seen | {t.get('tokens_total', t['tokens']) / 1e6:.1f}M over all runs ({t['tokens'] / 1e6:.1f}M in the last: {t['step']} steps of {t['batch_size']} x {t['seq_len']}) |
-| compute (last run) | {t['minutes']:.0f} minutes on {t['device']} ({threads} thread{'' if threads == 1 else 's'}), {t.get('dtype', 'bf16' if t.get('bf16') else 'fp32')} ({t.get('dtype_reason', '')}) |
-| peak learning rate | {t['lr']} (AdamW, warm-up then cosine to 10%) |
-| validation loss | weighted {t['valid']['loss']:.3f}, masked CE {t['valid']['masked_ce']:.3f}, masked accuracy {_pct(t['valid']['masked_acc'])} |
+| tokens seen | {t.get("tokens_total", t["tokens"]) / 1e6:.1f}M over all runs ({t["tokens"] / 1e6:.1f}M in the last: {t["step"]} steps of {t["batch_size"]} x {t["seq_len"]}) |
+| compute (last run) | {t["minutes"]:.0f} minutes on {t["device"]} ({threads} thread{"" if threads == 1 else "s"}), {t.get("dtype", "bf16" if t.get("bf16") else "fp32")} ({t.get("dtype_reason", "")}) |
+| peak learning rate | {t["lr"]} (AdamW, warm-up then cosine to 10%) |
+| validation loss | weighted {t["valid"]["loss"]:.3f}, masked CE {t["valid"]["masked_ce"]:.3f}, masked accuracy {_pct(t["valid"]["masked_acc"])} |
 
 """
 
@@ -103,7 +115,7 @@ def _card_evaluation(ev: dict) -> str:
     return f"""## Evaluation (held-out test packages, engine's default sampler)
 
 Command: `python -m benchmarks.eval_model` (results in
-`benchmarks/results/eval_shipped.json`); {ev['seconds']:.0f} s on this machine.
+`benchmarks/results/eval_shipped.json`); {ev["seconds"]:.0f} s on this machine.
 
 | infill | exact match | n | NFE/token | p50 ms |
 |---|---|---|---|---|
@@ -112,8 +124,8 @@ Command: `python -m benchmarks.eval_model` (results in
 Masked-token accuracy by mask rate (one forward pass):
 {", ".join(f"{k}: {_pct(v)}" for k, v in acc.items())}.
 
-Injected bugs (one per window): top-1 localisation {_pct(b['top1_localisation'])}, exact
-repair {_pct(b['exact_repair'])} (n={b['n']}).
+Injected bugs (one per window): top-1 localisation {_pct(b["top1_localisation"])}, exact
+repair {_pct(b["exact_repair"])} (n={b["n"]}).
 
 | bug kind | top-1 localisation | exact repair | n |
 |---|---|---|---|
@@ -140,9 +152,11 @@ indentation more often than the right tokens. Python only.
 {notes}"""
 
 
-HELD_OUT = (("single_line", "single-line EM, engine's length"),
-            ("single_line_true_length", "single-line EM, true length"),
-            ("multi_line", "multi-line EM, engine's length"))
+HELD_OUT = (
+    ("single_line", "single-line EM, engine's length"),
+    ("single_line_true_length", "single-line EM, true length"),
+    ("multi_line", "multi-line EM, engine's length"),
+)
 
 
 def score(ev: dict) -> float:
@@ -153,15 +167,19 @@ def score(ev: dict) -> float:
 
 def curve_point(training: dict, ev: dict, where: str) -> dict:
     valid = training.get("valid", {})
-    return {"date": time.strftime("%Y-%m-%d"), "where": where,
-            "tokens_total": training.get("tokens_total", training.get("tokens", 0)),
-            "valid_loss": valid.get("loss"), "valid_masked_ce": valid.get("masked_ce"),
-            **{key: ev[key]["exact_match"] for key, _ in HELD_OUT},
-            "bug_top1": ev["bugs"]["top1_localisation"],
-            "bug_repair": ev["bugs"]["exact_repair"],
-            # multi-line exact match has been 0% at every checkpoint; how near the fills
-            # come is what moves (benchmarks/infill_scores.py `closeness`; None in older records)
-            "multi_line_similarity": ev.get("multi_line_true_length", {}).get("similarity")}
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "where": where,
+        "tokens_total": training.get("tokens_total", training.get("tokens", 0)),
+        "valid_loss": valid.get("loss"),
+        "valid_masked_ce": valid.get("masked_ce"),
+        **{key: ev[key]["exact_match"] for key, _ in HELD_OUT},
+        "bug_top1": ev["bugs"]["top1_localisation"],
+        "bug_repair": ev["bugs"]["exact_repair"],
+        # multi-line exact match has been 0% at every checkpoint; how near the fills
+        # come is what moves (benchmarks/infill_scores.py `closeness`; None in older records)
+        "multi_line_similarity": ev.get("multi_line_true_length", {}).get("similarity"),
+    }
 
 
 def plot_curve(points: list[dict], path: Path) -> None:
@@ -177,11 +195,18 @@ def plot_curve(points: list[dict], path: Path) -> None:
     for key, label in HELD_OUT:
         left.plot(x, [100 * p[key] for p in points], "o-", label=label)
     left.plot(x, [100 * p["bug_top1"] for p in points], "o-", label="bug top-1 localisation")
-    near = [(xi, p["multi_line_similarity"]) for xi, p in zip(x, points, strict=True)
-            if p.get("multi_line_similarity") is not None]
+    near = [
+        (xi, p["multi_line_similarity"])
+        for xi, p in zip(x, points, strict=True)
+        if p.get("multi_line_similarity") is not None
+    ]
     if near:
-        left.plot([a for a, _ in near], [100 * b for _, b in near], "d--",
-                  label="multi-line similarity to the truth, true length (x100)")
+        left.plot(
+            [a for a, _ in near],
+            [100 * b for _, b in near],
+            "d--",
+            label="multi-line similarity to the truth, true length (x100)",
+        )
     left.set_xlabel("tokens seen (M)")
     left.set_ylabel("held-out test packages (%)")
     left.legend(fontsize=8)
@@ -220,19 +245,26 @@ def copy_export(export: Path, dest: Path, pack: bool = False) -> tuple[int, str]
         shutil.copy2(weights, dest / weights.name)
     for stale in {weight_files.WEIGHTS, weight_files.PACKED} - {weights.name}:
         (dest / stale).unlink(missing_ok=True)
-    form = ("int8, packed by model/training/packing.py" if weights.name == weight_files.PACKED else "bf16")
+    form = (
+        "int8, packed by model/training/packing.py"
+        if weights.name == weight_files.PACKED
+        else "bf16"
+    )
     return size, form
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--export", type=Path, required=True, help="an export folder")
-    parser.add_argument("--eval", type=Path, required=True,
-                        help="benchmarks.eval_model results for that export")
-    parser.add_argument("--force", action="store_true",
-                        help="ship even if it does not beat the current default")
-    parser.add_argument("--pack", action="store_true",
-                        help="ship the weights as int8 even if bf16 fits in 64 MiB")
+    parser.add_argument(
+        "--eval", type=Path, required=True, help="benchmarks.eval_model results for that export"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="ship even if it does not beat the current default"
+    )
+    parser.add_argument(
+        "--pack", action="store_true", help="ship the weights as int8 even if bf16 fits in 64 MiB"
+    )
     args = parser.parse_args(argv)
     ev = json.loads(args.eval.read_text())
     training = json.loads((args.export / "training.json").read_text())
@@ -244,14 +276,20 @@ def main(argv: list[str] | None = None) -> None:
         size, form = copy_export(args.export, WEIGHTS, args.pack)
         config = json.loads((args.export / "config.json").read_text())
         (WEIGHTS / "MODEL_CARD.md").write_text(
-            card(training, ev, size, notes, config.get("max_position_embeddings"), form))
+            card(training, ev, size, notes, config.get("max_position_embeddings"), form)
+        )
         shutil.copy2(args.eval, current)
         where, what = "weights", f"shipped to {WEIGHTS}"
     else:
         size, _ = copy_export(args.export, RESUME, args.pack)
         shutil.copy2(args.eval, RESUME / "eval.json")
-        where, what = "resume", (f"kept in {RESUME} (held-out score {score(ev):.3f} does not "
-                                 f"beat the shipped {old:.3f})")
+        where, what = (
+            "resume",
+            (
+                f"kept in {RESUME} (held-out score {score(ev):.3f} does not "
+                f"beat the shipped {old:.3f})"
+            ),
+        )
     points = json.loads(CURVE.read_text()) if CURVE.exists() else []
     points.append(curve_point(training, ev, where))
     CURVE.write_text(json.dumps(points, indent=1) + "\n")

@@ -55,13 +55,14 @@ class PlausibleSwaps:
         self.numbers: dict[int, list[int]] = {}  # id -> the ids of its value moved by one
         for i, t in enumerate(self.text):
             bare = t[1:] if t.startswith(" ") else t
-            lead = t[:len(t) - len(bare)]
+            lead = t[: len(t) - len(bare)]
             if _NAME.fullmatch(bare) and not keyword.iskeyword(bare):
                 self.names[i] = (lead, bare)
             if bare.isdigit() and len(bare) <= 3:
                 value = int(bare)
-                moved = [self.id_of.get(lead + str(v))
-                         for v in {value + 1, max(0, value - 1)} - {value}]
+                moved = [
+                    self.id_of.get(lead + str(v)) for v in {value + 1, max(0, value - 1)} - {value}
+                ]
                 self.numbers[i] = [m for m in moved if m is not None]
             if lead != " ":
                 continue
@@ -84,27 +85,37 @@ class PlausibleSwaps:
 
     def candidates(self, ids: list[int], allowed: list[bool]) -> dict[str, list[tuple[int, int]]]:
         """Every swap the row allows, by kind: (position, replacement id)."""
-        return {kind: [(pos, new) for pos, news, skip in sites
-                       for k, new in enumerate(news) if k != skip]
-                for kind, sites in self._sites(ids, allowed).items()}
+        return {
+            kind: [
+                (pos, new) for pos, news, skip in sites for k, new in enumerate(news) if k != skip
+            ]
+            for kind, sites in self._sites(ids, allowed).items()
+        }
 
     def negations(self, ids: list[int], allowed: list[bool]) -> list[int]:
         """Where a ` not` can be inserted as a bug: before a spaced ` in` (`x not in y`)
         or after ` is` (`x is not y`), not where the row already says `not` there."""
         if self.not_id is None:
             return []
+
         def spot(i: int, tid: int) -> bool:
             if not allowed[i] or (i > 0 and ids[i - 1] == self.not_id):
                 return False
             before_in = tid == self._in_id and self._spaced_after(ids, i)
-            after_is = (i > 0 and ids[i - 1] == self._is_id and allowed[i - 1]
-                        and tid != self.not_id and self.text[tid].startswith(" "))
+            after_is = (
+                i > 0
+                and ids[i - 1] == self._is_id
+                and allowed[i - 1]
+                and tid != self.not_id
+                and self.text[tid].startswith(" ")
+            )
             return before_in or after_is
 
         return [i for i, tid in enumerate(ids) if spot(i, tid)]
 
-    def _sites(self, ids: list[int], allowed: list[bool]
-               ) -> dict[str, list[tuple[int, list[int], int]]]:
+    def _sites(
+        self, ids: list[int], allowed: list[bool]
+    ) -> dict[str, list[tuple[int, list[int], int]]]:
         """`candidates` without spelling out every name swap: per kind, per position in
         order, (position, replacement ids, the one to skip or -1); a name's replacements
         are the row's names of its lead (one list shared by all of them) less its own."""
@@ -146,8 +157,9 @@ class PlausibleSwaps:
                 out["number"].append((i, numbers[tid], -1))
         return out
 
-    def pick(self, ids: list[int], allowed: list[bool], n: int, rng: random.Random
-             ) -> list[tuple[int, int]]:
+    def pick(
+        self, ids: list[int], allowed: list[bool], n: int, rng: random.Random
+    ) -> list[tuple[int, int]]:
         """Up to `n` swaps at distinct positions, the kind drawn evenly among those the row
         has (so the rare operator and comparison swaps are not drowned by names), then a
         swap drawn evenly among the kind's: the draws of choosing from the full list of
@@ -155,10 +167,13 @@ class PlausibleSwaps:
         found = self._sites(ids, allowed)
         chosen: dict[int, int] = {}
         for _ in range(n):
-            open_sites = {k: [(p, news, skip) for p, news, skip in found[k]
-                              if p not in chosen] for k in KINDS}
-            counts = {k: [len(news) - (skip >= 0) for _, news, skip in sites]
-                      for k, sites in open_sites.items()}
+            open_sites = {
+                k: [(p, news, skip) for p, news, skip in found[k] if p not in chosen] for k in KINDS
+            }
+            counts = {
+                k: [len(news) - (skip >= 0) for _, news, skip in sites]
+                for k, sites in open_sites.items()
+            }
             kinds = [k for k in KINDS if sum(counts[k])]
             if not kinds:
                 break

@@ -28,10 +28,12 @@ SPECIAL_TOKENS = [PAD, MASK, NULL, EOS]
 
 def build_tokenizer() -> Tokenizer:
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r"\n"), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"\n"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     return tok
 
@@ -81,10 +83,15 @@ def save_for_transformers(tok: Tokenizer, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"),
-                        help="folder with train.jsonl from model.training.corpus")
-    parser.add_argument("--out", type=Path, default=Path("data/tokenizer"),
-                        help="output folder for tokenizer.json")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path("data/corpus_v2"),
+        help="folder with train.jsonl from model.training.corpus",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("data/tokenizer"), help="output folder for tokenizer.json"
+    )
     parser.add_argument("--vocab", type=int, default=16384, help="vocabulary size")
     args = parser.parse_args(argv)
     tok = train(args.corpus, args.vocab)
@@ -92,8 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     sample = next(corpus_texts(args.corpus, "valid"))
     ids = tok.encode(sample).ids
     assert tok.decode(ids) == sample, "tokenizer does not round-trip"
-    print(f"vocab {tok.get_vocab_size()}, {len(sample) / len(ids):.2f} chars/token on a "
-          f"validation file")
+    print(
+        f"vocab {tok.get_vocab_size()}, {len(sample) / len(ids):.2f} chars/token on a "
+        f"validation file"
+    )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,19 @@ from diffusion_infill.model.training.parallel import (
 from diffusion_infill.model.training.trainer import VALID_NOISE, Trainer, stream_seed
 
 __all__ = [  # with the run's pieces that benchmarks, tests and the docs name from here
-    "VALID_NOISE", "Trainer", "batches", "init_record", "load_texts", "main", "make_optimizer",
-    "padded", "parse_args", "run", "stream_seed", "train_step", "train_worker",
+    "VALID_NOISE",
+    "Trainer",
+    "batches",
+    "init_record",
+    "load_texts",
+    "main",
+    "make_optimizer",
+    "padded",
+    "parse_args",
+    "run",
+    "stream_seed",
+    "train_step",
+    "train_worker",
 ]
 
 
@@ -88,9 +99,11 @@ def run(trainer: Trainer) -> None:
                 trainer.save()
     bar.close()
     if group.leader:
-        print(f"done: {s.step} steps, {s.tokens / 1e6:.1f}M tokens this run "
-              f"({s.total_tokens / 1e6:.1f}M in all), {s.elapsed / 60:.1f} min",
-              file=sys.stderr)
+        print(
+            f"done: {s.step} steps, {s.tokens / 1e6:.1f}M tokens this run "
+            f"({s.total_tokens / 1e6:.1f}M in all), {s.elapsed / 60:.1f} min",
+            file=sys.stderr,
+        )
 
 
 def _announce(trainer: Trainer) -> None:
@@ -99,11 +112,14 @@ def _announce(trainer: Trainer) -> None:
     if not group.leader:
         return
     n_params = sum(p.numel() for p in trainer.model.parameters())
-    workers = f", {group.world} workers x {torch.get_num_threads()} threads" \
-        if group.world > 1 else ""
-    print(f"{trainer.args.preset}: {n_params / 1e6:.2f}M parameters on {trainer.device}, "
-          f"{trainer.precision.name} ({trainer.precision.reason}){workers}",
-          file=sys.stderr)
+    workers = (
+        f", {group.world} workers x {torch.get_num_threads()} threads" if group.world > 1 else ""
+    )
+    print(
+        f"{trainer.args.preset}: {n_params / 1e6:.2f}M parameters on {trainer.device}, "
+        f"{trainer.precision.name} ({trainer.precision.reason}){workers}",
+        file=sys.stderr,
+    )
 
 
 def _progress_bar(trainer: Trainer) -> Any:
@@ -111,15 +127,21 @@ def _progress_bar(trainer: Trainer) -> Any:
     share already done."""
     from tqdm import tqdm
 
-    bar = tqdm(total=100, desc="train", unit="%",
-               disable=trainer.args.quiet or not trainer.group.leader, file=sys.stderr,
-               bar_format="{l_bar}{bar}| {n:.1f}/{total}% [{elapsed}<{remaining}] {postfix}")
+    bar = tqdm(
+        total=100,
+        desc="train",
+        unit="%",
+        disable=trainer.args.quiet or not trainer.group.leader,
+        file=sys.stderr,
+        bar_format="{l_bar}{bar}| {n:.1f}/{total}% [{elapsed}<{remaining}] {postfix}",
+    )
     bar.update(100 * trainer.progress())
     return bar
 
 
-def _step(trainer: Trainer, stream: Iterator[Batch], encoder: Callable | None,
-          window: _Window, bar: Any) -> tuple[float, float, dict]:
+def _step(
+    trainer: Trainer, stream: Iterator[Batch], encoder: Callable | None, window: _Window, bar: Any
+) -> tuple[float, float, dict]:
     """One optimiser step at the schedule's learning rate, counted in the run's state and
     the progress bar: (learning rate, loss, stats)."""
     a, s, group = trainer.args, trainer.state, trainer.group
@@ -134,13 +156,13 @@ def _step(trainer: Trainer, stream: Iterator[Batch], encoder: Callable | None,
         batch = padded(batch, trainer.seq_len, trainer.vocab.pad)
     real_tokens = float((batch.input_ids != trainer.vocab.pad).sum())
     batch = batch.to(trainer.device)
-    loss, stats = train_step(trainer.model, trainer.optim, batch, trainer.autocast, encoder,
-                             group=group)
+    loss, stats = train_step(
+        trainer.model, trainer.optim, batch, trainer.autocast, encoder, group=group
+    )
     # every worker counts all workers' tokens and worker 0's step time (the others'
     # include waiting for its evaluations), so that all of them agree on the
     # schedule, the evaluations and the end
-    n_tok, seconds = group.sum([real_tokens,
-                                time.perf_counter() - t0 if group.leader else 0.0])
+    n_tok, seconds = group.sum([real_tokens, time.perf_counter() - t0 if group.leader else 0.0])
     n_tok = int(n_tok)
     before = trainer.progress()  # before the step counts: steps, tokens and time
     s.step, s.tokens, window.tokens = s.step + 1, s.tokens + n_tok, window.tokens + n_tok
@@ -149,21 +171,31 @@ def _step(trainer: Trainer, stream: Iterator[Batch], encoder: Callable | None,
     return lr, loss, stats
 
 
-def _log(trainer: Trainer, bar: Any, window: _Window, lr: float, loss: float,
-         stats: dict) -> None:
+def _log(trainer: Trainer, bar: Any, window: _Window, lr: float, loss: float, stats: dict) -> None:
     """A logged step (every 10th): a point of the history, the progress bar's figures, and
     with --quiet a line on stderr every 50 steps (worker 0's)."""
     s = trainer.state
     rate, waited = window.close()
-    s.history.append({"step": s.step, "tokens": s.total_tokens, "train_loss": loss,
-                      "masked_acc": stats["masked_acc"], "lr": lr})
-    line = (f"loss {loss:.3f} acc {stats['masked_acc']:.3f} {rate:,.0f} tok/s "
-            f"data {waited:.0%} lr {lr:.1e}")
+    s.history.append(
+        {
+            "step": s.step,
+            "tokens": s.total_tokens,
+            "train_loss": loss,
+            "masked_acc": stats["masked_acc"],
+            "lr": lr,
+        }
+    )
+    line = (
+        f"loss {loss:.3f} acc {stats['masked_acc']:.3f} {rate:,.0f} tok/s "
+        f"data {waited:.0%} lr {lr:.1e}"
+    )
     bar.set_postfix_str(line)
     if trainer.args.quiet and trainer.group.leader and s.step % 50 == 0:
-        print(f"step {s.step} {s.total_tokens / 1e6:.1f}M tokens "
-              f"{s.elapsed / 60:.1f} min {line}", file=sys.stderr, flush=True)
-
+        print(
+            f"step {s.step} {s.total_tokens / 1e6:.1f}M tokens {s.elapsed / 60:.1f} min {line}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def train_worker(args: argparse.Namespace, group: Group) -> None:

@@ -52,8 +52,9 @@ def _set_up_torch(args: argparse.Namespace, group: Group) -> torch.device:
     workers with --workers), TF32 matmuls on CUDA, its generator seeded with `args.seed`
     (what building the model and the validation batches draw from)."""
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    threads = args.threads or (max(1, (os.cpu_count() or 1) // group.world)
-                               if group.world > 1 else None)
+    threads = args.threads or (
+        max(1, (os.cpu_count() or 1) // group.world) if group.world > 1 else None
+    )
     if threads:
         torch.set_num_threads(threads)
     if device.type == "cuda":
@@ -65,8 +66,11 @@ def _set_up_torch(args: argparse.Namespace, group: Group) -> torch.device:
 
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
     """--tokenizer, else --init-from's, else data/tokenizer's."""
-    path = args.tokenizer or (args.init_from / "tokenizer.json" if args.init_from
-                              else Path("data/tokenizer/tokenizer.json"))
+    path = args.tokenizer or (
+        args.init_from / "tokenizer.json"
+        if args.init_from
+        else Path("data/tokenizer/tokenizer.json")
+    )
     tok = Tokenizer.from_file(str(path))
     tok.encode_special_tokens = True  # "<mask>" in source text is text, not a mask
     return tok
@@ -86,8 +90,7 @@ class Trainer:
         self.precision = pick_precision(self.device, args.dtype)
         self.state = RunState()
         record = init_record(args.init_from)
-        self.model = build_model(args, self.vocab, self.seq_len, self.state,
-                                 record).to(self.device)
+        self.model = build_model(args, self.vocab, self.seq_len, self.state, record).to(self.device)
         # the masks' generator; a resumed run's checkpoint restores its state below
         self.rng = random.Random(rank_seed(stream_seed(args.seed, self.state), group.rank))
         if args.init_from is not None:
@@ -100,8 +103,7 @@ class Trainer:
         if self.ckpt.exists():
             self._resume()
         seed = rank_seed(stream_seed(args.seed, self.state), group.rank)
-        self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6,
-                                   seed=seed)
+        self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6, seed=seed)
         self.more_texts, self.more_at = 0, -1  # files added by --more-corpus, and when
         self.valid_batches = self._valid_batches()
         # torch's generator draws make_batch's substitutions and identity targets. Until
@@ -113,40 +115,57 @@ class Trainer:
     def _resume(self) -> None:
         """Carry on from the run's checkpoint: weights, optimiser, counters, history and
         the masks' generator."""
-        self.state = load_checkpoint(self.ckpt, self.model, self.optim, self.rng,
-                                     self.device)
+        self.state = load_checkpoint(self.ckpt, self.model, self.optim, self.rng, self.device)
         s, group = self.state, self.group
         if group.rank > 0:  # the checkpoint holds worker 0's generator
             self.rng = random.Random(rank_seed(stream_seed(self.args.seed, s), group.rank))
         if group.leader:
-            print(f"resumed at step {s.step}, {s.tokens / 1e6:.1f}M tokens, "
-                  f"{s.elapsed / 60:.1f} min", file=sys.stderr)
+            print(
+                f"resumed at step {s.step}, {s.tokens / 1e6:.1f}M tokens, {s.elapsed / 60:.1f} min",
+                file=sys.stderr,
+            )
 
     def _valid_batches(self) -> list[Batch]:
         """Eight validation batches. Their noise is fixed whatever the run trains with (the
         first run's recipe), so that ablation rows and runs are compared on the same kind
         of batch."""
-        valid = TextSampler(load_texts(self.args.corpus, "valid", skip_tests=True),
-                            self.seq_len * 6, seed=1234)
+        valid = TextSampler(
+            load_texts(self.args.corpus, "valid", skip_tests=True), self.seq_len * 6, seed=1234
+        )
         valid_rng = random.Random(1234)
-        return [make_batch(valid, self.tok, self.vocab, self.args.batch_size, self.seq_len,
-                           VALID_NOISE, valid_rng).to(self.device) for _ in range(8)]
-
+        return [
+            make_batch(
+                valid,
+                self.tok,
+                self.vocab,
+                self.args.batch_size,
+                self.seq_len,
+                VALID_NOISE,
+                valid_rng,
+            ).to(self.device)
+            for _ in range(8)
+        ]
 
     def add_texts(self, texts: list[str]) -> None:
         """Train on `texts` too, from the next batch on (--more-corpus)."""
         self.more_texts = len(texts)
         self.more_at = self.state.step
-        self.sampler = TextSampler(self.sampler.texts + texts, self.seq_len * 6,
-                                   seed=self.rng.randrange(2**31))
+        self.sampler = TextSampler(
+            self.sampler.texts + texts, self.seq_len * 6, seed=self.rng.randrange(2**31)
+        )
         if self.group.leader:
-            print(f"step {self.state.step}: {len(texts)} more training files "
-                  f"({sum(map(len, texts)) / 1e6:.1f}M characters) from "
-                  f"{self.args.more_corpus}", file=sys.stderr, flush=True)
+            print(
+                f"step {self.state.step}: {len(texts)} more training files "
+                f"({sum(map(len, texts)) / 1e6:.1f}M characters) from "
+                f"{self.args.more_corpus}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def autocast(self) -> AbstractContextManager:
-        return torch.autocast(self.device.type, dtype=torch.bfloat16,
-                              enabled=self.precision.dtype == torch.bfloat16)
+        return torch.autocast(
+            self.device.type, dtype=torch.bfloat16, enabled=self.precision.dtype == torch.bfloat16
+        )
 
     def progress(self) -> float:
         if self.args.minutes:
@@ -157,33 +176,63 @@ class Trainer:
 
     def meta(self) -> dict:
         a, s = self.args, self.state
-        return {"preset": a.preset, "parameters": sum(p.numel() for p in
-                                                      self.model.parameters()),
-                "seq_len": self.seq_len, "batch_size": a.batch_size, "lr": a.lr,
-                "device": str(self.device), "dtype": self.precision.name,
-                "dtype_reason": self.precision.reason, "noise": self.noise.__dict__,
-                "threads": torch.get_num_threads(), "workers": self.group.world,
-                "loader_workers": a.loader_workers, "compile": a.compile,
-                "more_corpus": {"path": str(a.more_corpus), "files": self.more_texts,
-                                "at_step": self.more_at} if a.more_corpus else None,
-                "init_from": str(a.init_from or ""),
-                "step": s.step, "tokens": s.tokens, "tokens_total": s.total_tokens,
-                "minutes": s.elapsed / 60, "history": [h for h in s.history
-                                                       if "valid_loss" in h],
-                **({"grown": self.grown} if self.grown else {})}
+        return {
+            "preset": a.preset,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "seq_len": self.seq_len,
+            "batch_size": a.batch_size,
+            "lr": a.lr,
+            "device": str(self.device),
+            "dtype": self.precision.name,
+            "dtype_reason": self.precision.reason,
+            "noise": self.noise.__dict__,
+            "threads": torch.get_num_threads(),
+            "workers": self.group.world,
+            "loader_workers": a.loader_workers,
+            "compile": a.compile,
+            "more_corpus": {
+                "path": str(a.more_corpus),
+                "files": self.more_texts,
+                "at_step": self.more_at,
+            }
+            if a.more_corpus
+            else None,
+            "init_from": str(a.init_from or ""),
+            "step": s.step,
+            "tokens": s.tokens,
+            "tokens_total": s.total_tokens,
+            "minutes": s.elapsed / 60,
+            "history": [h for h in s.history if "valid_loss" in h],
+            **({"grown": self.grown} if self.grown else {}),
+        }
 
     def evaluate_and_export(self) -> None:
         v = estimate_loss(self.model, self.valid_batches, self.autocast)
         s = self.state
-        s.history.append({"step": s.step, "tokens": s.total_tokens, "valid_loss": v["loss"],
-                          "valid_masked_ce": v["masked_ce"],
-                          "valid_masked_acc": v["masked_acc"]})
-        print(f"step {s.step} tokens {s.total_tokens / 1e6:.1f}M valid loss {v['loss']:.3f} "
-              f"masked CE {v['masked_ce']:.3f} acc {v['masked_acc']:.3f}", file=sys.stderr,
-              flush=True)
+        s.history.append(
+            {
+                "step": s.step,
+                "tokens": s.total_tokens,
+                "valid_loss": v["loss"],
+                "valid_masked_ce": v["masked_ce"],
+                "valid_masked_acc": v["masked_acc"],
+            }
+        )
+        print(
+            f"step {s.step} tokens {s.total_tokens / 1e6:.1f}M valid loss {v['loss']:.3f} "
+            f"masked CE {v['masked_ce']:.3f} acc {v['masked_acc']:.3f}",
+            file=sys.stderr,
+            flush=True,
+        )
         export(self.model, self.tok, self.args.out / "export", {**self.meta(), "valid": v})
         plot(s.history, self.args.out / "loss.png")
 
     def save(self) -> None:
-        save_checkpoint(self.ckpt, self.model, self.optim, self.state, self.rng,
-                        {"preset": self.args.preset, "seq_len": self.seq_len})
+        save_checkpoint(
+            self.ckpt,
+            self.model,
+            self.optim,
+            self.state,
+            self.rng,
+            {"preset": self.args.preset, "seq_len": self.seq_len},
+        )

@@ -24,8 +24,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from lsp_fake_worker import fake_worker  # noqa: E402
 from test_lsp_nvim import NVIM  # noqa: E402
 
-SOURCE = ('def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n    total = <mask>\n'
-          "    return total\n")
+SOURCE = (
+    'def add(a, b):\n    label = "😀中文" + <mask>  # 🙂\n    total = <mask>\n    return total\n'
+)
 INIT = """
 vim.opt.rtp:append(os.getenv('INFILL_PLUGIN'))
 vim.o.number = true
@@ -85,21 +86,35 @@ def main() -> None:
     (tmp / "init.lua").write_text(INIT)
     session = "infill-shot"
     with fake_worker() as address:
-        env = {**os.environ, "INFILL_PLUGIN": str(ROOT / "editors" / "nvim"),
-               "INFILL_PYTHON": sys.executable, "INFILL_WORKER": address,
-               "INFILL_ROOT": str(ROOT), "XDG_CONFIG_HOME": str(tmp / "cfg"),
-               "XDG_DATA_HOME": str(tmp / "data"), "XDG_STATE_HOME": str(tmp / "st")}
+        env = {
+            **os.environ,
+            "INFILL_PLUGIN": str(ROOT / "editors" / "nvim"),
+            "INFILL_PYTHON": sys.executable,
+            "INFILL_WORKER": address,
+            "INFILL_ROOT": str(ROOT),
+            "XDG_CONFIG_HOME": str(tmp / "cfg"),
+            "XDG_DATA_HOME": str(tmp / "data"),
+            "XDG_STATE_HOME": str(tmp / "st"),
+        }
         cmd = f"{NVIM} --clean -u {tmp / 'init.lua'} {tmp / 'holes.py'}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "90", "-y", "12",
-                        cmd], check=True, env=env)
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", session, "-x", "90", "-y", "12", cmd],
+            check=True,
+            env=env,
+        )
         try:
             wait_for(session, "<mask>")
             end = time.monotonic() + 60
             while "clients 1" not in tmux("capture-pane", "-p", "-t", session):
                 if time.monotonic() > end:
                     raise TimeoutError(tmux("capture-pane", "-p", "-t", session))
-                tmux("send-keys", "-t", session,
-                     ":lua print('clients ' .. #vim.lsp.get_clients({ bufnr = 0 }))", "Enter")
+                tmux(
+                    "send-keys",
+                    "-t",
+                    session,
+                    ":lua print('clients ' .. #vim.lsp.get_clients({ bufnr = 0 }))",
+                    "Enter",
+                )
                 time.sleep(0.5)
             tmux("send-keys", "-t", session, ":InfillFill", "Enter")
             time.sleep(3)

@@ -40,7 +40,7 @@ def introduction(licences: Json, dropped_units: list[str]) -> str:
 Built by `python -m diffusion_infill.model.training.corpus --out data/corpus_v2 --cache
 data/sources` (reproducible: pinned archives from PyPI, fetched with `pip download`, and
 pinned Debian 12 python3-* packages, fetched with `apt-get download`, at build time only; the
-Python {licences['stdlib']['version']} standard library of the building interpreter).
+Python {licences["stdlib"]["version"]} standard library of the building interpreter).
 The corpus itself is not committed; this card is. The folder keeps its v2 name so that
 every default path to the held-out splits stays valid: v3 adds training units only, and
 valid.jsonl and test.jsonl are byte-identical to v2's.
@@ -58,7 +58,8 @@ def sizes_section(summary: dict[str, dict[str, int]], split: Json) -> str:
     sizes = "\n".join(
         f"| {k} | {summary[k]['files']:,} | {summary[k]['chars'] / 1e6:.1f} M | "
         f"{summary[k]['test_chars'] / 1e6:.1f} M | {len(split[k])} |"
-        for k in ("train", "valid", "test"))
+        for k in ("train", "valid", "test")
+    )
     return f"""## Sizes
 
 | split | files | characters | of which in tests | units |
@@ -78,9 +79,11 @@ def unit_row(unit: str, info: Json, chars: dict[str, int]) -> str:
     else:
         unit_chars = chars.get(unit, 0) / 1e6
         split = split_of(unit) if info["kept"] == "yes" else "-"
-    return (f"| {unit} | {info['version']} | {info['kind']} | {info['licence']} | "
-            f"{info['kept']} | {info['files']} ({info['tests']}) | {unit_chars:.1f} | "
-            f"{split} |")
+    return (
+        f"| {unit} | {info['version']} | {info['kind']} | {info['licence']} | "
+        f"{info['kept']} | {info['files']} ({info['tests']}) | {unit_chars:.1f} | "
+        f"{split} |"
+    )
 
 
 def sources_section(licences: Json, chars: dict[str, int], dropped_units: list[str]) -> str:
@@ -153,8 +156,11 @@ Validation units: {", ".join(sorted(VALID_UNITS))}.
 
 def exclusions_section(licences: Json, stats: Json) -> str:
     """Evaluation packages, public benchmarks: what was excluded from training and why."""
-    held = sorted(f"{u} ({i['kept'][len('no (held out: '):-1]})"
-                  for u, i in licences.items() if i["kept"].startswith("no (held out"))
+    held = sorted(
+        f"{u} ({i['kept'][len('no (held out: ') : -1]})"
+        for u, i in licences.items()
+        if i["kept"].startswith("no (held out")
+    )
     bundles = sorted(f"{u} ({i['bundles']})" for u, i in licences.items() if i["bundles"])
     named = stats.get("benchmark_mentions", [])
     return f"""## Excluded from training
@@ -172,7 +178,8 @@ Units dropped so: {", ".join(held) or "none"}.
 Public code benchmarks (HumanEval and its infilling sets, MBPP, QuixBugs, SAFIM, CRUXEval,
 APPS, DS-1000, EvalPlus, MultiPL-E, LiveCodeBench, BigCodeBench, CodeContests) never enter
 the corpus: a training unit any of whose file names names one is dropped (units: {
-", ".join(bundles) or "none"}), and a training file whose text names one is dropped
+        ", ".join(bundles) or "none"
+    }), and a training file whose text names one is dropped
 ({len(named)} files: {", ".join(named) or "none"}).
 """
 
@@ -190,8 +197,8 @@ a copied helper or shared idiom, not a copy of a file.
 
 def drops_section(stats: Json) -> str:
     drops = "\n".join(f"| {k} | {v:,} |" for k, v in stats["dropped"].items())
-    return f"""Of {stats['read']:,} `.py` files read (vendored folders and the held-out modules'
-standard-library tests are not read at all), {stats['kept']:,} are in the corpus; the others
+    return f"""Of {stats["read"]:,} `.py` files read (vendored folders and the held-out modules'
+standard-library tests are not read at all), {stats["kept"]:,} are in the corpus; the others
 were dropped, by reason (the licence row counts the files of dropped distributions):
 
 | reason | files |
@@ -202,11 +209,11 @@ were dropped, by reason (the licence row counts the files of dropped distributio
 
 def build_section(stats: Json) -> str:
     seconds = ", ".join(f"{k} {v:.0f}" for k, v in stats["seconds"].items())
-    return f"""Build: {stats['build_s'] / 60:.1f} min with the archives cached (seconds per step:
+    return f"""Build: {stats["build_s"] / 60:.1f} min with the archives cached (seconds per step:
 {seconds}); fetching them into an
 empty cache took about 14 min more for v2's 156 archives, mostly pip preparing the metadata
 of each sdist, and a few minutes more for v3's wheels and Debian packages.
-Peak memory {stats['peak_rss_mb'] / 1024:.1f} GiB.
+Peak memory {stats["peak_rss_mb"] / 1024:.1f} GiB.
 """
 
 

@@ -19,12 +19,21 @@ from diffusion_infill.model.training.corpus.licences import licence_allowed
 from diffusion_infill.model.training.corpus.packages import SKIP_DIRS
 from diffusion_infill.model.training.corpus.records import Source, is_test_path
 
-DEP5_FORMAT = re.compile(r"^Format:\s*https?://(www\.)?debian\.org/doc/packaging-manuals/"
-                         r"copyright-format/1\.0/?\s*$", re.MULTILINE)
+DEP5_FORMAT = re.compile(
+    r"^Format:\s*https?://(www\.)?debian\.org/doc/packaging-manuals/"
+    r"copyright-format/1\.0/?\s*$",
+    re.MULTILINE,
+)
 PYTHON_ROOTS = ("usr/lib/python3/dist-packages/",)
 # Debian's short licence names that the licence policy (licences.py) spells otherwise.
-DEBIAN_NAMES = {"expat": "MIT", "mit/expat": "MIT", "public-domain": "Public Domain",
-                "psf-2": "PSF-2.0", "python": "PSF", "apache": "Apache"}
+DEBIAN_NAMES = {
+    "expat": "MIT",
+    "mit/expat": "MIT",
+    "public-domain": "Public Domain",
+    "psf-2": "PSF-2.0",
+    "python": "PSF",
+    "apache": "Apache",
+}
 
 
 @dataclass
@@ -37,8 +46,11 @@ class Copyright:
 
     def upstream_licences(self) -> list[str]:
         """The licences of the stanzas that cover upstream files (not only debian/*)."""
-        return [lic for files, lic in self.stanzas
-                if not all(f == "debian" or f.startswith("debian/") for f in files)]
+        return [
+            lic
+            for files, lic in self.stanzas
+            if not all(f == "debian" or f.startswith("debian/") for f in files)
+        ]
 
 
 def _paragraphs(text: str) -> Iterator[dict[str, str]]:
@@ -79,8 +91,9 @@ def spdx_like(licence: str) -> str:
     words = []
     for word in licence.split():
         low = word.lower().rstrip(",")
-        words.append("OR" if low == "or" else "AND" if low == "and"
-                     else DEBIAN_NAMES.get(low, word))
+        words.append(
+            "OR" if low == "or" else "AND" if low == "and" else DEBIAN_NAMES.get(low, word)
+        )
     return " ".join(words)
 
 
@@ -108,10 +121,10 @@ def _ar_members(data: bytes) -> Iterator[tuple[str, bytes]]:
         raise ValueError("not an ar archive")
     pos = 8
     while pos + 60 <= len(data):
-        header = data[pos:pos + 60]
+        header = data[pos : pos + 60]
         name = header[:16].decode().strip().rstrip("/")
         size = int(header[48:58].decode().strip())
-        yield name, data[pos + 60:pos + 60 + size]
+        yield name, data[pos + 60 : pos + 60 + size]
         pos += 60 + size + (size % 2)
 
 
@@ -126,8 +139,9 @@ def deb_members(deb: Path) -> Iterator[tuple[str, bytes]]:
                         yield member.name.removeprefix("./"), handle.read()
 
 
-def deb_files(deb: Path, unit: str, version: str
-              ) -> tuple[Source, list[tuple[str, str]], list[str]]:
+def deb_files(
+    deb: Path, unit: str, version: str
+) -> tuple[Source, list[tuple[str, str]], list[str]]:
     """The unit's Source record (licence from DEP-5), its (path, text) .py files under
     dist-packages (vendored folders skipped), and its project names: the Debian name, the
     Upstream-Name, the .dist-info / .egg-info names and the top-level import names."""
@@ -143,7 +157,7 @@ def deb_files(deb: Path, unit: str, version: str
         root = next((r for r in PYTHON_ROOTS if path.startswith(r)), None)
         if root is None:
             continue
-        parts = path[len(root):].split("/")
+        parts = path[len(root) :].split("/")
         top = re.sub(r"\.(dist|egg)-info$", "", re.sub(r"-\d.*$", "", parts[0]))
         names.append(top.removesuffix(".py"))
         if not parts[-1].endswith(".py") or SKIP_DIRS.intersection(parts[:-1]):
@@ -164,13 +178,17 @@ def deb_files(deb: Path, unit: str, version: str
 def deb_in(cache: Path, name: str, version: str) -> Path | None:
     """The cached .deb of `name`=`version` (apt writes the epoch's colon as %3a)."""
     stem = f"{name}_{version.replace(':', '%3a')}_"
-    return next((p for p in sorted(cache.glob(f"{name}_*.deb")) if p.name.startswith(stem)),
-                None)
+    return next((p for p in sorted(cache.glob(f"{name}_*.deb")) if p.name.startswith(stem)), None)
 
 
 def _apt_download(cache: Path, specs: list[str]) -> bool:
-    done = subprocess.run(["apt-get", "download", "-qq", *specs], cwd=cache, check=False,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(
+        ["apt-get", "download", "-qq", *specs],
+        cwd=cache,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return done.returncode == 0
 
 

@@ -25,9 +25,12 @@ def line_hashes(text: str) -> np.ndarray:
     lines = {ln.strip() for ln in text.splitlines()}
     lines.discard("")
     hashes = np.fromiter(
-        (int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little")
-         for s in lines),
-        dtype=np.uint64, count=len(lines),
+        (
+            int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little")
+            for s in lines
+        ),
+        dtype=np.uint64,
+        count=len(lines),
     )
     return np.unique(hashes)
 
@@ -48,14 +51,15 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 def minhash_seeds() -> np.ndarray:
     """The fixed seeds of the MinHash signature: LSH_BANDS * LSH_ROWS of them."""
-    return np.random.default_rng(0).integers(1, 2**63, size=LSH_BANDS * LSH_ROWS,
-                                             dtype=np.uint64)
+    return np.random.default_rng(0).integers(1, 2**63, size=LSH_BANDS * LSH_ROWS, dtype=np.uint64)
 
 
 def band_keys(signature: np.ndarray) -> list[bytes]:
     """One LSH bucket key per band: the band's index and its LSH_ROWS signature values."""
-    return [bytes([b]) + signature[b * LSH_ROWS:(b + 1) * LSH_ROWS].tobytes()
-            for b in range(LSH_BANDS)]
+    return [
+        bytes([b]) + signature[b * LSH_ROWS : (b + 1) * LSH_ROWS].tobytes()
+        for b in range(LSH_BANDS)
+    ]
 
 
 def drop_exact_duplicates(files: list[SourceFile], counts: Counter) -> list[SourceFile]:
@@ -152,5 +156,8 @@ def leak_audit(files: list[SourceFile], min_len: int = 50) -> dict[str, object]:
             n = sum(1 for ln in {ln.strip() for ln in f.text.splitlines()} if ln in held)
             if n:
                 sharing[f"{f.unit}:{f.path}"] = n
-    return {"held_out_long_lines": len(held), "train_files_sharing": len(sharing),
-            "most_shared": dict(sharing.most_common(5))}
+    return {
+        "held_out_long_lines": len(held),
+        "train_files_sharing": len(sharing),
+        "most_shared": dict(sharing.most_common(5)),
+    }

@@ -17,33 +17,89 @@ from diffusion_infill.model.training.corpus.packages import canonical
 ROOT = Path(__file__).resolve().parents[2]
 # The evaluation-set scripts read at build time, and the module-level names whose
 # literal dict keys / strings are package names.
-EVAL_SCRIPTS = ("benchmarks/real_files.py", "benchmarks/real_fixes.py",
-                "benchmarks/fix_releases.py")
+EVAL_SCRIPTS = (
+    "benchmarks/real_files.py",
+    "benchmarks/real_fixes.py",
+    "benchmarks/fix_releases.py",
+)
 EVAL_NAMES = re.compile(r"(^_P$|PACKAGES|PINS)")
 
 # The evaluation packages when this list was written (the build adds whatever the scripts
 # name now): real_files.PACKAGES and fix_releases' pinned releases.
-EVAL_PACKAGES = frozenset({
-    "wcwidth", "rsa", "xmltodict", "sortedcontainers", "tabulate", "docopt", "semver",
-    "humanize", "inflection", "bidict", "jmespath", "isodate", "termcolor", "colorama",
-    "filelock", "iniconfig", "pyasn1", "ply", "chardet", "docutils",
-    "simplejson", "markdown2", "natsort", "parse", "tinycss2", "cssselect", "jsonpointer",
-    "pathspec", "platformdirs", "distro", "backoff", "tzlocal", "croniter", "texttable",
-    "prettytable", "configobj", "asttokens", "executing", "mccabe", "tomli", "toml",
-    "rfc3986", "uritemplate", "munch", "voluptuous", "schema", "cerberus", "mistune",
-    "python-slugify", "validators",
-})
+EVAL_PACKAGES = frozenset(
+    {
+        "wcwidth",
+        "rsa",
+        "xmltodict",
+        "sortedcontainers",
+        "tabulate",
+        "docopt",
+        "semver",
+        "humanize",
+        "inflection",
+        "bidict",
+        "jmespath",
+        "isodate",
+        "termcolor",
+        "colorama",
+        "filelock",
+        "iniconfig",
+        "pyasn1",
+        "ply",
+        "chardet",
+        "docutils",
+        "simplejson",
+        "markdown2",
+        "natsort",
+        "parse",
+        "tinycss2",
+        "cssselect",
+        "jsonpointer",
+        "pathspec",
+        "platformdirs",
+        "distro",
+        "backoff",
+        "tzlocal",
+        "croniter",
+        "texttable",
+        "prettytable",
+        "configobj",
+        "asttokens",
+        "executing",
+        "mccabe",
+        "tomli",
+        "toml",
+        "rfc3986",
+        "uritemplate",
+        "munch",
+        "voluptuous",
+        "schema",
+        "cerberus",
+        "mistune",
+        "python-slugify",
+        "validators",
+    }
+)
 # Import names that differ from the distribution's (a folder or module of this name in a
 # training unit is a copy of an evaluation package).
 IMPORT_NAMES = {"python-slugify": "slugify"}
 # Evaluation import names too common to mark a folder as a copy (nltk/parse/, poetry/toml/).
-GENERIC_NAMES = frozenset({"parse", "schema", "toml", "distro", "backoff", "munch",
-                           "validators"})
+GENERIC_NAMES = frozenset({"parse", "schema", "toml", "distro", "backoff", "munch", "validators"})
 # Evaluation projects that are (or were) one module, vendored as that file: a module of
 # this name is a copy. Other names say nothing as a module (cryptography's rsa.py,
 # torch_geometric's ply.py reader are their own code).
-SINGLE_MODULES = frozenset({"docopt", "xmltodict", "markdown2", "texttable", "tabulate",
-                            "configobj", "semver", "inflection"})
+SINGLE_MODULES = frozenset(
+    {
+        "docopt",
+        "xmltodict",
+        "markdown2",
+        "texttable",
+        "tabulate",
+        "configobj",
+        "semver",
+        "inflection",
+    }
+)
 
 # Public code benchmarks, by name as they appear in file names and text. APPS is matched by
 # its dataset names only (the word "apps" is everywhere).
@@ -61,8 +117,9 @@ BENCHMARKS = {
     "BigCodeBench": r"bigcodebench",
     "CodeContests": r"code[-_]?contests",
 }
-_BENCHMARK = re.compile("|".join(f"(?P<b{i}>{p})" for i, p in enumerate(BENCHMARKS.values())),
-                        re.IGNORECASE)
+_BENCHMARK = re.compile(
+    "|".join(f"(?P<b{i}>{p})" for i, p in enumerate(BENCHMARKS.values())), re.IGNORECASE
+)
 
 
 def _literal_names(node: ast.expr) -> list[str]:
@@ -80,8 +137,13 @@ def packages_named_in(source: str) -> set[str]:
     the strings of a set, list or tuple), canonical."""
     found: set[str] = set()
     for node in ast.parse(source).body:
-        targets = (node.targets if isinstance(node, ast.Assign)
-                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
         value = getattr(node, "value", None)
         if value is None:
             continue
@@ -134,5 +196,7 @@ def copies_eval_module(path: str, packages: set[str], imports: frozenset[str]) -
     stem = parts[-1].removesuffix(".py")
     if stem in imports and stem in SINGLE_MODULES:
         return True
-    return any(part in imports and part not in GENERIC_NAMES
-               and "/".join(parts[:i + 1]) in packages for i, part in enumerate(parts[:-1]))
+    return any(
+        part in imports and part not in GENERIC_NAMES and "/".join(parts[: i + 1]) in packages
+        for i, part in enumerate(parts[:-1])
+    )

@@ -43,5 +43,7 @@ def holds_held_out_copy(unit: str, path: str, packages: set[str]) -> bool:
     if split_of(unit) != "train":
         return False
     parts = path.split("/")[:-1]
-    return any(part in HELD_OUT_PACKAGES and "/".join(parts[:i + 1]) in packages
-               for i, part in enumerate(parts))
+    return any(
+        part in HELD_OUT_PACKAGES and "/".join(parts[: i + 1]) in packages
+        for i, part in enumerate(parts)
+    )

@@ -23,8 +23,11 @@ def licence_of(metadata: str) -> str:
     """The licence named in METADATA / PKG-INFO: License-Expression, classifiers, License."""
     headers = email.parser.HeaderParser().parsestr(metadata)
     found = [headers.get("License-Expression", "")]
-    found += [c.split("::")[-1].strip() for c in headers.get_all("Classifier", [])
-              if c.startswith("License ::")]
+    found += [
+        c.split("::")[-1].strip()
+        for c in headers.get_all("Classifier", [])
+        if c.startswith("License ::")
+    ]
     licence_field = (headers.get("License") or "").strip()
     if licence_field and licence_field.upper() != "UNKNOWN":
         found.append(licence_field.splitlines()[0][:120])
@@ -48,4 +51,3 @@ def licence_allowed(licence: str) -> bool:
         if len(alternatives) > 1 and any(_permissive(a) for a in alternatives):
             return True
     return False
-

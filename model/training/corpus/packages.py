@@ -178,19 +178,78 @@ PACKAGES: dict[str, str] = {
 
 # Fetched as source distributions: their wheels leave the tests out, the sdists ship them.
 # Held-out units stay on their wheels, so valid/test hold the same code as in v1.
-SDISTS = frozenset({
-    "urllib3", "idna", "flask", "werkzeug", "jinja2", "packaging", "pyparsing", "six",
-    "pygments", "typer", "httpx", "httpcore", "anyio", "boltons", "wheel", "isort",
-    "pycodestyle", "django", "sphinx", "babel", "pytest", "pluggy", "marshmallow", "arrow",
-    "tomlkit", "cachetools", "tenacity", "bottle", "starlette", "fastapi", "decorator",
-    "pexpect", "prompt-toolkit", "sqlalchemy", "pydantic", "alembic", "celery", "kombu",
-    "scrapy", "aiohttp",
-    "gunicorn", "uvicorn", "websockets", "pyramid", "falcon", "sanic", "djangorestframework",
-    "google-auth", "oauthlib", "redis", "pymongo", "peewee", "sqlparse", "sqlglot",
-    "markdown", "pillow", "coverage", "tox", "virtualenv", "nox", "invoke", "fabric",
-    "typing-extensions", "factory-boy", "pytest-asyncio", "pytest-mock", "pytest-xdist",
-    "luigi",
-})
+SDISTS = frozenset(
+    {
+        "urllib3",
+        "idna",
+        "flask",
+        "werkzeug",
+        "jinja2",
+        "packaging",
+        "pyparsing",
+        "six",
+        "pygments",
+        "typer",
+        "httpx",
+        "httpcore",
+        "anyio",
+        "boltons",
+        "wheel",
+        "isort",
+        "pycodestyle",
+        "django",
+        "sphinx",
+        "babel",
+        "pytest",
+        "pluggy",
+        "marshmallow",
+        "arrow",
+        "tomlkit",
+        "cachetools",
+        "tenacity",
+        "bottle",
+        "starlette",
+        "fastapi",
+        "decorator",
+        "pexpect",
+        "prompt-toolkit",
+        "sqlalchemy",
+        "pydantic",
+        "alembic",
+        "celery",
+        "kombu",
+        "scrapy",
+        "aiohttp",
+        "gunicorn",
+        "uvicorn",
+        "websockets",
+        "pyramid",
+        "falcon",
+        "sanic",
+        "djangorestframework",
+        "google-auth",
+        "oauthlib",
+        "redis",
+        "pymongo",
+        "peewee",
+        "sqlparse",
+        "sqlglot",
+        "markdown",
+        "pillow",
+        "coverage",
+        "tox",
+        "virtualenv",
+        "nox",
+        "invoke",
+        "fabric",
+        "typing-extensions",
+        "factory-boy",
+        "pytest-asyncio",
+        "pytest-mock",
+        "pytest-xdist",
+        "luigi",
+    }
+)
 
 # Held-out units. Everything else is training data.
 TEST_UNITS = frozenset(
@@ -200,22 +259,45 @@ VALID_UNITS = frozenset({"itsdangerous", "h11", "toolz", "stdlib/csv", "stdlib/a
 # Import names of the held-out distributions: a folder of that name inside another unit is
 # a copy of held-out code (vendored under a name SKIP_DIRS does not know) and is dropped.
 HELD_OUT_PACKAGES = frozenset(
-    {"click", "attr", "attrs", "more_itertools", "requests", "itsdangerous", "h11", "toolz",
-     "tlz"}
+    {"click", "attr", "attrs", "more_itertools", "requests", "itsdangerous", "h11", "toolz", "tlz"}
 )
 
 # Standard-library folders that are not hand-written library code worth learning from.
 # Lib/test is included (as the unit "stdlib/test"), less the tests of held-out modules.
 STDLIB_SKIP = frozenset(
-    {"encodings", "pydoc_data", "site-packages", "lib-dynload", "idlelib",
-     "turtledemo", "__pycache__", "ensurepip", "lib2to3", "tkinter"}
+    {
+        "encodings",
+        "pydoc_data",
+        "site-packages",
+        "lib-dynload",
+        "idlelib",
+        "turtledemo",
+        "__pycache__",
+        "ensurepip",
+        "lib2to3",
+        "tkinter",
+    }
 )
 
 # Folders holding vendored copies of other projects, skipped anywhere in an archive (they
 # would also leak a held-out package into training through the package that vendors it).
-SKIP_DIRS = frozenset({"_vendor", "vendor", "_vendored", "vendored", "extern", "_extern",
-                       "externals", "third_party", "_third_party", "thirdparty",
-                       "node_modules", "site-packages", "__pycache__"})
+SKIP_DIRS = frozenset(
+    {
+        "_vendor",
+        "vendor",
+        "_vendored",
+        "vendored",
+        "extern",
+        "_extern",
+        "externals",
+        "third_party",
+        "_third_party",
+        "thirdparty",
+        "node_modules",
+        "site-packages",
+        "__pycache__",
+    }
+)
 
 SPLITS = ("test", "valid", "train")  # processing order: held-out files win dedupe
 
@@ -232,6 +314,7 @@ def split_of(unit: str) -> str:
     if unit in VALID_UNITS:
         return "valid"
     return "train"
+
 
 # v3: more training distributions (packages_v3.py); the held-out units are unchanged.
 PACKAGES.update(V3_PACKAGES)

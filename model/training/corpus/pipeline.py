@@ -39,14 +39,20 @@ from diffusion_infill.model.training.corpus.sources import archive_files, fetch,
 
 Summary = dict[str, dict[str, int]]  # split -> files, chars, test_chars
 # The stats.json reason under which a whole excluded unit's files are counted.
-EXCLUDED_COUNT = {"licence": "licence", "held": "held-out or evaluation package",
-                  "bundles": "bundles a public benchmark"}
+EXCLUDED_COUNT = {
+    "licence": "licence",
+    "held": "held-out or evaluation package",
+    "bundles": "bundles a public benchmark",
+}
 
 # Drop reasons listed in stats.json (and so in the card) even when nothing was dropped.
 ALWAYS_COUNTED = (
-    "copy of a held-out package", "exact duplicate (train of test)",
-    "exact duplicate (train of valid)", "near duplicate (train of test)",
-    "near duplicate (train of valid)")
+    "copy of a held-out package",
+    "exact duplicate (train of test)",
+    "exact duplicate (train of valid)",
+    "near duplicate (train of test)",
+    "near duplicate (train of valid)",
+)
 
 
 @dataclass
@@ -63,12 +69,17 @@ class Exclusions:
     def current(cls) -> Exclusions:
         evaluation = eval_packages()
         held = {u for u in TEST_UNITS | VALID_UNITS if "/" not in u}
-        return cls(frozenset(evaluation | held | HELD_OUT_PACKAGES),
-                   import_names(evaluation))
+        return cls(frozenset(evaluation | held | HELD_OUT_PACKAGES), import_names(evaluation))
 
 
-def filtered(unit: str, path: str, text: str, packages: set[str], counts: Counter,
-             exclusions: Exclusions | None = None) -> SourceFile | None:
+def filtered(
+    unit: str,
+    path: str,
+    text: str,
+    packages: set[str],
+    counts: Counter,
+    exclusions: Exclusions | None = None,
+) -> SourceFile | None:
     """The file, normalised, if it passes the cheap filters; else None, the reason counted.
 
     `packages`: the unit's folders that hold an __init__.py (see holds_held_out_copy).
@@ -107,8 +118,13 @@ def unit_excluded(source: Source, names: list[str], exclusions: Exclusions) -> s
     return None if allowed(source.licence) else "no (licence)"
 
 
-def _archive_kept(source: Source, contents: list[tuple[str, str]], counts: Counter,
-                  names: list[str], exclusions: Exclusions) -> list[SourceFile]:
+def _archive_kept(
+    source: Source,
+    contents: list[tuple[str, str]],
+    counts: Counter,
+    names: list[str],
+    exclusions: Exclusions,
+) -> list[SourceFile]:
     """An archive's files that pass the exclusions, the licence check and the filters."""
     reason = unit_excluded(source, names, exclusions)
     if reason is not None:
@@ -116,13 +132,15 @@ def _archive_kept(source: Source, contents: list[tuple[str, str]], counts: Count
         counts[EXCLUDED_COUNT[reason.split()[1].strip("():")]] += len(contents)
         return []
     packages = {p.rpartition("/")[0] for p, _ in contents if p.endswith("/__init__.py")}
-    kept = (filtered(source.unit, path, text, packages, counts, exclusions)
-            for path, text in contents)
+    kept = (
+        filtered(source.unit, path, text, packages, counts, exclusions) for path, text in contents
+    )
     return [f for f in kept if f is not None]
 
 
-def read_unit(unit: str, version: str, archive: Path
-              ) -> tuple[Source, list[tuple[str, str]], list[str]]:
+def read_unit(
+    unit: str, version: str, archive: Path
+) -> tuple[Source, list[tuple[str, str]], list[str]]:
     """A wheel, sdist or .deb read: its record, (path, text) files and project names."""
     if archive.name.endswith(".deb"):
         return deb_files(archive, unit, version)
@@ -130,9 +148,12 @@ def read_unit(unit: str, version: str, archive: Path
     return source, contents, [unit]
 
 
-def collect(archives: Iterable[tuple[str, str, Path]], stdlib: Iterable[SourceFile],
-            counts: Counter, exclusions: Exclusions | None = None
-            ) -> tuple[list[Source], list[SourceFile]]:
+def collect(
+    archives: Iterable[tuple[str, str, Path]],
+    stdlib: Iterable[SourceFile],
+    counts: Counter,
+    exclusions: Exclusions | None = None,
+) -> tuple[list[Source], list[SourceFile]]:
     """Every unit's record, and its files after the exclusions, the licence check and the
     cheap filters (`exclusions`: by default those of this checkout, Exclusions.current)."""
     exclusions = Exclusions.current() if exclusions is None else exclusions
@@ -175,8 +196,7 @@ def write_splits(out: Path, files: list[SourceFile]) -> tuple[Summary, Counter]:
     units: dict[str, list[str]] = {name: [] for name in SPLITS}
     tests = Counter()
     with ExitStack() as stack:
-        handles = {name: stack.enter_context((out / f"{name}.jsonl").open("w"))
-                   for name in SPLITS}
+        handles = {name: stack.enter_context((out / f"{name}.jsonl").open("w")) for name in SPLITS}
         for f in files:
             split = split_of(f.unit)
             handles[split].write(json.dumps(asdict(f)) + "\n")
@@ -188,8 +208,7 @@ def write_splits(out: Path, files: list[SourceFile]) -> tuple[Summary, Counter]:
                 units[split].append(f.unit)
     for split in SPLITS:
         summary[split]["test_chars"] = tests[split]
-    (out / "split.json").write_text(json.dumps({k: sorted(v) for k, v in units.items()},
-                                               indent=1))
+    (out / "split.json").write_text(json.dumps({k: sorted(v) for k, v in units.items()}, indent=1))
     return summary, per_unit
 
 
@@ -199,23 +218,35 @@ def write_licences(out: Path, sources: list[Source]) -> None:
     (out / "licences.json").write_text(json.dumps(licences, indent=1, sort_keys=True))
 
 
-def write_stats(out: Path, sources: list[Source], counts: Counter, summary: Summary,
-                audit: dict[str, object], per_unit: Counter, watch: Stopwatch,
-                extra: dict[str, object] | None = None) -> None:
+def write_stats(
+    out: Path,
+    sources: list[Source],
+    counts: Counter,
+    summary: Summary,
+    audit: dict[str, object],
+    per_unit: Counter,
+    watch: Stopwatch,
+    extra: dict[str, object] | None = None,
+) -> None:
     """stats.json: files read, kept and dropped (by reason), the leak audit, chars per unit,
     seconds per step and peak memory; `extra`: more entries (the exclusions' record)."""
-    stats = {**(extra or {}),
-        "read": sum(s.files for s in sources), "dropped": dict(sorted(counts.items())),
-        "kept": sum(s["files"] for s in summary.values()), "leak_audit": audit,
+    stats = {
+        **(extra or {}),
+        "read": sum(s.files for s in sources),
+        "dropped": dict(sorted(counts.items())),
+        "kept": sum(s["files"] for s in summary.values()),
+        "leak_audit": audit,
         "chars_per_unit": dict(per_unit.most_common()),
-        "seconds": watch.laps, "build_s": watch.total(),
+        "seconds": watch.laps,
+        "build_s": watch.total(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
     }
     (out / "stats.json").write_text(json.dumps(stats, indent=1))
 
 
-def _units(cache: Path, packages: Mapping[str, str], sdists: frozenset[str],
-           debian: Mapping[str, str]) -> tuple[list[tuple[str, str, Path]], list[str]]:
+def _units(
+    cache: Path, packages: Mapping[str, str], sdists: frozenset[str], debian: Mapping[str, str]
+) -> tuple[list[tuple[str, str, Path]], list[str]]:
     """Every pinned archive fetched: (unit, version, path), PyPI then Debian; and the Debian
     packages that could not be fetched."""
     archives = fetch(cache, packages, sdists)
@@ -225,9 +256,14 @@ def _units(cache: Path, packages: Mapping[str, str], sdists: frozenset[str],
     return units, sorted(set(debian) - set(debs))
 
 
-def build(out: Path, cache: Path, stdlib: Path | None = None,
-          packages: Mapping[str, str] = PACKAGES, sdists: frozenset[str] = SDISTS,
-          debian: Mapping[str, str] | None = None) -> Summary:
+def build(
+    out: Path,
+    cache: Path,
+    stdlib: Path | None = None,
+    packages: Mapping[str, str] = PACKAGES,
+    sdists: frozenset[str] = SDISTS,
+    debian: Mapping[str, str] | None = None,
+) -> Summary:
     """Fetch, read, filter, deduplicate and write the corpus; `stdlib`: its root folder;
     `packages` / `sdists`: the pinned distributions and those read from source; `debian`:
     pinned Debian packages (name -> version), fetched into `cache`/debian (none by
@@ -247,7 +283,10 @@ def build(out: Path, cache: Path, stdlib: Path | None = None,
     summary, per_unit = write_splits(out, files)
     write_licences(out, sources)
     watch.lap("write")
-    extra = {"evaluation_packages": sorted(exclusions.projects),
-             "benchmark_mentions": exclusions.named, "debian_not_fetched": missing}
+    extra = {
+        "evaluation_packages": sorted(exclusions.projects),
+        "benchmark_mentions": exclusions.named,
+        "debian_not_fetched": missing,
+    }
     write_stats(out, sources, counts, summary, audit, per_unit, watch, extra)
     return summary

@@ -30,5 +30,8 @@ def is_test_path(path: str) -> bool:
     """Under a test folder (test/, tests/, testing/, testsuite/, t/) or named as a test."""
     parts = path.split("/")
     name = parts[-1]
-    return (any(p.lower() in {"test", "tests", "testing", "t", "testsuite"} for p in parts[:-1])
-            or name.startswith("test_") or name.endswith("_test.py"))
+    return (
+        any(p.lower() in {"test", "tests", "testing", "t", "testsuite"} for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+    )

@@ -27,8 +27,10 @@ from diffusion_infill.model.training.corpus.records import Source, SourceFile, i
 
 # --- fetching -----------------------------------------------------------------------------
 
-def archive_in(cache: Path, name: str, version: str,
-               sdists: frozenset[str] = SDISTS) -> Path | None:
+
+def archive_in(
+    cache: Path, name: str, version: str, sdists: frozenset[str] = SDISTS
+) -> Path | None:
     """The cached archive of `name`==`version` in the form `sdists` asks for, if any."""
     want_sdist = name in sdists
     prefix = f"{canonical(name)}-{canonical(version)}-"
@@ -44,8 +46,18 @@ def archive_in(cache: Path, name: str, version: str,
 
 
 def _pip_download(cache: Path, specs: list[str], *options: str, check: bool = True) -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest",
-           str(cache), *options, *specs]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--dest",
+        str(cache),
+        *options,
+        *specs,
+    ]
     subprocess.run(cmd, check=check)
 
 
@@ -64,8 +76,9 @@ def _download_sdist(cache: Path, name: str, version: str) -> None:
     _pip_download(cache, [f"{name}=={version}"], "--no-binary", name, check=False)
 
 
-def fetch(cache: Path, packages: Mapping[str, str] | None = None,
-          sdists: frozenset[str] = SDISTS) -> dict[str, Path]:
+def fetch(
+    cache: Path, packages: Mapping[str, str] | None = None, sdists: frozenset[str] = SDISTS
+) -> dict[str, Path]:
     """Download every pinned archive into `cache` (skipping those already there)."""
     packages = PACKAGES if packages is None else packages
     cache.mkdir(parents=True, exist_ok=True)
@@ -84,6 +97,7 @@ def fetch(cache: Path, packages: Mapping[str, str] | None = None,
 
 # --- reading ------------------------------------------------------------------------------
 
+
 def _members(archive: Path) -> Iterator[tuple[str, bytes]]:
     """(path, bytes) of every file in a wheel, zip or tarball; the bytes of .py and
     metadata files only (b"" for the others, whose names are checked for benchmarks)."""
@@ -97,8 +111,9 @@ def _members(archive: Path) -> Iterator[tuple[str, bytes]]:
             for member in tf:
                 if not member.isfile():
                     continue
-                handle = (tf.extractfile(member)
-                          if member.name.endswith((".py", "PKG-INFO")) else None)
+                handle = (
+                    tf.extractfile(member) if member.name.endswith((".py", "PKG-INFO")) else None
+                )
                 yield member.name, handle.read() if handle is not None else b""
 
 
@@ -109,8 +124,7 @@ def _is_metadata(kind: str, parts: list[str]) -> bool:
     return len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA"
 
 
-def archive_files(archive: Path, unit: str, version: str
-                  ) -> tuple[Source, list[tuple[str, str]]]:
+def archive_files(archive: Path, unit: str, version: str) -> tuple[Source, list[tuple[str, str]]]:
     """The unit's Source record and its (path, text) .py files, vendored folders skipped.
 
     Sdist paths lose their top folder ("name-1.0/"). The licence comes from the wheel's
@@ -133,8 +147,9 @@ def archive_files(archive: Path, unit: str, version: str
             files.append(("/".join(parts), data.decode("utf-8")))
         except UnicodeDecodeError:
             continue
-    source = Source(unit, version, licence_of(metadata) if metadata else "unknown", kind,
-                    bundles=bundles)
+    source = Source(
+        unit, version, licence_of(metadata) if metadata else "unknown", kind, bundles=bundles
+    )
     source.files = len(files)
     source.tests = sum(is_test_path(p) for p, _ in files)
     return source, files
@@ -143,9 +158,14 @@ def archive_files(archive: Path, unit: str, version: str
 def stdlib_test_skipped(rel: tuple[str, ...]) -> bool:
     """Lib/test parts that test a held-out module: test_json/, test_email/, test_csv.py, ..."""
     held = [u.split("/", 1)[1] for u in TEST_UNITS | VALID_UNITS if u.startswith("stdlib/")]
-    return len(rel) > 1 and rel[0] == "test" and any(
-        rel[1] == f"test_{m}" or rel[1] == f"test_{m}.py" or rel[1].startswith(f"test_{m}_")
-        for m in held)
+    return (
+        len(rel) > 1
+        and rel[0] == "test"
+        and any(
+            rel[1] == f"test_{m}" or rel[1] == f"test_{m}.py" or rel[1].startswith(f"test_{m}_")
+            for m in held
+        )
+    )
 
 
 def stdlib_files(root: Path | None = None) -> Iterator[SourceFile]:
