@@ -233,6 +233,38 @@ def run_row(name: str, args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    out = args.out
+    results = json.loads(out.read_text()) if out.exists() else {"rows": {}}
+    settings = {
+        "tokens": args.tokens,
+        "corpus": str(args.corpus),
+        "init_from": str(args.init_from or ""),
+        "lr": args.lr,
+        "noise": args.noise,
+    }
+    for key, value in settings.items():
+        if results.get(key, value) != value:
+            flag = key.replace("_", "-")
+            sys.exit(
+                f"{out} holds rows with {key}={results[key]}; rows compare only at equal "
+                f"{key}: pass --{flag} {results[key]} or --out for a new table"
+            )
+    results.update(settings)
+    for name in args.rows.split(","):
+        if name not in ROWS:
+            sys.exit(f"unknown row {name!r}: {', '.join(ROWS)}")
+        if name in results["rows"]:
+            print(f"{name}: done before, skipped", file=sys.stderr)
+            continue
+        results["rows"][name] = run_row(name, args)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        print(table(results), flush=True)
+    print(table(results))
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=float, default=3e6, help="training tokens per row")
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row names")
@@ -267,34 +299,7 @@ def main(argv: list[str] | None = None) -> None:
         help="noise fields every row trains with (e.g. the long run's "
         "p_reveal=0.0,p_engine_alloc=0.0); a row's own fields win",
     )
-    args = parser.parse_args(argv)
-    out = args.out
-    results = json.loads(out.read_text()) if out.exists() else {"rows": {}}
-    settings = {
-        "tokens": args.tokens,
-        "corpus": str(args.corpus),
-        "init_from": str(args.init_from or ""),
-        "lr": args.lr,
-        "noise": args.noise,
-    }
-    for key, value in settings.items():
-        if results.get(key, value) != value:
-            flag = key.replace("_", "-")
-            sys.exit(
-                f"{out} holds rows with {key}={results[key]}; rows compare only at equal "
-                f"{key}: pass --{flag} {results[key]} or --out for a new table"
-            )
-    results.update(settings)
-    for name in args.rows.split(","):
-        if name not in ROWS:
-            sys.exit(f"unknown row {name!r}: {', '.join(ROWS)}")
-        if name in results["rows"]:
-            print(f"{name}: done before, skipped", file=sys.stderr)
-            continue
-        results["rows"][name] = run_row(name, args)
-        out.write_text(json.dumps(results, indent=1) + "\n")
-        print(table(results), flush=True)
-    print(table(results))
+    return parser
 
 
 if __name__ == "__main__":

@@ -165,6 +165,15 @@ async def measure(address: str, span: int, clients: int, steps: int) -> dict[str
     }
 
 
+def _config(args: argparse.Namespace) -> Any:
+    """The model's configuration: --config's, else the tiny or the full-size one."""
+    if args.config:
+        from transformers import DiffusionGemmaConfig
+
+        return DiffusionGemmaConfig.from_pretrained(args.config.parent)
+    return tiny_config() if args.tiny else full_config()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from diffusion_infill.infill.serve.worker import Worker
     from diffusion_infill.model.diffusion_gemma import DiffusionGemmaDenoiser
@@ -176,12 +185,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "about 60 GB free; use --tiny on a CPU"
         )
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    if args.config:
-        from transformers import DiffusionGemmaConfig
-
-        config = DiffusionGemmaConfig.from_pretrained(args.config.parent)
-    else:
-        config = tiny_config() if args.tiny else full_config()
+    config = _config(args)
     t0 = time.perf_counter()
     model = build(config, device, dtype)
     built = time.perf_counter() - t0

@@ -121,17 +121,7 @@ def run_case(den, requests: list[Request], sampler: dict) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=None, help="model directory")
-    parser.add_argument(
-        "--corpus", type=Path, default=Path("data/corpus_v2"), help="corpus folder with test.jsonl"
-    )
-    parser.add_argument("--repeats", type=int, default=20, help="examples per case")
-    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
-    parser.add_argument(
-        "--samplers", default=",".join(SAMPLERS), help=f"comma-separated, of: {', '.join(SAMPLERS)}"
-    )
-    parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    parser = _parser()
     args = parser.parse_args(argv)
     samplers = {k: SAMPLERS[k] for k in args.samplers.split(",")}
 
@@ -182,6 +172,21 @@ def main(argv: list[str] | None = None) -> None:
             f"{o['nfe_per_token'] / d['nfe_per_token']:.1f}x fewer passes"
         )
     write_results("engine", args.model, results, args.out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=None, help="model directory")
+    parser.add_argument(
+        "--corpus", type=Path, default=Path("data/corpus_v2"), help="corpus folder with test.jsonl"
+    )
+    parser.add_argument("--repeats", type=int, default=20, help="examples per case")
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser.add_argument(
+        "--samplers", default=",".join(SAMPLERS), help=f"comma-separated, of: {', '.join(SAMPLERS)}"
+    )
+    parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    return parser
 
 
 if __name__ == "__main__":

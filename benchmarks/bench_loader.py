@@ -87,24 +87,7 @@ def time_batches(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    parser.add_argument("--tokenizer", type=Path, default=WEIGHTS / "tokenizer.json")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--seq-len", type=int, default=512)
-    parser.add_argument("--batches", type=int, default=8, help="timed batches")
-    parser.add_argument("--noise", default="", help="overrides of the shipped noise, k=v,...")
-    parser.add_argument(
-        "--device-rate",
-        type=float,
-        default=1.4e6,
-        help="tokens/s the device trains at (an H200: 1.4e6)",
-    )
-    parser.add_argument(
-        "--texts", type=int, default=2000, help="training files to sample from (all: 0)"
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None)
+    parser = _parser()
     args = parser.parse_args(argv)
     for name in ("batch_size", "seq_len", "batches"):
         if getattr(args, name) < 1:
@@ -147,6 +130,28 @@ def main(argv: list[str] | None = None) -> None:
         },
         args.out or RESULTS / f"loader_{cpu_tag()}.json",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
+    parser.add_argument("--tokenizer", type=Path, default=WEIGHTS / "tokenizer.json")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--seq-len", type=int, default=512)
+    parser.add_argument("--batches", type=int, default=8, help="timed batches")
+    parser.add_argument("--noise", default="", help="overrides of the shipped noise, k=v,...")
+    parser.add_argument(
+        "--device-rate",
+        type=float,
+        default=1.4e6,
+        help="tokens/s the device trains at (an H200: 1.4e6)",
+    )
+    parser.add_argument(
+        "--texts", type=int, default=2000, help="training files to sample from (all: 0)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
 
 
 if __name__ == "__main__":

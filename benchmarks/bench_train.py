@@ -233,22 +233,7 @@ def _texts(corpus: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="small", choices=sorted(PRESETS))
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    parser.add_argument("--tokenizer", type=Path, default=WEIGHTS / "tokenizer.json")
-    parser.add_argument(
-        "--seconds",
-        type=float,
-        default=30.0,
-        help="timed seconds per configuration and round (at least 1 step)",
-    )
-    parser.add_argument(
-        "--configs",
-        default=",".join(configs()),
-        help="comma-separated names (see the module docstring)",
-    )
-    parser.add_argument("--out", type=Path, default=None, help="results file")
+    parser = _parser()
     args = parser.parse_args(argv)
 
     chosen = [configs()[name] for name in args.configs.split(",")]
@@ -262,30 +247,7 @@ def main(argv: list[str] | None = None) -> None:
         done += bench.measure(cfg, args.seconds)
         tqdm.write(f"{cfg.name}: {1000 * statistics.median(done):.0f} ms/step", file=sys.stderr)
     auto = pick_precision("cpu")
-    rows = {}
-    for cfg in chosen:
-        step = statistics.median(times[cfg.name])
-        batches, text = bench.batches_for(cfg), bench.text(cfg)
-        tokens = statistics.mean(int((b.input_ids != text.vocab.pad).sum()) for b in batches)
-        flops = statistics.mean(
-            flops_per_step(bench.preset(cfg), text.vocab.size, b) for b in batches
-        )
-        rows[cfg.name] = {
-            "step_ms": 1000 * step,
-            "tokens_per_s": tokens / step,
-            # what a vocabulary change must be compared on
-            "chars_per_s": tokens / step * text.chars_per_token,
-            "preset": cfg.preset or args.preset,
-            "vocab": text.vocab.size,
-            "gflop_per_s": flops / step / 1e9,
-            "steps_timed": len(times[cfg.name]),
-            "dtype": str(cfg.dtype).removeprefix("torch."),
-            "compile": cfg.compile,
-            "threads": cfg.threads or torch.get_num_threads(),
-            "batch": cfg.batch,
-            "seq_len": cfg.seq_len,
-            "full_head": cfg.full_head,
-        }
+    rows = {cfg.name: _row(bench, cfg, times[cfg.name], args.preset) for cfg in chosen}
     print(
         f"{'config':16s} {'ms/step':>9s} {'tokens/s':>9s} {'chars/s':>9s} {'GFLOP/s':>8s} "
         f"{'steps':>5s}"
@@ -312,6 +274,50 @@ def main(argv: list[str] | None = None) -> None:
             f"{result['speedup_auto_over_today']:.1f}x today's tokens/s"
         )
     write_results("train", None, result, args.out or RESULTS / f"train_{cpu_tag()}.json")
+
+
+def _row(bench: Bench, cfg: Config, times: list[float], preset: str) -> dict:
+    """One configuration's figures, from the seconds its timed steps took."""
+    step = statistics.median(times)
+    batches, text = bench.batches_for(cfg), bench.text(cfg)
+    tokens = statistics.mean(int((b.input_ids != text.vocab.pad).sum()) for b in batches)
+    flops = statistics.mean(flops_per_step(bench.preset(cfg), text.vocab.size, b) for b in batches)
+    return {
+        "step_ms": 1000 * step,
+        "tokens_per_s": tokens / step,
+        # what a vocabulary change must be compared on
+        "chars_per_s": tokens / step * text.chars_per_token,
+        "preset": cfg.preset or preset,
+        "vocab": text.vocab.size,
+        "gflop_per_s": flops / step / 1e9,
+        "steps_timed": len(times),
+        "dtype": str(cfg.dtype).removeprefix("torch."),
+        "compile": cfg.compile,
+        "threads": cfg.threads or torch.get_num_threads(),
+        "batch": cfg.batch,
+        "seq_len": cfg.seq_len,
+        "full_head": cfg.full_head,
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="small", choices=sorted(PRESETS))
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
+    parser.add_argument("--tokenizer", type=Path, default=WEIGHTS / "tokenizer.json")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=30.0,
+        help="timed seconds per configuration and round (at least 1 step)",
+    )
+    parser.add_argument(
+        "--configs",
+        default=",".join(configs()),
+        help="comma-separated names (see the module docstring)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="results file")
+    return parser
 
 
 def cpu_model() -> str:

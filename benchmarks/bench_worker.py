@@ -125,40 +125,7 @@ async def run_mode(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
-    )
-    parser.add_argument("--device", help="torch device for the worker (default: auto)")
-    parser.add_argument(
-        "--corpus",
-        type=Path,
-        default=ROOT / "data" / "corpus",
-        help="corpus folder with test.jsonl",
-    )
-    parser.add_argument(
-        "--requests", type=int, default=64, help="requests per mode and client count"
-    )
-    parser.add_argument(
-        "--clients",
-        type=lambda s: [int(x) for x in s.split(",")],
-        default=[1, 4, 16],
-        help="comma-separated client counts",
-    )
-    parser.add_argument(
-        "--deadline",
-        type=float,
-        default=300.0,
-        help="per-request deadline in seconds (the worker's maximum)",
-    )
-    parser.add_argument("--seed", type=int, default=20, help="example selection seed")
-    parser.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=120.0,
-        help="seconds a worker may take to load the model",
-    )
-    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.requests < 1 or min(args.clients) < 1:
         parser.error("--requests and --clients must be positive")
@@ -202,6 +169,44 @@ def main(argv: list[str] | None = None) -> None:
                 f"{r['errors']:6d}"
             )
     write_results("worker", args.model, results, args.out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
+    parser.add_argument("--device", help="torch device for the worker (default: auto)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=ROOT / "data" / "corpus",
+        help="corpus folder with test.jsonl",
+    )
+    parser.add_argument(
+        "--requests", type=int, default=64, help="requests per mode and client count"
+    )
+    parser.add_argument(
+        "--clients",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 4, 16],
+        help="comma-separated client counts",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=300.0,
+        help="per-request deadline in seconds (the worker's maximum)",
+    )
+    parser.add_argument("--seed", type=int, default=20, help="example selection seed")
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a worker may take to load the model",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    return parser
 
 
 if __name__ == "__main__":

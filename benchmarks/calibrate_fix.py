@@ -208,34 +208,7 @@ def plot(rows: list[dict], margin: list[dict], default: dict, test: dict, path: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
-    )
-    parser.add_argument(
-        "--corpus",
-        type=Path,
-        default=Path("data/corpus_v2"),
-        help="corpus folder with valid.jsonl and test.jsonl",
-    )
-    parser.add_argument(
-        "--n-bugs",
-        type=int,
-        default=80,
-        help="injected-bug windows per split (and as many clean ones)",
-    )
-    parser.add_argument(
-        "--max-chars",
-        type=int,
-        default=8000,
-        help="each clean file cut to its first whole lines within this",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="bug selection seed")
-    parser.add_argument(
-        "--cache", type=Path, default=None, help="folder keeping the scores between runs"
-    )
-    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
-    parser.add_argument("--plot", type=Path, default=PLOT, help="curve PNG path")
+    parser = _parser()
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -283,6 +256,38 @@ def main(argv: list[str] | None = None) -> None:
         },
         args.out or ROOT / "benchmarks" / "results" / "fix_calibration.json",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the shipped model)"
+    )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=Path("data/corpus_v2"),
+        help="corpus folder with valid.jsonl and test.jsonl",
+    )
+    parser.add_argument(
+        "--n-bugs",
+        type=int,
+        default=80,
+        help="injected-bug windows per split (and as many clean ones)",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=8000,
+        help="each clean file cut to its first whole lines within this",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bug selection seed")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="folder keeping the scores between runs"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser.add_argument("--plot", type=Path, default=PLOT, help="curve PNG path")
+    return parser
 
 
 if __name__ == "__main__":

@@ -141,29 +141,7 @@ def alternatives_score(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    heldout_arguments(parser)
-    parser.add_argument("--n", type=int, default=100, help="lines (and blocks) per case")
-    parser.add_argument("--seed", type=int, default=0, help="example selection seed")
-    parser.add_argument(
-        "--setting",
-        action="append",
-        default=[],
-        metavar="KEY=JSON",
-        help="a server setting, e.g. multilineSteps=16 (repeatable)",
-    )
-    parser.add_argument(
-        "--alternatives",
-        type=int,
-        default=0,
-        metavar="K",
-        help="K more decodes per request at --temperature (seeds 0..K-1): "
-        "is the truth among the distinct offers? (0: none)",
-    )
-    parser.add_argument(
-        "--temperature", type=float, default=0.7, help="sampling temperature of the alternatives"
-    )
-    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
@@ -189,28 +167,8 @@ def main(argv: list[str] | None = None) -> None:
         "cases": {},
     }
     for case in CASES:
-        offers, truths, ms, nfe, others = [], [], [], 0, []
-        for text, at, truth in tqdm(
-            requests(lines if case != CASES[2] else blocks, case),
-            desc=case,
-            file=sys.stderr,
-            leave=False,
-        ):
-            t = time.perf_counter()
-            got, passes, more = offer(den, text, at, settings, args.alternatives, args.temperature)
-            ms.append((time.perf_counter() - t) * 1000)
-            offers.append(got)
-            truths.append(truth)
-            others.append(more)
-            nfe += passes
-        r = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms)}
-        if args.alternatives:
-            r.update(alternatives_score(offers, others, truths))
-        r["records"] = [
-            {"truth": t, "offer": o, **({"alternatives": a} if args.alternatives else {})}
-            for t, o, a in zip(truths, offers, others, strict=True)
-        ]
-        results["cases"][case] = r
+        examples = lines if case != CASES[2] else blocks
+        results["cases"][case] = _case(den, examples, case, settings, args)
     results["seconds"] = round(time.perf_counter() - t0, 1)
     print(
         f"{'case':22} {'n':>4} {'exact':>6} {'1st line':>8} {'similar':>7} {'lines':>5} "
@@ -228,6 +186,56 @@ def main(argv: list[str] | None = None) -> None:
             )
         )
     write_results("completion", args.model, results, args.out)
+
+
+def _case(
+    den, examples: list[Example], case: str, settings: Settings, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One case's figures and records: the offer at each of its requests."""
+    offers, truths, ms, nfe, others = [], [], [], 0, []
+    for text, at, truth in tqdm(requests(examples, case), desc=case, file=sys.stderr, leave=False):
+        t = time.perf_counter()
+        got, passes, more = offer(den, text, at, settings, args.alternatives, args.temperature)
+        ms.append((time.perf_counter() - t) * 1000)
+        offers.append(got)
+        truths.append(truth)
+        others.append(more)
+        nfe += passes
+    r = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms)}
+    if args.alternatives:
+        r.update(alternatives_score(offers, others, truths))
+    r["records"] = [
+        {"truth": t, "offer": o, **({"alternatives": a} if args.alternatives else {})}
+        for t, o, a in zip(truths, offers, others, strict=True)
+    ]
+    return r
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    heldout_arguments(parser)
+    parser.add_argument("--n", type=int, default=100, help="lines (and blocks) per case")
+    parser.add_argument("--seed", type=int, default=0, help="example selection seed")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a server setting, e.g. multilineSteps=16 (repeatable)",
+    )
+    parser.add_argument(
+        "--alternatives",
+        type=int,
+        default=0,
+        metavar="K",
+        help="K more decodes per request at --temperature (seeds 0..K-1): "
+        "is the truth among the distinct offers? (0: none)",
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=0.7, help="sampling temperature of the alternatives"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    return parser
 
 
 if __name__ == "__main__":

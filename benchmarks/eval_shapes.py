@@ -24,6 +24,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.heldout import HELDOUT_WINDOW_CHARS, heldout_arguments, heldout_files
@@ -51,37 +52,7 @@ def same_lines(fill: str, truth: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    heldout_arguments(parser)
-    parser.add_argument(
-        "--shapes", default=",".join(ALL), help=f"comma-separated, of: {', '.join(ALL)}"
-    )
-    parser.add_argument("--n", type=int, default=200, help="holes per shape")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--window-chars",
-        type=int,
-        default=HELDOUT_WINDOW_CHARS,
-        help="characters of the file around each hole (the same holes)",
-    )
-    parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
-    parser.add_argument(
-        "--engine-only",
-        action="store_true",
-        help="no checks, one length, exact passes (the engine's defaults)",
-    )
-    parser.add_argument(
-        "--no-line-holes",
-        action="store_true",
-        help="leave a whole-line span's indentation and line break to the model",
-    )
-    parser.add_argument(
-        "--lengths-only",
-        choices=("engine", "true"),
-        default=None,
-        help="only the engine's length or only the true length",
-    )
-    parser.add_argument("--out", type=Path, default=None)
+    parser = _parser()
     args = parser.parse_args(argv)
     shapes = args.shapes.split(",")
     if set(shapes) - set(ALL):
@@ -121,30 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     t0 = time.perf_counter()
     for shape in shapes:
-        if shape.startswith("real"):
-            kind = "cursor" if shape == "real-cursor" else "whole-line"
-            examples = real_file_examples(
-                load_real(args.real_files), kind, seed=args.seed, window_chars=args.window_chars
-            )
-        else:
-            examples = shape_examples(
-                files, shape, args.n, seed=args.seed, window_chars=args.window_chars
-            )
-        same = same_lines if shape in LINE_SHAPES else same_code
-        row = {}
-        for true_length in (False, True):
-            key = "true_length" if true_length else "engine_length"
-            if args.lengths_only and not key.startswith(args.lengths_only):
-                continue
-            row[key] = infill_scores(
-                den,
-                examples,
-                true_length=true_length,
-                desc=f"{shape} {key}",
-                options=options,
-                same=same,
-                truth_tokens=truth_tokens,
-            )
+        examples = _examples(files, shape, args)
+        row = _shape_row(den, examples, shape, options, truth_tokens, args)
         results["shapes"][shape] = row
         _print_row(shape, row)
     results["seconds"] = round(time.perf_counter() - t0, 1)
@@ -156,6 +105,80 @@ def main(argv: list[str] | None = None) -> None:
         f"_{args.split}.json"
     )
     write_results("shapes", args.model, results, out)
+
+
+def _examples(files: list[str], shape: str, args: argparse.Namespace) -> list:
+    """The holes of `shape`: drawn from the held-out `files`, or for "real" and
+    "real-cursor", from the real files of --real-files."""
+    if shape.startswith("real"):
+        kind = "cursor" if shape == "real-cursor" else "whole-line"
+        return real_file_examples(
+            load_real(args.real_files), kind, seed=args.seed, window_chars=args.window_chars
+        )
+    return shape_examples(files, shape, args.n, seed=args.seed, window_chars=args.window_chars)
+
+
+def _shape_row(
+    den,
+    examples: list,
+    shape: str,
+    options: infill.SamplerOptions,
+    truth_tokens: Callable,
+    args: argparse.Namespace,
+) -> dict:
+    """A shape's scores with the engine's length and with the true length (or the one of
+    --lengths-only)."""
+    same = same_lines if shape in LINE_SHAPES else same_code
+    row = {}
+    for true_length in (False, True):
+        key = "true_length" if true_length else "engine_length"
+        if args.lengths_only and not key.startswith(args.lengths_only):
+            continue
+        row[key] = infill_scores(
+            den,
+            examples,
+            true_length=true_length,
+            desc=f"{shape} {key}",
+            options=options,
+            same=same,
+            truth_tokens=truth_tokens,
+        )
+    return row
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    heldout_arguments(parser)
+    parser.add_argument(
+        "--shapes", default=",".join(ALL), help=f"comma-separated, of: {', '.join(ALL)}"
+    )
+    parser.add_argument("--n", type=int, default=200, help="holes per shape")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--window-chars",
+        type=int,
+        default=HELDOUT_WINDOW_CHARS,
+        help="characters of the file around each hole (the same holes)",
+    )
+    parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
+    parser.add_argument(
+        "--engine-only",
+        action="store_true",
+        help="no checks, one length, exact passes (the engine's defaults)",
+    )
+    parser.add_argument(
+        "--no-line-holes",
+        action="store_true",
+        help="leave a whole-line span's indentation and line break to the model",
+    )
+    parser.add_argument(
+        "--lengths-only",
+        choices=("engine", "true"),
+        default=None,
+        help="only the engine's length or only the true length",
+    )
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
 
 
 def checkpoint(model: Path) -> str:

@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -202,36 +203,51 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
     ]
     low, high = min(scores) - 0.2, max(scores) + 0.2  # the same scale in every panel
     for ax, g in zip(axes[0], groups, strict=False):
-        x = [p["tokens_total"] / 1e6 for p in g["points"]]
-        ax.plot(x, [p["truth_per_token"] for p in g["points"]], "o-", label="the truth")
-        ax.plot(x, [p["fill_per_token"] for p in g["points"]], "s--", label="the model's own fill")
-        for xi, p in zip(x, g["points"], strict=True):
-            ax.annotate(
-                f"EM {100 * p['greedy_exact_match']:.0f}%",
-                (xi, p["fill_per_token"]),
-                textcoords="offset points",
-                xytext=(0, 6),
-                ha="center",
-                fontsize=7,
-            )
-        rate = (
-            f"\ngap {g['gap_per_doubling']:+.2f} nats/token per doubling of tokens"
-            if g["gap_per_doubling"] is not None
-            else ""
+        _group_panel(ax, g, low, high)
+    _length_panel(axes[0][-1], lengths)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _group_panel(ax: Any, g: dict, low: float, high: float) -> None:
+    """A group's panel: the truth's and the fill's log-probability per token against the
+    tokens seen, greedy exact match written at each point, on the shared scale."""
+    x = [p["tokens_total"] / 1e6 for p in g["points"]]
+    ax.plot(x, [p["truth_per_token"] for p in g["points"]], "o-", label="the truth")
+    ax.plot(x, [p["fill_per_token"] for p in g["points"]], "s--", label="the model's own fill")
+    for xi, p in zip(x, g["points"], strict=True):
+        ax.annotate(
+            f"EM {100 * p['greedy_exact_match']:.0f}%",
+            (xi, p["fill_per_token"]),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=7,
         )
-        ax.set_title(
-            f"{g['kind']} holes ({g['split']}, n = {g['n']}), {g['layers']} layers{rate}",
-            fontsize=9,
-        )
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(x, [f"{xi:,.0f}" for xi in x], fontsize=8)
-        ax.minorticks_off()
-        ax.set_ylim(low, high)
-        ax.set_xlabel("tokens seen (M, log scale)")
-        ax.set_ylabel("model's log-probability per token (nats, l2r)")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    ax = axes[0][-1]
+    rate = (
+        f"\ngap {g['gap_per_doubling']:+.2f} nats/token per doubling of tokens"
+        if g["gap_per_doubling"] is not None
+        else ""
+    )
+    ax.set_title(
+        f"{g['kind']} holes ({g['split']}, n = {g['n']}), {g['layers']} layers{rate}",
+        fontsize=9,
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [f"{xi:,.0f}" for xi in x], fontsize=8)
+    ax.minorticks_off()
+    ax.set_ylim(low, high)
+    ax.set_xlabel("tokens seen (M, log scale)")
+    ax.set_ylabel("model's log-probability per token (nats, l2r)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def _length_panel(ax: Any, lengths: list[dict]) -> None:
+    """Greedy exact match by hole length, a curve per checkpoint; the last curve's counts
+    written on it."""
     labels = [_label(lo, hi) for lo, hi in LENGTHS]
     for curve in lengths:
         at = {b["tokens"]: b for b in curve["buckets"]}
@@ -260,10 +276,6 @@ def plot(groups: list[dict], lengths: list[dict], path: Path) -> None:
     ax.set_xlabel("hole length (tokens)")
     ax.set_ylabel("exact match, true length (%)")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def table(g: dict) -> str:

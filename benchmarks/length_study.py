@@ -225,21 +225,7 @@ def _own_or_better(records: list[dict]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    heldout_arguments(p)
-    p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
-    p.add_argument("--n", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--window-chars",
-        type=int,
-        default=HELDOUT_WINDOW_CHARS,
-        help="characters of the file around each hole (the same holes at any "
-        "size, as in benchmarks.eval_model)",
-    )
-    p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
-    p.add_argument("--records", type=Path, default=None, help="replay saved records")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
+    p = _parser()
     args = p.parse_args(argv)
     if args.window_chars < 1:
         p.error(f"--window-chars must be at least 1, got {args.window_chars}")
@@ -285,6 +271,25 @@ def main(argv: list[str] | None = None) -> None:
         },
         out=args.out,
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    heldout_arguments(p)
+    p.set_defaults(split="valid")  # a study chooses on validation; test is for reporting
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--window-chars",
+        type=int,
+        default=HELDOUT_WINDOW_CHARS,
+        help="characters of the file around each hole (the same holes at any "
+        "size, as in benchmarks.eval_model)",
+    )
+    p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
+    p.add_argument("--records", type=Path, default=None, help="replay saved records")
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
+    return p
 
 
 if __name__ == "__main__":

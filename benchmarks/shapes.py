@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from typing import Any
 
 from benchmarks.heldout import HELDOUT_WINDOW_CHARS, Example, _window, infill_examples
 
@@ -157,35 +158,51 @@ def shape_examples(
 
     parser = python_parser()
     rng = random.Random(seed)
-    out: list[Example] = []
     if shape == "part-of-line":
-        # the part is chosen in the short window, so that any window size has the same
-        drawn = [
-            infill_examples(
-                files,
-                "single-line",
-                4 * n,
-                seed=seed + 3,
-                window_chars=size,
-                draw_chars=HELDOUT_WINDOW_CHARS,
-            )
-            for size in (HELDOUT_WINDOW_CHARS, window_chars)
-        ]
-        for short, ex in zip(*drawn, strict=True):
-            parts = _parts(short.text, short.start, short.end, parser)
-            if parts:
-                a, b = rng.choice(parts)
-                out.append(
-                    Example(
-                        ex.text,
-                        ex.start + a - short.start,
-                        ex.start + b - short.start,
-                        "part-of-line",
-                    )
+        return _part_of_line_examples(files, n, seed, window_chars, parser, rng)
+    return _block_examples(files, n, window_chars, parser, rng)
+
+
+def _part_of_line_examples(
+    files: list[str], n: int, seed: int, window_chars: int, parser: Any, rng: random.Random
+) -> list[Example]:
+    """Holes of part of a line: a part of a one-line example's line (an argument, an
+    operand, a call: `_parts`)."""
+    out: list[Example] = []
+    # the part is chosen in the short window, so that any window size has the same
+    drawn = [
+        infill_examples(
+            files,
+            "single-line",
+            4 * n,
+            seed=seed + 3,
+            window_chars=size,
+            draw_chars=HELDOUT_WINDOW_CHARS,
+        )
+        for size in (HELDOUT_WINDOW_CHARS, window_chars)
+    ]
+    for short, ex in zip(*drawn, strict=True):
+        parts = _parts(short.text, short.start, short.end, parser)
+        if parts:
+            a, b = rng.choice(parts)
+            out.append(
+                Example(
+                    ex.text,
+                    ex.start + a - short.start,
+                    ex.start + b - short.start,
+                    "part-of-line",
                 )
-            if len(out) == n:
-                break
-        return out
+            )
+        if len(out) == n:
+            break
+    return out
+
+
+def _block_examples(
+    files: list[str], n: int, window_chars: int, parser: Any, rng: random.Random
+) -> list[Example]:
+    """Holes of a block of 2-8 whole lines (`_blocks`), up to four from a file."""
+    out: list[Example] = []
     order = list(range(len(files)))
     rng.shuffle(order)
     seen: set[tuple[int, int, int]] = set()

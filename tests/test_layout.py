@@ -204,10 +204,9 @@ def test_every_source_file_has_at_most_400_lines(folder: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("package", FOLDERS)
-def test_the_server_engine_worker_model_and_training_are_made_of_short_functions(
-    package: str,
-) -> None:
-    """The language server, the engine, the worker, the serving model and training:
-    no function or method over 60 lines."""
-    assert not [f for p in _python_files(package) for f in _long_functions(p, 60)]
+@pytest.mark.parametrize("folder", [f for f in SOURCE_FOLDERS if f != "examples"])
+def test_every_source_function_has_at_most_60_lines(folder: str) -> None:
+    """The language server, the engine, the worker, the model, training, the benchmarks
+    and the editors' tools: no function or method over 60 lines (the examples hold hole
+    markers: they are not Python until filled)."""
+    assert not [f for p in _python_files(folder) for f in _long_functions(p, 60)]
