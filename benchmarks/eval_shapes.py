@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="no checks, one length, exact passes (the engine's defaults)")
     parser.add_argument("--no-line-holes", action="store_true",
                         help="leave a whole-line span's indentation and line break to the model")
+    parser.add_argument("--no-statement-ends", action="store_true",
+                        help="do not end a hole at a line's end with its statement")
     parser.add_argument("--lengths-only", choices=("engine", "true"), default=None,
                         help="only the engine's length or only the true length")
     parser.add_argument("--out", type=Path, default=None)
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
     cli = {} if args.engine_only else {"checks": DEFAULT_CHECKS, "lengths": DEFAULT_LENGTHS,
                                        "cache_refresh": DEFAULT_CACHE_REFRESH}
-    options = infill.SamplerOptions(line_holes=not args.no_line_holes, **cli)
+    options = infill.SamplerOptions(line_holes=not args.no_line_holes,
+                                    statement_ends=not args.no_statement_ends, **cli)
     den = load_denoiser(args.model)
 
     def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                      "model": str(args.model or default_model_dir()), "split": args.split,
                      "n": args.n, "window_chars": args.window_chars, "seed": args.seed,
                      "options": cli or "engine", "line_holes": options.line_holes,
-                     "shapes": {}}
+                     "statement_ends": options.statement_ends, "shapes": {}}
     t0 = time.perf_counter()
     for shape in shapes:
         if shape.startswith("real"):
@@ -113,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
         _print_row(shape, row)
     results["seconds"] = round(time.perf_counter() - t0, 1)
     suffix = "" if args.window_chars == HELDOUT_WINDOW_CHARS else f"_window{args.window_chars}"
-    ablation = "_no_line_holes" if args.no_line_holes else ""
+    ablation = ("_no_line_holes" if args.no_line_holes else "") \
+        + ("_no_statement_ends" if args.no_statement_ends else "")
     out = args.out or (Path("benchmarks/results")
                        / f"shapes_{checkpoint(Path(results['model']))}{suffix}{ablation}"
                          f"_{args.split}.json")

@@ -77,6 +77,19 @@ def test_end_to_end_with_and_without_line_holes(run_benchmark, tiny_model_dir: P
         assert "whole-line" in done.stdout
 
 
+@pytest.mark.slow
+def test_end_to_end_without_statement_ends(run_benchmark, tiny_model_dir: Path,
+                                           modules_corpus: Path, tmp_path: Path) -> None:
+    done = run_benchmark("eval_shapes", "--model", str(tiny_model_dir), "--corpus",
+                         str(modules_corpus), "--shapes", "part-of-line", "--n", "2",
+                         "--lengths-only", "engine", "--no-statement-ends",
+                         "--out", str(tmp_path / "off.json"))
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "off.json").read_text())
+    assert result["statement_ends"] is False
+    assert result["shapes"]["part-of-line"]["engine_length"]["n"] == 2
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--shapes", "line"], "unknown shape(s): line"),
     (["--n", "0"], "--n and --window-chars must be >= 1"),

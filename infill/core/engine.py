@@ -78,7 +78,7 @@ class PreparedFill:
                  frames: Sequence[Frame | None] | None = None) -> None:
         self.text = text
         self.spans = spans
-        self.keys = keys  # per span: the code after it on its line, None when exact
+        self.keys = keys  # per span: its echo key (infill/core/echo.py), None when exact
         #                   (infill/core/echo.py)
         self.windows = windows
         self.job = job
@@ -309,7 +309,9 @@ def prepare_fill(
                         forbidden=[forbidden.get(chars, ()) for chars in limits],
                         decided=chosen, frames=frames)
                 for w in windows]
-    keys = line_keys(echo_keys(text, ordered, [a.exact for a in allocs]), frames)
+    keys = line_keys(echo_keys(text, ordered, [a.exact for a in allocs],
+                               statements=options.statement_ends
+                               and language == PYTHON), frames)
     job = _job(text, parse_text if parse_text is not None else text, ordered, canvases,
                denoiser=denoiser, options=options, language=language, keys=keys,
                frames=frames)
