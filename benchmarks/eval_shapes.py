@@ -14,7 +14,11 @@ or block fill line by line with its indentation (trailing spaces aside) and the 
 number of line breaks. `--no-line-holes` leaves a whole-line span's indentation and line
 break to the model (the ablation of infill/core/lines.py).
 
-Writes benchmarks/results/shapes_<tokens seen>[_window<N>][_no_line_holes]_<split>.json
+`--editor-excerpt` gives each hole what the language server sends instead of a window:
+its excerpt of the file (lsp/excerpt.py: 12,000 characters each side by default, whole
+lines, cut where a definition starts, so never inside a docstring); the holes are the same.
+
+Writes benchmarks/results/shapes_<tokens seen>[_window<N>|_editor][_no_line_holes]_<split>.json
 (or --out).
 """
 
@@ -27,7 +31,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, heldout_arguments, heldout_files
+from benchmarks.heldout import (
+    EDITOR_WINDOW,
+    HELDOUT_WINDOW_CHARS,
+    heldout_arguments,
+    heldout_files,
+)
 from benchmarks.infill_scores import infill_scores, same_code
 from benchmarks.real_files import load as load_real
 from benchmarks.results_file import write_results
@@ -59,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown shape(s): {', '.join(sorted(set(shapes) - set(ALL)))}")
     if args.n < 1 or args.window_chars < 1:
         parser.error("--n and --window-chars must be >= 1")
+    if args.editor_excerpt:
+        args.window_chars = EDITOR_WINDOW
     files = heldout_files(parser, args)
     if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
@@ -71,7 +82,9 @@ def main(argv: list[str] | None = None) -> None:
             "cache_refresh": DEFAULT_CACHE_REFRESH,
         }
     )
-    options = infill.SamplerOptions(line_holes=not args.no_line_holes, **cli)
+    options = infill.SamplerOptions(
+        line_holes=not args.no_line_holes, statement_ends=not args.no_statement_ends, **cli
+    )
     den = load_denoiser(args.model)
 
     def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth
@@ -88,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         "seed": args.seed,
         "options": cli or "engine",
         "line_holes": options.line_holes,
+        "statement_ends": options.statement_ends,
         "shapes": {},
     }
     t0 = time.perf_counter()
@@ -97,14 +111,23 @@ def main(argv: list[str] | None = None) -> None:
         results["shapes"][shape] = row
         _print_row(shape, row)
     results["seconds"] = round(time.perf_counter() - t0, 1)
-    suffix = "" if args.window_chars == HELDOUT_WINDOW_CHARS else f"_window{args.window_chars}"
-    ablation = "_no_line_holes" if args.no_line_holes else ""
-    out = args.out or (
-        Path("benchmarks/results")
-        / f"shapes_{checkpoint(Path(results['model']))}{suffix}{ablation}"
-        f"_{args.split}.json"
+    write_results("shapes", args.model, results, args.out or _out_path(args, results["model"]))
+
+
+def _out_path(args: argparse.Namespace, model: str) -> Path:
+    """benchmarks/results/shapes_<tokens seen>[_window<N>|_editor][_no_...]_<split>.json"""
+    suffix = (
+        "_editor"
+        if args.editor_excerpt
+        else ""
+        if args.window_chars == HELDOUT_WINDOW_CHARS
+        else f"_window{args.window_chars}"
     )
-    write_results("shapes", args.model, results, out)
+    ablation = ("_no_line_holes" if args.no_line_holes else "") + (
+        "_no_statement_ends" if args.no_statement_ends else ""
+    )
+    name = f"shapes_{checkpoint(Path(model))}{suffix}{ablation}_{args.split}.json"
+    return Path("benchmarks/results") / name
 
 
 def _examples(files: list[str], shape: str, args: argparse.Namespace) -> list:
@@ -160,6 +183,12 @@ def _parser() -> argparse.ArgumentParser:
         default=HELDOUT_WINDOW_CHARS,
         help="characters of the file around each hole (the same holes)",
     )
+    parser.add_argument(
+        "--editor-excerpt",
+        action="store_true",
+        help="the text around each hole as the language server sends it "
+        "(its excerpt, 12,000 characters each side; the same holes)",
+    )
     parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
     parser.add_argument(
         "--engine-only",
@@ -170,6 +199,11 @@ def _parser() -> argparse.ArgumentParser:
         "--no-line-holes",
         action="store_true",
         help="leave a whole-line span's indentation and line break to the model",
+    )
+    parser.add_argument(
+        "--no-statement-ends",
+        action="store_true",
+        help="do not end a hole at a line's end with its statement",
     )
     parser.add_argument(
         "--lengths-only",

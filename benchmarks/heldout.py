@@ -81,6 +81,10 @@ def load_test_files(corpus: Path, split: str = "test") -> list[str]:
         return [json.loads(line)["text"] for line in fh]
 
 
+EDITOR_WINDOW = 0  # window_chars of "what the language server sends": its excerpt
+EDITOR_CONTEXT = 12_000  # the server's `contextChars` default (lsp/settings.py)
+
+
 def _window(
     text: str,
     line_start: int,
@@ -91,7 +95,15 @@ def _window(
 ) -> tuple[str, int]:
     """A window of whole lines around [line_start, line_end); returns (window, offset).
     With `draw_chars`, the random draw is the one a window of that size makes, scaled to
-    `window_chars`: the stream of draws, so every later pick, does not depend on the size."""
+    `window_chars`: the stream of draws, so every later pick, does not depend on the size.
+    `EDITOR_WINDOW` is the excerpt the language server sends (lsp/excerpt.py, its default
+    context: whole lines, cut where a definition starts), after the same draw."""
+    if window_chars == EDITOR_WINDOW:
+        _window(text, line_start, line_end, rng, draw_chars or HELDOUT_WINDOW_CHARS, draw_chars)
+        from diffusion_infill.lsp.excerpt import excerpt  # pure Python, no torch
+
+        ex = excerpt(text, line_start, line_end, context=EDITOR_CONTEXT)
+        return ex.text, ex.offset
     span = line_end - line_start
     budget = max(0, window_chars - span)
     drawn_budget = budget if draw_chars is None else max(0, draw_chars - span)

@@ -461,3 +461,28 @@ def test_the_command_writes_the_candidate_that_passes(tmp_path, capsys, monkeypa
     assert obj["stats"]["candidates"] == 1 and obj["fills"][0]["rejected"] is None
     assert main(["fill", "--json", "--no-checks", str(f)]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == TEXT.replace(MARK, "len(values")
+
+
+# -- a hole on a line that opens a block: its `:` is checked ------------------------------
+
+HEADER = "def f(lines):\n    <mask>\n        feed(lines[0])\n    return lines\n"
+
+
+def test_a_header_hole_filled_without_its_colon_is_a_new_syntax_error():
+    r = fill_text(
+        HEADER,
+        denoiser=TargetDenoiser(["if lines[0]"], confidence=0.99),
+        checks="parse",
+        candidates=1,
+    )
+    assert r.text == HEADER and r.fills[0].rejected == "1 new syntax error"
+
+
+def test_a_header_hole_filled_with_a_header_passes():
+    r = fill_text(
+        HEADER,
+        denoiser=TargetDenoiser(["if lines:"], confidence=0.99),
+        checks="parse",
+        candidates=1,
+    )
+    assert r.fills[0].rejected is None and "    if lines:\n" in r.text

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.eval_shapes import same_lines
-from benchmarks.heldout import load_test_files
+from benchmarks.heldout import EDITOR_CONTEXT, EDITOR_WINDOW, load_test_files
 from benchmarks.shapes import SHAPES, shape_examples
+from diffusion_infill.lsp.excerpt import excerpt
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,18 @@ def test_cursor_and_whole_line_holes_are_the_same_lines(files) -> None:
     for c, w in zip(cursor, whole, strict=True):
         assert w.truth.endswith("\n") and w.truth.strip() == c.truth.strip()
         assert w.start == 0 or w.text[w.start - 1] == "\n"  # from column 0
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_editor_excerpt_holds_the_same_holes_as_the_window(files, shape) -> None:
+    short = shape_examples(files, shape, 6, seed=3)
+    editor = shape_examples(files, shape, 6, seed=3, window_chars=EDITOR_WINDOW)
+    assert [e.truth for e in editor] == [e.truth for e in short]
+    for ex in editor:  # the server's excerpt of the file the hole is in
+        whole = next(f for f in files if ex.text in f)
+        offset = whole.index(ex.text)
+        cut = excerpt(whole, offset + ex.start, offset + ex.end, context=EDITOR_CONTEXT)
+        assert cut.text == ex.text
 
 
 def test_part_of_line_holes_are_strictly_inside_one_line(files) -> None:
@@ -88,6 +101,32 @@ def test_end_to_end_with_and_without_line_holes(
             row = result["shapes"][shape]
             assert row["engine_length"]["n"] == row["true_length"]["n"] == 2
         assert "whole-line" in done.stdout
+
+
+@pytest.mark.slow
+def test_end_to_end_without_statement_ends(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
+    done = run_benchmark(
+        "eval_shapes",
+        "--model",
+        str(tiny_model_dir),
+        "--corpus",
+        str(modules_corpus),
+        "--shapes",
+        "part-of-line",
+        "--n",
+        "2",
+        "--lengths-only",
+        "engine",
+        "--no-statement-ends",
+        "--out",
+        str(tmp_path / "off.json"),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "off.json").read_text())
+    assert result["statement_ends"] is False
+    assert result["shapes"]["part-of-line"]["engine_length"]["n"] == 2
 
 
 @pytest.mark.parametrize(

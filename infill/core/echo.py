@@ -32,7 +32,16 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
   goes on `Response,\n    Response,` (docs/ARCHITECTURE.md, "A line written again ends
   the fill"). Blank lines and lines of brackets and punctuation alone (`)`, `],`) do not
   count: code closes two calls in a row;
-- `end_fill`: both cuts (echo, then loop) for a span whose length is not exact;
+- `cut_statement` (Python): a span that starts after code on its line, outside brackets,
+  with nothing after it on its line (`x = <hole>`, a selected right-hand side) ends with
+  its statement: the fill up to its first line break outside brackets and strings. The
+  model writes on past the statement into new lines (`()` for `self.parse<hole>` came
+  back as `()\n    addr = self.parse(addr)`); the line break that follows the span is
+  already there. A line that opens a block (`if x:`, written before the hole or by the
+  fill) keeps its body, and so does a fill that starts with a line break: that is the
+  next lines, not the rest of this one. Such a span's key is `STATEMENT`;
+- `end_fill`: both cuts (echo or statement, then loop) for a span whose length is not
+  exact;
 - `ended`: whether `end_fill` would cut a fill: the sampler does not grow such a span
   (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
 
@@ -44,23 +53,117 @@ ends the fill".
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from diffusion_infill.infill.core.spans import Span
 
+STATEMENT = "\n"  # the key of a span that ends with its statement (never a stripped code)
 
-def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[str | None]:
+
+def echo_keys(
+    text: str, spans: Sequence[Span], exact: Sequence[bool], *, statements: bool = False
+) -> list[str | None]:
     """Per span (sorted, disjoint, as the engine holds them): the code after it on its
     line, up to the line's end or the next span's start, stripped; '' when there is none;
-    None when the span's length is exact (`exact`, per span): its fill is never cut."""
+    None when the span's length is exact (`exact`, per span): its fill is never cut.
+    With `statements` (Python), a span with none that starts after code on its line,
+    outside brackets, strings and comments and not after a block's `:`, gets `STATEMENT`."""
     keys: list[str | None] = []
+    outside = _outside(text, [s.start for s in spans]) if statements else None
     for i, (span, fixed) in enumerate(zip(spans, exact, strict=True)):
         line_end = text.find("\n", span.end)
         stop = len(text) if line_end < 0 else line_end
         if i + 1 < len(spans):
             stop = min(stop, spans[i + 1].start)
-        keys.append(None if fixed else text[span.end : stop].strip())
+        key = None if fixed else text[span.end : stop].strip()
+        if key == "" and outside is not None and outside[i]:
+            head = text[text.rfind("\n", 0, span.start) + 1 : span.start].rstrip()
+            if head and not head.endswith((":", "\\")):
+                key = STATEMENT
+        keys.append(key)
     return keys
+
+
+# A string's opening quote (after its prefix letters), a comment, a bracket, a line break.
+_LEXEME = re.compile(r"""(?:\b[rRbBuUfF]{1,2})?("{3}|'{3}|"|')|#[^\n]*|[()\[\]{}\n]""")
+
+
+def _string_end(text: str, pos: int, quote: str) -> int:
+    """Where the string whose opening `quote` ends at `pos` closes (after its closing
+    quote); a one-quote string also stops at a line break; -1 if it runs to the end."""
+    i = pos
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text.startswith(quote, i):
+            return i + len(quote)
+        elif text[i] == "\n" and len(quote) == 1:
+            return i
+        else:
+            i += 1
+    return -1
+
+
+def _lexemes(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, kind) of the brackets and line breaks of `text` (kind: the character)
+    and of its strings and comments (kind '"' or '#'; '?' for a string that never
+    closes), in order."""
+    pos = 0
+    while (m := _LEXEME.search(text, pos)) is not None:
+        if m.group(1):
+            end = _string_end(text, m.end(), m.group(1))
+            pos = len(text) if end < 0 else end
+            yield m.start(), pos, "?" if end < 0 else '"'
+        else:
+            pos = m.end()
+            yield m.start(), pos, m.group()[0]
+
+
+def _outside(text: str, starts: Sequence[int]) -> list[bool]:
+    """Per offset of `starts` (ascending): whether it lies outside every bracket, string
+    and comment of `text` (a stray closer closes nothing)."""
+    out: list[bool] = []
+    depth, last_end, last_kind = 0, 0, " "
+    lex = _lexemes(text)
+    pending = next(lex, None)
+    for start in starts:
+        while pending is not None and pending[0] < start:
+            _, last_end, last_kind = pending
+            depth += (last_kind in "([{") - (depth > 0 and last_kind in ")]}")
+            pending = next(lex, None)
+        out.append(depth == 0 and not (last_kind in '"?#' and last_end > start))
+    return out
+
+
+def cut_statement(fill: str) -> str:
+    """`fill` up to its first line break outside brackets and strings that follows some
+    of its code (without the spaces before it); `fill` itself when it has none, when the
+    line there opens a block (ends with `:`), when a string of it never closes, or when
+    it starts with a line break."""
+    if not fill.strip() or fill.lstrip(" \t").startswith(("\n", "\r\n")):
+        return fill
+    depth, line_start = 0, 0
+    for at, end, c in _lexemes(fill):
+        depth += (c in "([{") - (depth > 0 and c in ")]}")
+        if c == "?":
+            return fill
+        if c == "\n" and depth == 0:
+            line = _without_comment(fill[line_start:at])
+            if line.endswith(":"):
+                return fill
+            if not line.endswith("\\"):
+                return fill[:at].rstrip(" \t\r")
+        if c == "\n":
+            line_start = end
+    return fill
+
+
+def _without_comment(line: str) -> str:
+    """`line` without a trailing comment and the spaces before it."""
+    for at, _, c in _lexemes(line):
+        if c == "#":
+            return line[:at].rstrip()
+    return line.rstrip()
 
 
 def _echo(key: str) -> re.Pattern[str]:
@@ -131,11 +234,12 @@ def cut_loop(fill: str) -> str:
 
 
 def end_fill(fill: str, key: str | None) -> str:
-    """`fill` cut where it writes its echo (`cut_echo`), then where it loops
-    (`cut_loop`); `fill` itself for a span of exact length (`key` None)."""
+    """`fill` cut where it writes its echo (`cut_echo`) or ends its statement
+    (`cut_statement`, key `STATEMENT`), then where it loops (`cut_loop`); `fill` itself
+    for a span of exact length (`key` None)."""
     if key is None:
         return fill
-    return cut_loop(cut_echo(fill, key))
+    return cut_loop(cut_statement(fill) if key == STATEMENT else cut_echo(fill, key))
 
 
 def ended(fill: str, key: str | None) -> bool:

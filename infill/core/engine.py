@@ -150,6 +150,20 @@ def _job(
     )
 
 
+def _keys(
+    text: str,
+    spans: list[Span],
+    allocs: Sequence[Allocation],
+    frames: Sequence[Frame | None],
+    options: SamplerOptions,
+    language: str | None,
+) -> list[str | None]:
+    """Each span's echo key (infill/core/echo.py): a statement's end for Python."""
+    statements = options.statement_ends and language == PYTHON
+    keys = echo_keys(text, spans, [a.exact for a in allocs], statements=statements)
+    return line_keys(keys, frames)
+
+
 def prepare_fill(
     text: str,
     spans: Sequence[Span],
@@ -185,7 +199,7 @@ def prepare_fill(
     allocs, windows, canvases = _planned(
         text, ordered, frames, chosen, denoiser, options, rewrite, parse
     )
-    keys = line_keys(echo_keys(text, ordered, [a.exact for a in allocs]), frames)
+    keys = _keys(text, ordered, allocs, frames, options, language)
     job = _job(
         text,
         before,

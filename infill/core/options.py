@@ -67,6 +67,8 @@ class SamplerOptions:
     eager_ends: bool = True  # no pass on nulls alone; close a span whose slots all predict null
     line_holes: bool = True  # a span of whole lines: the engine writes its indentation and
     #                          line break, the model its code (infill/core/lines.py)
+    statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
+    #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
@@ -213,6 +215,8 @@ def _validate(o: SamplerOptions) -> None:
         raise OptionError(f"eager_ends must be true or false, got {o.eager_ends!r}")
     if not isinstance(o.line_holes, bool):
         raise OptionError(f"line_holes must be true or false, got {o.line_holes!r}")
+    if not isinstance(o.statement_ends, bool):
+        raise OptionError(f"statement_ends must be true or false, got {o.statement_ends!r}")
     if not isinstance(o.exact_length, bool):
         raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
     if _real("temperature", o.temperature) < 0:

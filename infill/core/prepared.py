@@ -43,7 +43,7 @@ class PreparedFill:
     ) -> None:
         self.text = text
         self.spans = spans
-        self.keys = keys  # per span: the code after it on its line, None when exact
+        self.keys = keys  # per span: its echo key (infill/core/echo.py), None when exact
         #                   (infill/core/echo.py)
         self.windows = windows
         self.job = job
