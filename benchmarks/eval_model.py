@@ -133,7 +133,6 @@ def _examples(
             args.n,
             seed=args.seed + 3,
             window_chars=args.window_chars,
-            draw_chars=HELDOUT_WINDOW_CHARS,
         )
         if "arguments" in parts
         else []

@@ -167,3 +167,9 @@ def test_window_chars_reaches_the_results_and_is_checked(corpus: Path, tmp_path:
     with pytest.raises(subprocess.CalledProcessError) as err:
         _eval(corpus, tmp_path / "x.json", "--window-chars", "0")
     assert b"--window-chars must be at least 1" in err.value.stderr
+
+
+@pytest.mark.slow
+def test_the_arguments_part_runs(corpus: Path, tmp_path: Path) -> None:
+    got = _eval(corpus, tmp_path / "arguments.json", "--parts", "arguments")
+    assert got["arguments"]["n"] >= 1 and "exact_match" in got["arguments"]
