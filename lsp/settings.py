@@ -141,6 +141,7 @@ class Settings:
     hole_marker: str = _s("holeMarker", _marker, default=DEFAULT_MARKER)
     checks: bool = _s("checks", _bool, default=True)  # code actions: a fill must pass checks
     # code actions: a failing hole whose length the model chose races lengths - 1 halvings
+    # (the last before one token: 4, 2, 1 of 16)
     lengths: int = _s("lengths", _int(1, MAX_CANDIDATES), default=DEFAULT_LENGTHS)
     # context keys/values reused between passes, a full pass every K (0: every pass exact)
     cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)

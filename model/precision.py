@@ -5,21 +5,24 @@ bf16 and ran autocast ~3x *slower* than fp32 in inference and ~40x slower in tra
 (docs/TRAINING.md); a CPU with AMX runs it ~2x faster. So the choice is made per machine:
 from the CPU's flags where they settle it, else by timing both on a matrix product of the
 shape this project's models multiply; where bf16 is not the faster, inference runs int8
-linear layers (below), 2-4x faster than fp32 at the same held-out quality.
+linear layers (below), about 2x faster than fp32 at the same held-out quality.
 `INFILL_DTYPE=fp32|bf16|int8` (or an explicit request) overrides.
 
 int8 (inference on the CPU only): the linear layers' weights are quantised to int8 per
 output channel (within -64..63) and their inputs to 8 bits per call at run time (PyTorch's
-dynamic quantisation, fbgemm kernels), the rest stays fp32: about 4x faster passes than
-fp32 on a 2-core EPYC, and held-out inline completion within noise of fp32
-(docs/ARCHITECTURE.md, "int8 on the CPU").
+dynamic quantisation, fbgemm kernels), but for the few whose inputs do not survive 8 bits
+(`KEEP_FP32`); the rest stays fp32: inline completion 1.8-2.4x faster than fp32 on a
+2-core EPYC, with the model's token distributions ~8x closer to fp32's than with every
+linear layer in int8 (docs/ARCHITECTURE.md, "int8 on the CPU").
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,13 +137,17 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
     return _fastest_on_cpu()
 
 
-def quantise_int8(model: torch.nn.Module, weight_range: int = 0) -> torch.nn.Module:
-    """`model` with every nn.Linear replaced by a dynamically quantised int8 twin, for CPU
-    inference: weights int8 per output channel within -64..63 (-weight_range ..
+def quantise_int8(
+    model: torch.nn.Module, weight_range: int = 0, keep_fp32: Collection[str] | None = None
+) -> torch.nn.Module:
+    """`model` with its nn.Linear layers replaced by dynamically quantised int8 twins, for
+    CPU inference: weights int8 per output channel within -64..63 (-weight_range ..
     weight_range - 1 when given: 128 for the full 8 bits), inputs quantised per call to
-    the full 8 bits (`FullRangeLinear`), fbgemm kernels; the rest stays fp32. The module
-    tree keeps its names and call signatures, so the cached forward (model/cache.py) runs
-    on it unchanged.
+    the full 8 bits (`FullRangeLinear`), fbgemm kernels; the rest stays fp32. Linear
+    layers whose qualified names match a pattern of `keep_fp32` (fnmatch, e.g. "decoder",
+    "*.mlp.Wo", "model.layers.0.*"; default `KEEP_FP32`) stay fp32 too. The module tree
+    keeps its names and call signatures, so the cached forward (model/cache.py) runs on it
+    unchanged.
 
     Why those ranges: PyTorch's default (weights per tensor, inputs to 7 bits) cost
     held-out exact match; 8-bit inputs with 8-bit weights can overflow the int16 sums of
@@ -165,13 +172,32 @@ def quantise_int8(model: torch.nn.Module, weight_range: int = 0) -> torch.nn.Mod
             quant_max=weight_range - 1,
         ),
     )
+    kept = KEEP_FP32 if keep_fp32 is None else tuple(keep_fp32)
+    spec = {name: qconfig for name in int8_layers(model, kept)}
     with warnings.catch_warnings():  # torch.ao's notice that torchao is its successor
         warnings.simplefilter("ignore")
-        return quantize_dynamic(
-            model, {torch.nn.Linear: qconfig}, mapping={torch.nn.Linear: _full_range_linear()}
-        )
+        return quantize_dynamic(model, spec, mapping={torch.nn.Linear: _full_range_linear()})
 
 
+def int8_layers(model: torch.nn.Module, keep_fp32: Collection[str] = ()) -> list[str]:
+    """Qualified names of the nn.Linear layers of `model` that `quantise_int8` quantises:
+    all but those matching a pattern of `keep_fp32`."""
+    return [
+        name
+        for name, module in model.named_modules()
+        if name
+        and isinstance(module, torch.nn.Linear)
+        and not any(fnmatch.fnmatchcase(name, p) for p in keep_fp32)
+    ]
+
+
+# Linear layers int8 leaves in fp32 by default (name patterns): those whose 8-bit inputs
+# cost most, measured by how far the model's token distributions move from fp32's
+# (benchmarks/int8_study.py --agreement): the MLPs' output layers (GLU products with
+# outlier channels, up to 40x the median channel), the first layer's Wqkv (fed by the
+# embeddings' norm: that layer has none of its own) and the head's dense layer (run at the
+# masked slots only).
+KEEP_FP32: tuple[str, ...] = ("model.layers.0.attn.Wqkv", "*.mlp.Wo", "head.dense")
 WEIGHT_RANGE = 64  # int8 weights in -64..63: 255 * 64 * 2 fits an int16 (AVX2's vpmaddubsw)
 
 

@@ -391,9 +391,29 @@ def test_a_failing_hole_races_exact_shorter_lengths_and_the_best_scored_wins():
     # `values+1` passes the name check: no scoring pass)
     sizes = [len(canvases) for canvases, _ in d.calls]
     assert 4 in sizes and set(sizes[: sizes.index(4)]) == {1}
-    d = ScoredByLength({**RACE, 16: "len(values", 1: "f"}, {1: 0.99})  # exactly one
-    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)  # token: no growth
+    d = ScoredByLength({**RACE, 16: "len(values", 1: "f", 8: "w+1"}, {1: 0.99})  # exactly
+    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)  # one token: no growth
     assert r.text == TEXT.replace(MARK, "f")
+
+
+def test_one_token_wins_only_when_no_longer_alternative_passes():
+    d = ScoredByLength({**RACE, 16: "len(values", 1: "f"}, {1: 0.99})
+    r = fill_text(TEXT, denoiser=d, lengths=5, checks=DEFAULT_CHECKS)
+    assert r.text == TEXT.replace(MARK, "values+1")  # scored below `f`, yet longer
+
+
+def test_lengths_race_the_last_halvings_before_one_token():
+    d = ScoredByLength({**RACE, 16: "len(values", 4: "f(1)"}, {8: 0.99})
+    r = fill_text(TEXT, denoiser=d, lengths=4, checks=DEFAULT_CHECKS)
+    # 4, 2, 1 slots: no 8 (`values+1`, which would have won)
+    assert r.text == TEXT.replace(MARK, "f(1)") and r.stats.candidates == 3
+    r = fill_text(
+        TEXT.replace(MARK, "<mask:32>"),
+        denoiser=ScoredByLength({32: "len(values", 4: "f(1)", 1: "f"}, {}),
+        lengths=3,
+        checks=DEFAULT_CHECKS,
+    )
+    assert r.fills[0].text == "f"  # 2 and 1 slots (32 >> 4, >> 5): 16, 8 or 4 not raced
 
 
 def test_a_passing_fill_is_kept_and_races_nothing():

@@ -14,6 +14,14 @@ def test_every_int8_option_completes_the_same_lines(
     run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "int8.json"
+    options = [
+        "fp32",
+        "int8-stock",
+        "int8-channels",
+        "int8",
+        "int8-all",
+        "int8-keep:decoder+*.mlp.Wo",
+    ]
     done = run_benchmark(
         "int8_study",
         "--model",
@@ -22,18 +30,36 @@ def test_every_int8_option_completes_the_same_lines(
         str(modules_corpus),
         "--n",
         "3",
+        "--agreement",
+        "2",
         "--options",
-        "fp32,int8-stock,int8-channels,int8",
+        ",".join(options),
         "--out",
         str(out),
     )
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
-    assert list(got["formats"]) == ["fp32", "int8-stock", "int8-channels", "int8"]
+    assert list(got["formats"]) == options
     for r in got["formats"].values():
         assert r["n"] == 3 and len(r["offers"]) == 3
         assert 0 <= r["exact_match"] <= 1 and r["ms_p50"] > 0
         assert all("\n" not in o for o in r["offers"])  # one-line offers, as the server's
+        assert r["wins_vs_fp32"] + r["losses_vs_fp32"] <= 3
+        assert r["kl_vs_fp32"] >= 0 and 0 <= r["top1_vs_fp32"] <= 1 and r["slots"] >= 2
+    formats = got["formats"]
+    assert formats["fp32"]["kl_vs_fp32"] == 0 and formats["fp32"]["top1_vs_fp32"] == 1
+    assert formats["int8-all"]["fp32_layers"] == []
+    assert formats["int8-keep:decoder+*.mlp.Wo"]["fp32_layers"] == [
+        "model.layers.0.mlp.Wo",
+        "model.layers.1.mlp.Wo",
+        "decoder",
+    ]
+    assert set(formats["int8"]["fp32_layers"]) == {
+        "model.layers.0.attn.Wqkv",
+        "head.dense",
+        "model.layers.0.mlp.Wo",
+        "model.layers.1.mlp.Wo",
+    }
 
 
 @pytest.mark.parametrize(
@@ -42,6 +68,8 @@ def test_every_int8_option_completes_the_same_lines(
         (["--options", "int4"], "unknown option(s) int4"),
         (["--options", ","], "unknown option(s) (none)"),
         (["--n", "0"], "--n must be at least 1"),
+        (["--options", "int8-keep:"], "unknown option(s) int8-keep:"),
+        (["--n", "3", "--agreement", "4"], "--agreement must be within 0..--n"),
     ],
 )
 def test_bad_arguments_are_named(run_benchmark, args: list[str], message: str) -> None:

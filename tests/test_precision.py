@@ -1,6 +1,7 @@
 """The compute dtype is chosen per machine: int8 linear layers where bf16 is emulated or no
 faster, bf16 where timed faster; a request or $INFILL_DTYPE overrides; the loaded
-denoiser says what it chose."""
+denoiser says what it chose; int8 leaves the linear layers it is told to (by default
+`KEEP_FP32`) in fp32."""
 
 from __future__ import annotations
 
@@ -132,9 +133,11 @@ def test_an_int8_denoiser_quantises_its_linear_layers_and_answers_like_fp32(
     exact = load_denoiser(tiny_model_dir, dtype="fp32")
     den = load_denoiser(tiny_model_dir, dtype="int8")
     assert den.precision.name == "int8"
-    kinds = {type(m) for m in den.model.modules()}
-    assert torch.nn.Linear not in kinds  # every linear layer quantised
-    assert any(issubclass(k, torch.ao.nn.quantized.dynamic.Linear) for k in kinds)
+    # every linear layer quantised but those KEEP_FP32 names
+    everything = set(_linear_names(exact.model))
+    kept = everything - set(precision.int8_layers(exact.model, precision.KEEP_FP32))
+    assert set(_linear_names(den.model)) == kept and kept < everything
+    assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in den.model.modules())
     canvas = den.encode("def add(a, b):\n    return a + b\n")
     canvas[5:8] = [den.special.mask] * 3
     pos = list(range(len(canvas)))
@@ -170,3 +173,65 @@ def test_int8_keeps_weights_per_channel_in_7_bits_and_inputs_in_8() -> None:
     err = ((ours(x) - want).abs() / want.abs().amax(1, keepdim=True)).max()
     stock_err = ((stock(x) - want).abs() / want.abs().amax(1, keepdim=True)).max()
     assert err < 0.6 * stock_err  # 7-bit inputs alone: 0.85x stock_err here
+
+
+def _linear_names(model: torch.nn.Module) -> list[str]:
+    """Names of the linear layers of `model` still in fp32."""
+    return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+
+
+def _modernbert_shaped() -> torch.nn.Module:
+    """Linear layers named as in a ModernBERT: two layers, the head and the decoder."""
+
+    def layer() -> torch.nn.Module:
+        return torch.nn.ModuleDict(
+            {
+                "attn": torch.nn.ModuleDict(
+                    {"Wqkv": torch.nn.Linear(8, 24), "Wo": torch.nn.Linear(8, 8)}
+                ),
+                "mlp": torch.nn.ModuleDict(
+                    {"Wi": torch.nn.Linear(8, 32), "Wo": torch.nn.Linear(16, 8)}
+                ),
+            }
+        )
+
+    return torch.nn.ModuleDict(
+        {
+            "model": torch.nn.ModuleDict({"layers": torch.nn.ModuleList([layer(), layer()])}),
+            "head": torch.nn.ModuleDict({"dense": torch.nn.Linear(8, 8)}),
+            "decoder": torch.nn.Linear(8, 40),
+        }
+    )
+
+
+def test_int8_keeps_the_linear_layers_it_is_told_to_in_fp32() -> None:
+    """`keep_fp32` name patterns leave those linear layers in fp32 and quantise the rest;
+    the model quantised from is left as it was."""
+    model = _modernbert_shaped()
+    every = _linear_names(model)
+    q = precision.quantise_int8(model, keep_fp32=("*.mlp.Wo", "model.layers.0.attn.Wqkv"))
+    assert _linear_names(q) == [
+        "model.layers.0.attn.Wqkv",
+        "model.layers.0.mlp.Wo",
+        "model.layers.1.mlp.Wo",
+    ]
+    full_range = precision._full_range_linear()
+    quantised = {n for n, m in q.named_modules() if isinstance(m, full_range)}
+    assert quantised == set(every) - set(_linear_names(q))
+    assert _linear_names(model) == every  # not quantised in place
+    assert _linear_names(precision.quantise_int8(model, keep_fp32=())) == []
+
+
+def test_int8_by_default_keeps_the_layers_whose_inputs_quantise_worst() -> None:
+    """The default recipe: every MLP's output layer (inputs: GLU products with outlier
+    channels), the first layer's Wqkv (fed by the embeddings' norm) and the head's dense
+    layer stay fp32; every other linear layer is int8."""
+    assert precision.KEEP_FP32 == ("model.layers.0.attn.Wqkv", "*.mlp.Wo", "head.dense")
+    q = precision.quantise_int8(_modernbert_shaped())
+    assert _linear_names(q) == [
+        "model.layers.0.attn.Wqkv",
+        "model.layers.0.mlp.Wo",
+        "model.layers.1.mlp.Wo",
+        "head.dense",
+    ]
+    assert sum(isinstance(m, precision._full_range_linear()) for m in q.modules()) == 6

@@ -96,7 +96,7 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_LENGTHS,
         metavar="N",
         help="a hole without a fixed length whose fill fails its checks races "
-        "N-1 shorter allocations (8, 4, ...: the model's score picks; default "
+        "N-1 shorter allocations (..., 4, 2, 1: the model's score picks; default "
         f"{DEFAULT_LENGTHS}, 1: none)",
     )
 

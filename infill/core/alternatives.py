@@ -49,7 +49,12 @@ def alternative_canvases(
                         right=list(c.right),
                         budget=c.budget,
                         spans=[
-                            shorter(s, initial[s.index] >> k, exact=s.index in raced, mask=mask)
+                            shorter(
+                                s,
+                                _length(initial[s.index], k, s.index in raced, options.lengths),
+                                exact=s.index in raced,
+                                mask=mask,
+                            )
                             if s.index in mine
                             else kept(s)
                             for s in c.spans
@@ -59,6 +64,15 @@ def alternative_canvases(
                 )
             )
     return out
+
+
+def _length(initial: int, k: int, raced: bool, lengths: int) -> int:
+    """Alternative k's slots: `initial >> k`, or for a raced span (exactly that many
+    tokens) the last `lengths - 1` halvings before one token (16 slots, lengths 4: 4, 2,
+    1)."""
+    if raced:
+        k += max(0, initial.bit_length() - lengths)
+    return initial >> k
 
 
 def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:

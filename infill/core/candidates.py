@@ -24,12 +24,15 @@ The design keeps the cost bounded and visible, and pays it only when a fill fail
 
 Raced lengths (`lengths` > 1): a failing hole whose length the model chose
 (SpanSlots.raced: the default allocation or a hint, not a rewrite's own length) gets
-`lengths - 1` alternatives of exactly `initial >> k` tokens (8, 4, 2, 1 after 16) instead,
-and the model's score picks among those that pass. Only failing holes race: a primary fill
-that passes is kept, so a hole the model gets right costs nothing more. Racing every hole
-from the start and letting the score pick, primary included, was worse: held-out one-line
-exact match 8.0% against 11.0% for the primary alone, at 3x the time (docs/ARCHITECTURE.md,
-"Length").
+`lengths - 1` alternatives of exact lengths instead, the last halvings of its allocation
+before one token (4, 2, 1 after 16 with `lengths` 4; 8 too with 5), and the model's score
+picks among those that pass. Only failing holes race: a primary fill that passes is kept,
+so a hole the model gets right costs nothing more. Racing every hole from the start and
+letting the score pick, primary included, was worse: held-out one-line exact match 8.0%
+against 11.0% for the primary alone, at 3x the time (docs/ARCHITECTURE.md, "Length").
+An alternative of one token (or none) wins only when no longer one passes: the score, a
+mean, rates a lone confident token (`return`, `def`, `#`) above longer fills and it is
+seldom what was meant.
 
 So a request costs the primary's passes, plus for a failing hole at most `candidates - 1`
 (or `lengths - 1`) shorter decodes batched in one more round, plus one scoring pass,
@@ -117,6 +120,7 @@ class CandidateJob:
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
         self._choices: list[Choice] | None = None
         self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
+        self._tokens: dict[tuple[int, int], int] = {}  # (span, k) -> tokens of its fill
         self._primary_ids: dict[int, list[int]] = {}
         self._failures: dict[int, str] = {}  # span -> why its primary fill fails
         self.scoring_passes = 0
@@ -286,6 +290,11 @@ class CandidateJob:
             fails = self._why(texts, bad, [{s.index for s in canvas.spans}])
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
+                self._tokens[(i, k)] = len(mine[i])
+        # A fill of one token (or none) is a last resort: scored against longer ones it
+        # wins on its single confident token (`return`, `def`, `#`) and is seldom right.
+        for i, ks in self._passing.items():
+            self._passing[i] = [k for k in ks if self._tokens[(i, k)] > 1] or ks
         self._scoring = (
             scoring_rows(alt_canvases, self._alts, self._passing, self.special.null) or None
         )

@@ -20,11 +20,12 @@ DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no bu
 DEFAULT_CHECKS = "parse,name,comment,keyword,line"
 # Raced lengths in the CLI and the server's code actions (not inline completion, where
 # every millisecond counts): a hole whose length the model chose and whose fill fails its
-# checks races the halvings 8, 4, 2, 1 of its allocation, picked by the model's score.
+# checks races the halvings 4, 2, 1 of its allocation, picked by the model's score.
 # Held-out one-line holes, the shipped model, the other defaults: 95.0% filled cleanly vs
-# 87.5% without, exact match 14.5% either way (docs/ARCHITECTURE.md, "Length"). The
-# engine's own default is 1.
-DEFAULT_LENGTHS = 5
+# 87.5% without, exact match 14.5% either way (docs/ARCHITECTURE.md, "Length"). Racing 8
+# as well (5) cost half the race's passes for one exact match in 800 validation holes
+# ("Passes per produced token"). The engine's own default is 1.
+DEFAULT_LENGTHS = 4
 # Context key/value reuse in the CLI and the server's code actions: a full pass every 4
 # steps, the passes between recompute only the span slots. Held-out one-line holes with
 # the CLI's defaults (the shipped model, test, n=200): exact match 14.5% either way, clean
@@ -74,7 +75,8 @@ class SamplerOptions:
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
     lengths: int = 1  # > 1: a hole whose length the model chose and whose fill fails its
     #                   checks races this many - 1 exact halvings of its allocation, the
-    #                   model's score picks among those that pass; with order
+    #                   last ones before one token (16 slots, 4: 4, 2, 1), the model's
+    #                   score picks among those that pass; with order
     #                   entropy-bound (no null token), such a hole races this many exact
     #                   lengths around its allocation from the start, in the same passes
 
