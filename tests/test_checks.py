@@ -506,22 +506,3 @@ def test_a_header_hole_filled_with_a_header_passes():
         candidates=1,
     )
     assert r.fills[0].rejected is None and "    if lines:\n" in r.text
-
-
-def test_a_header_with_nothing_below_it_is_a_new_syntax_error():
-    # tree-sitter reads `if lines:` before a line that is not deeper as an empty block
-    text = "def f(lines):\n    <mask>\n    return lines\n"
-    r = fill_text(
-        text,
-        denoiser=TargetDenoiser(["if lines:"], confidence=0.99),
-        checks="parse",
-        candidates=1,
-    )
-    assert r.text == text and r.fills[0].rejected == "1 new syntax error"
-    ok = fill_text(
-        text,
-        denoiser=TargetDenoiser(["lines.sort()"], confidence=0.99),
-        checks="parse",
-        candidates=1,
-    )
-    assert ok.fills[0].rejected is None

@@ -9,8 +9,7 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
 
 - `parse`: the fill leaves more tree-sitter ERROR or MISSING nodes touching its range than
   the text before had touching the span (an error elsewhere in the file, or one that was
-  there already, is not the fill's fault); in Python, a block with no statement (`if x:`
-  and nothing indented below it, which tree-sitter reads without an error) counts as one;
+  there already, is not the fill's fault);
 - `comment`: a comment the fill opens runs on over code after it on the same line (the
   fill commented out text it was not given: `for x in  # ...:` hides the colon);
 - `keyword`: a call that the fill touches names one keyword argument twice (Python);
@@ -147,15 +146,6 @@ def _errors(root: Any, r: Range) -> int:
     )
 
 
-def _empty_blocks(root: Any, r: Range) -> int:
-    """Blocks without a statement under a node touching byte range `r`: `if x:` with
-    nothing indented below it. tree-sitter-python reads one as an empty `block`, no error,
-    where Python stops with "expected an indented block"."""
-    return sum(
-        n.type == "block" and n.named_child_count == 0 for n in walk(root, lambda n: touches(n, r))
-    )
-
-
 def _spelled(root: Any, data: bytes) -> set[str]:
     """Every identifier the code of the tree uses or binds; not the words of its comments
     and strings (an f-string's interpolations are code)."""
@@ -257,8 +247,6 @@ def check_fills(
             added = _errors(new_root, _widen(new_data, new)) - _errors(
                 old_root, _widen(old_data, old)
             )
-        if added <= 0 and python and "parse" in kinds:  # what tree-sitter lets pass
-            added = _empty_blocks(new_root, new) - _empty_blocks(old_root, old)
         if added > 0:
             problems.append(
                 Problem("parse", i, f"{added} new syntax error" + ("s" if added > 1 else ""))
