@@ -74,28 +74,25 @@ def test_whole_line_match_counts_indentation_and_line_breaks() -> None:
     assert not same_lines("    x = 1", "    x = 1\n")
 
 
+def _shapes(run_benchmark, model: Path, corpus: Path, out: Path, *args: str) -> tuple:
+    """`eval_shapes` on the tiny model: (the finished process, its results)."""
+    done = run_benchmark(
+        "eval_shapes", "--model", str(model), "--corpus", str(corpus), "--n", "2",
+        "--out", str(out), *args,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done, json.loads(out.read_text())
+
+
 @pytest.mark.slow
 def test_end_to_end_with_and_without_line_holes(
     run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
 ) -> None:
     for extra, name in (([], "on.json"), (["--no-line-holes"], "off.json")):
-        done = run_benchmark(
-            "eval_shapes",
-            "--model",
-            str(tiny_model_dir),
-            "--corpus",
-            str(modules_corpus),
-            "--shapes",
-            "whole-line,block",
-            "--n",
-            "2",
-            "--engine-only",
-            "--out",
-            str(tmp_path / name),
-            *extra,
-        )
-        assert done.returncode == 0, done.stderr
-        result = json.loads((tmp_path / name).read_text())
+        done, result = _shapes(
+            run_benchmark, tiny_model_dir, modules_corpus, tmp_path / name,
+            "--shapes", "whole-line,block", "--engine-only", *extra,
+        )  # fmt: skip
         assert result["line_holes"] is (not extra)
         for shape in ("whole-line", "block"):
             row = result["shapes"][shape]
@@ -107,24 +104,10 @@ def test_end_to_end_with_and_without_line_holes(
 def test_end_to_end_without_statement_ends(
     run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
 ) -> None:
-    done = run_benchmark(
-        "eval_shapes",
-        "--model",
-        str(tiny_model_dir),
-        "--corpus",
-        str(modules_corpus),
-        "--shapes",
-        "part-of-line",
-        "--n",
-        "2",
-        "--lengths-only",
-        "engine",
-        "--no-statement-ends",
-        "--out",
-        str(tmp_path / "off.json"),
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads((tmp_path / "off.json").read_text())
+    _, result = _shapes(
+        run_benchmark, tiny_model_dir, modules_corpus, tmp_path / "off.json",
+        "--shapes", "part-of-line", "--lengths-only", "engine", "--no-statement-ends",
+    )  # fmt: skip
     assert result["statement_ends"] is False
     assert result["shapes"]["part-of-line"]["engine_length"]["n"] == 2
 
