@@ -41,6 +41,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 from diffusion_infill.infill.cli.fill import cmd_fill
 from diffusion_infill.infill.cli.fix import cmd_fix
@@ -98,3 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def run() -> NoReturn:
+    """The `infill` console script: `main`, then exit without tearing the interpreter down.
+    Freeing a loaded model and its thread pools at exit took 0.3-0.4 s of a 1.6 s fill of
+    examples/holes.py; once `main` has returned, its files are written and closed and a
+    worker it spawned is stopped, so there is nothing left to clean up."""
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away after the last write
+        code = _stdout_closed()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(code)

@@ -1,7 +1,5 @@
 """`python -m diffusion_infill.infill.cli`: the `infill` command."""
 
-import sys
+from diffusion_infill.infill.cli import run
 
-from diffusion_infill.infill.cli import main
-
-sys.exit(main())
+run()
