@@ -1,5 +1,5 @@
-"""The `infill` command (its `main`) in a process of its own, on the deterministic fake
-model, for tests that signal it, close its stdout or fill its file system.
+"""The `infill` command (its console script, `run`) in a process of its own, on the
+deterministic fake model, for tests that signal it, close its stdout or fill its file system.
 
     python tests/cli_fake_main.py fill a.py [...]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes import TargetDenoiser  # noqa: E402
 
-from diffusion_infill.infill.cli import main  # noqa: E402
+from diffusion_infill.infill.cli import run  # noqa: E402
 from diffusion_infill.model import loading  # noqa: E402
 
 
@@ -38,4 +38,4 @@ def _load(model_dir=None, **kw):  # noqa: ANN001, ANN202, ANN003
 loading.load_denoiser = _load
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()  # as the console script: exits without tearing the interpreter down

@@ -1,6 +1,6 @@
 """The `infill` command as a process: in-place writes that cannot lose a file, signals,
 a closed stdout, files that are not regular, declared encodings, a start without torch.
-Most run `tests/cli_fake_main.py` (the command's `main` on the fake model)."""
+Most run `tests/cli_fake_main.py` (the command's console script on the fake model)."""
 
 from __future__ import annotations
 
@@ -358,3 +358,16 @@ def test_changed_hunks_take_both_sides_of_a_deletion_and_merge_neighbours():
         "@@ -20,0 +30 @@\n+g\n"
     )
     assert hunks(diff, 30) == [(3, 5), (9, 10), (30, 30)]
+
+
+def test_the_command_flushes_all_its_output_before_it_exits(tmp_path):
+    # the console script leaves with os._exit: what stdout still buffers must be written
+    files = []
+    for i in range(200):
+        f = tmp_path / f"f{i:03d}.py"
+        f.write_text("x = <mask>\n")
+        files.append(str(f))
+    proc = _run("fill", "--json", *files)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 200 and all(json.loads(ln)["text"] == "x = 42\n" for ln in lines)
