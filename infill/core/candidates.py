@@ -120,7 +120,6 @@ class CandidateJob:
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
         self._choices: list[Choice] | None = None
         self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
-        self._tokens: dict[tuple[int, int], int] = {}  # (span, k) -> tokens of its fill
         self._primary_ids: dict[int, list[int]] = {}
         self._failures: dict[int, str] = {}  # span -> why its primary fill fails
         self.scoring_passes = 0
@@ -283,6 +282,7 @@ class CandidateJob:
         queue a scoring pass for the spans that have several passing candidates."""
         failing = set(self._failures)
         alt_canvases = self._alt_canvases()
+        tokens: dict[tuple[int, int], int] = {}  # (span, k) -> tokens of its passing fill
         for ci, (_, k) in enumerate(self._alts):
             canvas = alt_canvases[ci]
             mine = {i: v for i, v in self._ids([canvas]).items() if i in failing}
@@ -290,11 +290,11 @@ class CandidateJob:
             fails = self._why(texts, bad, [{s.index for s in canvas.spans}])
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
-                self._tokens[(i, k)] = len(mine[i])
+                tokens[(i, k)] = len(mine[i])
         # A fill of one token (or none) is a last resort: scored against longer ones it
         # wins on its single confident token (`return`, `def`, `#`) and is seldom right.
         for i, ks in self._passing.items():
-            self._passing[i] = [k for k in ks if self._tokens[(i, k)] > 1] or ks
+            self._passing[i] = [k for k in ks if tokens[(i, k)] > 1] or ks
         self._scoring = (
             scoring_rows(alt_canvases, self._alts, self._passing, self.special.null) or None
         )
