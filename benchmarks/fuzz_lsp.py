@@ -8,7 +8,7 @@ answer.
 Each *server run* starts `python -m diffusion_infill.lsp.server`, initializes it with a
 random position encoding (UTF-8, UTF-16 or UTF-32) and random client capabilities (resolve,
 documentChanges, inline completion, applyEdit), and drives `--sessions-per-server`
-sessions (benchmarks/fuzz_session.py) through it. A session opens documents (unicode, CRLF
+sessions (benchmarks/fuzz_client.py) through it. A session opens documents (unicode, CRLF
 and lone CR, form feeds, lone surrogates, hole markers good and malformed, in odd places;
 percent-escaped URIs), changes them (whole and incremental), asks for code actions on
 random ranges and resolves some of them (stale ones too), inline completion and completion
@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.fuzz_session import Session
+from benchmarks.fuzz_client import Session
 from benchmarks.fuzz_wire import ENCODINGS, Figures, Server, capabilities
 from benchmarks.results_file import write_results
 

@@ -1,4 +1,4 @@
-"""One random session of the LSP fuzzer (benchmarks/fuzz_lsp.py) against a running server:
+"""One random LSP client session of the fuzzer (benchmarks/fuzz_lsp.py) against a running server:
 documents opened (random pieces of text, odd names), changed (whole and incremental) and
 closed; code actions asked and resolved, stale ones too; inline completion and completion;
 requests cancelled at once and malformed ones; some requests left in flight while the
