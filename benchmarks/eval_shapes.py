@@ -18,7 +18,7 @@ break to the model (the ablation of infill/core/lines.py).
 its excerpt of the file (lsp/excerpt.py: 12,000 characters each side by default, whole
 lines, cut where a definition starts, so never inside a docstring); the holes are the same.
 
-Writes benchmarks/results/shapes_<tokens seen>[_window<N>|_editor][_no_line_holes]_<split>.json
+Writes benchmarks/results/shapes_<tokens seen>[_window<N>|_editor][_no_...]_<split>.json
 (or --out).
 """
 
@@ -83,7 +83,10 @@ def main(argv: list[str] | None = None) -> None:
         }
     )
     options = infill.SamplerOptions(
-        line_holes=not args.no_line_holes, statement_ends=not args.no_statement_ends, **cli
+        line_holes=not args.no_line_holes,
+        statement_ends=not args.no_statement_ends,
+        indent_pass=not args.no_indent_pass,
+        **cli,
     )
     den = load_denoiser(args.model)
 
@@ -102,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         "options": cli or "engine",
         "line_holes": options.line_holes,
         "statement_ends": options.statement_ends,
+        "indent_pass": options.indent_pass,
         "shapes": {},
     }
     t0 = time.perf_counter()
@@ -123,8 +127,10 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         if args.window_chars == HELDOUT_WINDOW_CHARS
         else f"_window{args.window_chars}"
     )
-    ablation = ("_no_line_holes" if args.no_line_holes else "") + (
-        "_no_statement_ends" if args.no_statement_ends else ""
+    ablation = (
+        ("_no_line_holes" if args.no_line_holes else "")
+        + ("_no_statement_ends" if args.no_statement_ends else "")
+        + ("_no_indent_pass" if args.no_indent_pass else "")
     )
     name = f"shapes_{checkpoint(Path(model))}{suffix}{ablation}_{args.split}.json"
     return Path("benchmarks/results") / name
@@ -199,6 +205,11 @@ def _parser() -> argparse.ArgumentParser:
         "--no-line-holes",
         action="store_true",
         help="leave a whole-line span's indentation and line break to the model",
+    )
+    parser.add_argument(
+        "--no-indent-pass",
+        action="store_true",
+        help="a whole-line span's depth from the code around it alone, no model pass",
     )
     parser.add_argument(
         "--no-statement-ends",

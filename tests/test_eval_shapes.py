@@ -112,6 +112,39 @@ def test_end_to_end_without_statement_ends(
     assert result["shapes"]["part-of-line"]["engine_length"]["n"] == 2
 
 
+@pytest.mark.slow
+def test_end_to_end_without_the_indent_pass(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
+    _, result = _shapes(
+        run_benchmark, tiny_model_dir, modules_corpus, tmp_path / "off.json",
+        "--shapes", "whole-line", "--lengths-only", "engine", "--no-indent-pass",
+    )  # fmt: skip
+    assert result["indent_pass"] is False
+    assert result["shapes"]["whole-line"]["engine_length"]["n"] == 2
+
+
+def test_indent_study_end_to_end(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "indent.json"
+    done = run_benchmark(
+        "indent_study", "--model", str(tiny_model_dir), "--corpus", str(modules_corpus),
+        "--n", "6", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["summary"]["n"] == len(result["records"]) == 6
+    assert {"truth", "rules", "allowed", "scores"} <= set(result["records"][0])
+    assert "margin_0.5" in result["summary"]
+    assert "rules_right" in done.stdout
+
+
+def test_indent_study_rejects_no_holes(run_benchmark, modules_corpus: Path) -> None:
+    done = run_benchmark("indent_study", "--corpus", str(modules_corpus), "--n", "0")
+    assert done.returncode == 2 and "--n must be >= 1" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -26,6 +26,7 @@ from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.echo import echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
+from diffusion_infill.infill.core.indents import model_indents
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.prepared import PreparedFill
@@ -164,6 +165,23 @@ def _keys(
     return line_keys(keys, frames)
 
 
+def _frames(
+    text: str,
+    before: str,
+    spans: list[Span],
+    decided: Sequence[list[int] | None],
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    language: str | None,
+) -> tuple[list[Frame | None], int]:
+    """Each whole-line span's frame (infill/core/lines.py), its depth the model's where the
+    code leaves it open (Python, `indent_pass`), and the forward passes that took."""
+    frames = line_frames(text, spans, decided=decided, on=options.line_holes)
+    if options.indent_pass and language == PYTHON:
+        return model_indents(text, before, spans, frames, denoiser)
+    return frames, 0
+
+
 def prepare_fill(
     text: str,
     spans: Sequence[Span],
@@ -175,7 +193,8 @@ def prepare_fill(
     parse_text: str | None = None,
     decided: Sequence[list[int] | None] | None = None,
 ) -> PreparedFill:
-    """Validate spans, choose windows, build canvases and the job. No forward pass yet.
+    """Validate spans, choose windows, build canvases and the job. No forward pass yet
+    but one where the model chooses a whole-line span's depth (infill/core/indents.py).
 
     Args:
         text: the original text.
@@ -193,8 +212,8 @@ def prepare_fill(
     check_text(text)
     ordered = check_spans(text, list(spans))
     chosen = _check_decided(ordered, decided)
-    frames = line_frames(text, ordered, decided=chosen, on=options.line_holes)
     before = parse_text if parse_text is not None else text
+    frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language)
     parse = before if language == PYTHON else None  # scope-aware windows for Python
     allocs, windows, canvases = _planned(
         text, ordered, frames, chosen, denoiser, options, rewrite, parse
@@ -221,6 +240,7 @@ def prepare_fill(
         started=started,
         keys=keys,
         frames=frames,
+        probes=probes,
     )
 
 

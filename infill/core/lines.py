@@ -21,6 +21,8 @@ The indentation (`indentation`), from the nearest code lines before and after th
 - after a blank line, the line after the span's depth where it is less indented (a new
   statement after a block);
 - otherwise the line before's own (measured: docs/ARCHITECTURE.md, "Whole-line holes").
+Where the code allows several depths (a hidden line may close blocks: `else:`), the engine
+lets the model choose among them (infill/core/indents.py).
 Comment-only and blank lines are passed over. One step is the file's own (a tab where the
 line before is indented with tabs, else the smallest indentation step seen, else four
 spaces).

@@ -68,6 +68,9 @@ class SamplerOptions:
     eager_ends: bool = True  # no pass on nulls alone; close a span whose slots all predict null
     line_holes: bool = True  # a span of whole lines: the engine writes its indentation and
     #                          line break, the model its code (infill/core/lines.py)
+    indent_pass: bool = True  # Python: one pass lets the model choose a whole-line span's
+    #                           depth where the code around it allows several
+    #                           (infill/core/indents.py)
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
@@ -213,14 +216,9 @@ def _validate(o: SamplerOptions) -> None:
     _int("window_tokens", o.window_tokens, 8, optional=True)
     _validate_cache(o)
     _validate_checks(o)
-    if not isinstance(o.eager_ends, bool):
-        raise OptionError(f"eager_ends must be true or false, got {o.eager_ends!r}")
-    if not isinstance(o.line_holes, bool):
-        raise OptionError(f"line_holes must be true or false, got {o.line_holes!r}")
-    if not isinstance(o.statement_ends, bool):
-        raise OptionError(f"statement_ends must be true or false, got {o.statement_ends!r}")
-    if not isinstance(o.exact_length, bool):
-        raise OptionError(f"exact_length must be true or false, got {o.exact_length!r}")
+    for name in ("eager_ends", "line_holes", "indent_pass", "statement_ends", "exact_length"):
+        if not isinstance(value := getattr(o, name), bool):
+            raise OptionError(f"{name} must be true or false, got {value!r}")
     if _real("temperature", o.temperature) < 0:
         raise OptionError(f"temperature must be >= 0, got {o.temperature}")
 

@@ -40,6 +40,7 @@ class PreparedFill:
         started: float,
         keys: list[str | None],
         frames: Sequence[Frame | None] | None = None,
+        probes: int = 0,
     ) -> None:
         self.text = text
         self.spans = spans
@@ -53,6 +54,7 @@ class PreparedFill:
         # per span: what the engine writes around its fill (a selection of whole lines:
         # infill/core/lines.py), None when the model writes it all
         self.frames = list(frames) if frames is not None else [None] * len(spans)
+        self.probes = probes  # forward passes before the job (infill/core/indents.py)
 
     def span_texts(self) -> list[tuple[int, str]]:
         """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:
@@ -112,10 +114,10 @@ class PreparedFill:
             spans=len(self.spans),
             windows=len(self.windows),
             tokens=tokens,
-            nfe=job.nfe,
-            steps=job.steps,
+            nfe=job.nfe + self.probes,
+            steps=job.steps + self.probes,
             ms=round((time.perf_counter() - self.started) * 1000, 3),
-            nfe_per_token=job.nfe / max(tokens, 1),
+            nfe_per_token=(job.nfe + self.probes) / max(tokens, 1),
             scored=job.scored,
             remasks=job.remasks,
             grown=sum(n for r in job.trace for _, n in r.grown),

@@ -1,0 +1,169 @@
+"""The depth of a whole-line span, chosen by the model where the code around it leaves it
+open (infill/core/lines.py frames such a span with an indentation read from that code).
+
+After a plain statement the hidden line may go on at the same depth or close one or more
+blocks (`else:`, `except OSError:`, a method after a method): the rules of
+`lines.indentation` read only the code around the span and guess the line before's depth.
+The depths the code allows are the levels of the blocks that enclose the line before, from
+its own depth out to one step above the line below's (a line shallower than the line below
+must open the block that holds it). Where there are several, one forward pass asks the
+model: the span's text masked as natural code (no indentation given), the first slot's
+distribution read as a distribution over depths. The tokenizer writes eight spaces and
+`else` as `       ` + ` else`, so a first token of k spaces alone means depth k + 1, and a
+token of k spaces followed by code means depth k (a tokenizer that writes `        ` +
+`else` is recognised: k spaces alone are depth k there). The likeliest depth replaces the rules'
+when it is more likely by MARGIN (natural log); tabs and spans the rules settle are left
+to them.
+
+    frames, passes = model_indents(text, before, spans, frames, denoiser)
+
+Measured: docs/ARCHITECTURE.md, "Whole-line holes".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+
+import numpy as np
+
+from diffusion_infill.infill.core.lines import (
+    _COMMENT,
+    _OPENERS,
+    Frame,
+    _code_lines,
+    _indent_of,
+    _step,
+)
+from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.model.denoiser import Denoiser
+
+MARGIN = 0.5  # how much likelier (nats) a depth must be than the rules' to replace it
+PROBE_SLOTS = 16  # masks in place of the span's text, as a hole's default allocation
+RIGHT_SHARE = 3  # the probe keeps at most 1/RIGHT_SHARE of its tokens for the code after
+
+
+def depths(text: str, start: int, end: int) -> list[str]:
+    """The indentations the code around text[start:end] (whole lines) allows its first
+    line, deepest first; [] when the code settles it (after a line that opens a block, at
+    the top of the text, or where tabs indent)."""
+    before = _code_lines(text[:start])
+    if not before:
+        return []
+    prev = before[-1].rstrip()
+    if _COMMENT.sub("", prev).endswith(_OPENERS):
+        return []
+    levels: list[str] = []
+    for line in reversed(before):
+        indent = _indent_of(line)
+        if "\t" in indent:
+            return []
+        if not levels or len(indent) < len(levels[-1]):
+            levels.append(indent)
+            if not indent:
+                break
+    after = _code_lines(text[end:])
+    if after:
+        below = _indent_of(after[0])
+        lowest = len(below) - len(_step(text, _indent_of(prev)))
+        levels = [d for d in levels if len(d) >= lowest]
+    return levels if len(levels) > 1 else []
+
+
+def _left_out(denoiser: Denoiser) -> int:
+    """How many of a line's indentation spaces its first token leaves to the next: 1
+    where the tokenizer spells eight spaces and `else` as `       ` + ` else`, 0 where
+    it spells them `        ` + `else`; 1 when its spelling does not tell (no runs)."""
+    runs = []
+    for n in (4, 8):
+        pieces = [denoiser.decode([t]) for t in denoiser.encode(f"x\n{' ' * n}y\n")]
+        after = pieces[pieces.index("\n") + 1] if "\n" in pieces[:-1] else ""
+        runs.append(len(after) if after and not after.strip(" ") else 0)
+    return 8 - runs[1] if runs[1] - runs[0] == 4 and runs[1] in (7, 8) else 1
+
+
+@lru_cache(maxsize=16)
+def token_depths(denoiser: Denoiser) -> np.ndarray:
+    """Per id, the depth a line that starts with that token has (see the module
+    docstring), or -1 (special ids, tabs, line breaks, ids without text)."""
+    left_out = _left_out(denoiser)
+    sp = denoiser.special
+    out = np.full(denoiser.vocab_size, -1, dtype=np.int32)
+    for t in range(denoiser.vocab_size):
+        if t in (sp.mask, sp.null, sp.pad):
+            continue
+        try:
+            piece = denoiser.decode([t])
+        except (ValueError, KeyError, IndexError):  # an id with no text of its own
+            continue
+        code = piece.lstrip(" ")
+        spaces = len(piece) - len(code)
+        if not code:
+            out[t] = spaces + left_out if spaces else -1
+        elif not code[0].isspace():
+            out[t] = spaces
+    return out
+
+
+def probe(before: str, span: Span, denoiser: Denoiser) -> tuple[list[int], int]:
+    """The probe canvas of `span`: the code before it, PROBE_SLOTS masks, the code after
+    it from the line break that closes it; and the first mask's position."""
+    budget = denoiser.max_length - PROBE_SLOTS
+    tail = 1 if span.end > span.start and before[span.end - 1] == "\n" else 0
+    right = denoiser.encode(before[span.end - tail :])[: budget // RIGHT_SHARE]
+    left = denoiser.encode(before[: span.start])
+    left = left[max(0, len(left) - (budget - len(right))) :]
+    return left + [denoiser.special.mask] * PROBE_SLOTS + right, len(left)
+
+
+def depth_scores(row: np.ndarray, options: Sequence[str], depth_of: np.ndarray) -> dict[str, float]:
+    """The log-probability of each of `options` (indentations) from the probe's first
+    slot's logits `row`: the summed probability of the ids that start a line of that
+    depth (`token_depths`); an indentation no id starts is left out."""
+    logp = log_softmax(row[None, :])[0]
+    scores = {}
+    for indent in options:
+        hit = depth_of == len(indent)
+        if hit.any():
+            scores[indent] = float(np.logaddexp.reduce(logp[hit]))
+    return scores
+
+
+def choose(scores: dict[str, float], rule: str, margin: float = MARGIN) -> str:
+    """The likeliest indentation of `scores` when it beats `rule`'s by `margin`; else
+    `rule` (also when the rules' depth has no score)."""
+    if rule not in scores:
+        return rule
+    best = max(scores, key=lambda d: scores[d])
+    return best if scores[best] > scores[rule] + margin else rule
+
+
+def model_indents(
+    text: str,
+    before: str,
+    spans: Sequence[Span],
+    frames: Sequence[Frame | None],
+    denoiser: Denoiser,
+) -> tuple[list[Frame | None], int]:
+    """`frames` with the model's depth for each framed span the code leaves open, and
+    the forward passes that took (0 or 1: one batched call for all such spans).
+    `before` is the text the probe reads (holes neutralised; same offsets as `text`)."""
+    out = list(frames)
+    asked = [
+        (i, options)
+        for i, (s, f) in enumerate(zip(spans, frames, strict=True))
+        if f is not None and (options := depths(text, s.start, s.end))
+    ]
+    if not asked:
+        return out, 0
+    probes = [probe(before, spans[i], denoiser) for i, _ in asked]
+    rows = denoiser.logits([ids for ids, _ in probes], [[at] for _, at in probes])
+    depth_of = token_depths(denoiser)
+    for (i, options), arr in zip(asked, rows, strict=True):
+        frame = out[i]
+        assert frame is not None
+        scores = depth_scores(np.asarray(arr)[0], options, depth_of)
+        out[i] = replace(frame, head=choose(scores, frame.head))
+    return out, 1
