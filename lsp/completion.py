@@ -248,6 +248,7 @@ def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOp
             default_span_tokens=tokens,
             max_span_tokens=max(s.max_tokens, tokens),
             grow_cap=max(s.grow_cap, tokens),
+            window_tokens=s.multiline_window,
             max_steps=steps,
             cache_refresh=DEFAULT_CACHE_REFRESH,
             carry_key=carry,

@@ -153,6 +153,10 @@ class Settings:
     completion_window: int = _s("completionWindowTokens", _int(16, 4096), default=128)
     completion_steps: int = _s("completionSteps", _int(1, 64), default=4)
     multiline_steps: int = _s("multilineSteps", _int(1, 4096), default=8)  # empty line
+    # an empty line's canvas tokens; None: as much as the model reads (a code action's)
+    multiline_window: int | None = _s(
+        "multilineWindowTokens", _optional(_int(16, 4096)), default=None
+    )
     # carry the last keystroke's context keys/values over to the next completion of the
     # document where the two canvases agree (an approximation; a full pass every 8)
     completion_reuse: bool = _s("completionReuse", _bool, default=True)

@@ -237,7 +237,12 @@ def test_one_line_completion_keeps_to_its_pass_budget(worker):
 
 
 def test_completion_budget_settings_are_validated(worker):
-    bad = {"completionSteps": 0, "completionWindowTokens": "big", "multilineSteps": -1}
+    bad = {
+        "completionSteps": 0,
+        "completionWindowTokens": "big",
+        "multilineSteps": -1,
+        "multilineWindowTokens": 8,
+    }
 
     async def go():
         async with lsp(worker, bad) as (client, _):
@@ -290,3 +295,22 @@ def test_keystrokes_carry_the_context_cache_over_per_document():
         assert not set(fake.forgotten) & {on_a[0].carry, on_b[0].carry}
         off_a, off_b = run(go({"completionReuse": False}))
         assert off_a and all(h.carry is None for h in off_a + off_b)
+
+
+def test_an_empty_lines_canvas_keeps_to_its_window_setting():
+    # 60 lines above the block: the default canvas takes as many as the model reads,
+    # multilineWindowTokens fewer (a faster pass on a slow CPU)
+    text = "x = 1\n" * 60 + "def multi():\n    \n"
+    fake = LspFake()
+
+    async def widest(settings: dict) -> int:
+        fake.calls.clear()
+        async with lsp(address, settings) as (client, _):
+            uri = open_doc(client, "window.py", text)
+            (item,) = await inline(client, uri, pos(61, 4))
+            assert item.insert_text == "a = 1\n    return a"
+        return max(len(c) for canvases, _ in fake.calls for c in canvases)
+
+    with fake_worker(fake) as address:
+        assert run(widest({})) > 200
+        assert run(widest({"multilineWindowTokens": 128})) <= 128
