@@ -101,27 +101,22 @@ def test_end_to_end_with_and_without_line_holes(
 
 
 @pytest.mark.slow
-def test_end_to_end_without_statement_ends(
-    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("shape", "flag", "key"),
+    [
+        ("part-of-line", "--no-statement-ends", "statement_ends"),
+        ("whole-line", "--no-indent-pass", "indent_pass"),
+    ],
+)
+def test_end_to_end_with_an_engine_rule_off(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path, shape, flag, key
 ) -> None:
     _, result = _shapes(
         run_benchmark, tiny_model_dir, modules_corpus, tmp_path / "off.json",
-        "--shapes", "part-of-line", "--lengths-only", "engine", "--no-statement-ends",
+        "--shapes", shape, "--lengths-only", "engine", flag,
     )  # fmt: skip
-    assert result["statement_ends"] is False
-    assert result["shapes"]["part-of-line"]["engine_length"]["n"] == 2
-
-
-@pytest.mark.slow
-def test_end_to_end_without_the_indent_pass(
-    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
-) -> None:
-    _, result = _shapes(
-        run_benchmark, tiny_model_dir, modules_corpus, tmp_path / "off.json",
-        "--shapes", "whole-line", "--lengths-only", "engine", "--no-indent-pass",
-    )  # fmt: skip
-    assert result["indent_pass"] is False
-    assert result["shapes"]["whole-line"]["engine_length"]["n"] == 2
+    assert result[key] is False
+    assert result["shapes"][shape]["engine_length"]["n"] == 2
 
 
 def test_indent_study_end_to_end(

@@ -100,6 +100,9 @@ def test_depths_the_code_allows():
     assert depths(CODE, start, len(CODE)) == ["        ", "    ", ""]
     start = CODE.index("        y = 1")
     assert depths(CODE, start, CODE.index("\n", start) + 1) == []  # after `if x:`
+    inside = "        a = 1\n        b = 2\n\n    c = 3\n"  # an excerpt: no header above
+    start = inside.index("    c = 3")
+    assert depths(inside, start, len(inside)) == ["        ", "    ", ""]
     tabs = "if x:\n\ty = 1\n\tz = 2\n"
     assert depths(tabs, tabs.index("\tz"), len(tabs)) == []
 

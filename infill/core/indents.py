@@ -6,14 +6,15 @@ blocks (`else:`, `except OSError:`, a method after a method): the rules of
 `lines.indentation` read only the code around the span and guess the line before's depth.
 The depths the code allows are the levels of the blocks that enclose the line before, from
 its own depth out to one step above the line below's (a line shallower than the line below
-must open the block that holds it). Where there are several, one forward pass asks the
-model: the span's text masked as natural code (no indentation given), the first slot's
-distribution read as a distribution over depths. The tokenizer writes eight spaces and
-`else` as `       ` + ` else`, so a first token of k spaces alone means depth k + 1, and a
-token of k spaces followed by code means depth k (a tokenizer that writes `        ` +
-`else` is recognised: k spaces alone are depth k there). The likeliest depth replaces the rules'
-when it is more likely by MARGIN (natural log); tabs and spans the rules settle are left
-to them.
+must open the block that holds it); where the text starts inside a block (an excerpt), the
+levels out from its shallowest line are taken a step each. Where there are several, one
+forward pass asks the model: the span's text masked as natural code (no indentation
+given), the first slot's distribution read as a distribution over depths. The tokenizer
+writes eight spaces and `else` as `       ` + ` else`, so a first token of k spaces alone
+means depth k + 1, and a token of k spaces followed by code means depth k (a tokenizer
+that writes `        ` + `else` is recognised: k spaces alone are depth k there). The
+likeliest depth replaces the rules' when it is more likely by MARGIN (natural log); tabs
+and spans the rules settle are left to them.
 
     frames, passes = model_indents(text, before, spans, frames, denoiser)
 
@@ -48,7 +49,8 @@ RIGHT_SHARE = 3  # the probe keeps at most 1/RIGHT_SHARE of its tokens for the c
 def depths(text: str, start: int, end: int) -> list[str]:
     """The indentations the code around text[start:end] (whole lines) allows its first
     line, deepest first; [] when the code settles it (after a line that opens a block, at
-    the top of the text, or where tabs indent)."""
+    the top of the text, or where tabs indent). Where the text starts inside a block, the
+    levels out from its shallowest line are a step each."""
     before = _code_lines(text[:start])
     if not before:
         return []
@@ -64,10 +66,12 @@ def depths(text: str, start: int, end: int) -> list[str]:
             levels.append(indent)
             if not indent:
                 break
+    step = len(_step(text, _indent_of(prev)))
+    while levels[-1]:  # the text starts inside a block: the levels out, a step each
+        levels.append(" " * max(0, len(levels[-1]) - step))
     after = _code_lines(text[end:])
     if after:
-        below = _indent_of(after[0])
-        lowest = len(below) - len(_step(text, _indent_of(prev)))
+        lowest = len(_indent_of(after[0])) - step
         levels = [d for d in levels if len(d) >= lowest]
     return levels if len(levels) > 1 else []
 
