@@ -231,3 +231,34 @@ def test_bad_arguments_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     corpus = run_benchmark("real_fixes", "build", "--corpus", str(tmp_path / "nowhere"))
     assert corpus.returncode == 2
     assert "python -m diffusion_infill.model.training.corpus" in corpus.stderr
+
+
+@pytest.mark.slow
+def test_the_masked_line_ranking_runs_end_to_end(
+    run_benchmark, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    fixes, out = tmp_path / "fixes.jsonl", tmp_path / "lines.json"
+    _tiny_set(fixes)
+    done = run_benchmark(
+        "real_fix_lines", "--set", str(fixes), "--model", str(tiny_model_dir), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["n"] == len(got["records"]) == 2
+    for pool in ("every line", "code lines (no comment-only line)"):
+        for name, row in got["rules"][pool].items():
+            assert 0.0 <= row["top1_line"] <= row["top3_line"] <= 1.0, (pool, name)
+    for record in got["records"]:
+        window_lines = [line["line"] for line in record["lines"]]
+        assert record["truth"] in window_lines
+        for x in record["lines"]:
+            assert x["tokens"] > 0 and x["masked_worst3"] >= x["masked_sum"]
+    assert "masked, sum" in done.stdout and "random" in done.stdout
+
+
+def test_the_masked_line_ranking_rejects_bad_arguments(run_benchmark, tmp_path: Path) -> None:
+    missing = run_benchmark("real_fix_lines", "--set", str(tmp_path / "none.jsonl"))
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    _tiny_set(tmp_path / "fixes.jsonl")
+    zero = run_benchmark("real_fix_lines", "--set", str(tmp_path / "fixes.jsonl"), "--n", "0")
+    assert zero.returncode == 2 and "--n must be at least 1" in zero.stderr
