@@ -2,6 +2,7 @@
 the fixer looks.
 
     python -m benchmarks.real_fix_lines [--set data/real_fixes.jsonl] [--n N] [--model DIR]
+    python -m benchmarks.real_fix_lines --injected 400 [--split valid]
 
 The fixer (benchmarks/real_fixes.py) ranks a window's lines by their worst token in one
 pass with every token in view. Here each line with a non-whitespace character (the lines
@@ -13,7 +14,9 @@ tokens first, and random; among every line, and among the lines that are not com
 alone (a one-line fix in the set never is). Prints top-1 and top-3 line localisation per
 rule and writes
 benchmarks/results/real_fix_lines_<tokens seen>.json (or --out). Two passes per line:
-about 0.6 s a window of 17 lines on two CPU threads.
+about 0.6 s a window of 17 lines on two CPU threads. `--injected N` ranks the lines of
+the injected-bug windows the fixer's held-out figure comes from instead
+(`eval_model --parts bugs --n-bugs N`), to _injected_<split>.json.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks.fix_eval import checkpoint
+from benchmarks.heldout import bug_examples, load_test_files
 from benchmarks.real_fixes import SET, load_set
 from benchmarks.results_file import write_results
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 RIGHT_SHARE = 3  # at most this share of a canvas's context comes after the line
+BUG_SEED = 2  # the injected bugs' seed: eval_model's (--seed 0 + 2), the fixer's figure
 
 # rule -> score of a line (higher: more suspicious) from its masked and in-view token
 # log-probabilities
@@ -122,18 +127,41 @@ def compact(record: dict) -> dict:
     return {"truth": record["truth"], "lines": lines}
 
 
+def _examples(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[dict]:
+    """The windows: the real-fix set's, or --injected bug windows (the changed line is
+    the one that holds the injected bug)."""
+    if args.injected is None:
+        if not args.set.is_file():
+            parser.error(f"{args.set} not found: python -m benchmarks.real_fixes build")
+        return load_set(args.set)[: args.n]
+    path = args.corpus / f"{args.split}.jsonl"
+    if not path.is_file():
+        parser.error(f"{path} not found: python -m diffusion_infill.model.training.corpus")
+    bugs = bug_examples(load_test_files(args.corpus, args.split), args.injected, seed=BUG_SEED)
+    return [{"window": b.buggy, "window_line": b.buggy.count("\n", 0, b.start)} for b in bugs]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", type=Path, default=SET, help="the real-fix set (jsonl)")
     parser.add_argument("--n", type=int, default=None, help="the first N windows")
     parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument(
+        "--injected",
+        type=int,
+        default=None,
+        metavar="N",
+        help="instead, N injected-bug windows of --split (eval_model's: the fixer's figure)",
+    )
+    parser.add_argument("--split", default="valid", help="with --injected")
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.n is not None and args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
-    if not args.set.is_file():
-        parser.error(f"{args.set} not found: build it with python -m benchmarks.real_fixes build")
-    examples = load_set(args.set)[: args.n]
+    if args.injected is not None and args.injected < 1:
+        parser.error(f"--injected must be at least 1, got {args.injected}")
+    examples = _examples(parser, args)
     den = load_denoiser(args.model)
     t0 = time.perf_counter()
     records = [window_lines(den, ex) for ex in tqdm(examples, file=sys.stderr, leave=False)]
@@ -154,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
         "seconds": round(time.perf_counter() - t0, 1),
         "records": [compact(r) for r in records],
     }
-    out = args.out or Path("benchmarks/results") / f"real_fix_lines_{checkpoint(model)}.json"
+    which = "" if args.injected is None else f"_injected_{args.split}"
+    out = args.out or Path("benchmarks/results") / f"real_fix_lines_{checkpoint(model)}{which}.json"
     write_results("real_fix_lines", args.model, results, out)
 
 

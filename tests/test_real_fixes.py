@@ -256,9 +256,29 @@ def test_the_masked_line_ranking_runs_end_to_end(
     assert "masked, sum" in done.stdout and "random" in done.stdout
 
 
+@pytest.mark.slow
+def test_the_masked_line_ranking_of_injected_bugs(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "injected.json"
+    done = run_benchmark(
+        "real_fix_lines", "--injected", "4", "--split", "test", "--corpus", str(modules_corpus),
+        "--model", str(tiny_model_dir), "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["n"] == 4
+    for record in got["records"]:  # the line that holds the bug is among those ranked
+        assert record["truth"] in [x["line"] for x in record["lines"]]
+
+
 def test_the_masked_line_ranking_rejects_bad_arguments(run_benchmark, tmp_path: Path) -> None:
     missing = run_benchmark("real_fix_lines", "--set", str(tmp_path / "none.jsonl"))
     assert missing.returncode == 2 and "not found" in missing.stderr
     _tiny_set(tmp_path / "fixes.jsonl")
     zero = run_benchmark("real_fix_lines", "--set", str(tmp_path / "fixes.jsonl"), "--n", "0")
     assert zero.returncode == 2 and "--n must be at least 1" in zero.stderr
+    none = run_benchmark("real_fix_lines", "--injected", "0")
+    assert none.returncode == 2 and "--injected must be at least 1" in none.stderr
+    nowhere = run_benchmark("real_fix_lines", "--injected", "3", "--corpus", str(tmp_path))
+    assert nowhere.returncode == 2 and "valid.jsonl not found" in nowhere.stderr
