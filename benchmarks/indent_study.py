@@ -18,21 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from benchmarks.eval_shapes import checkpoint
 from benchmarks.heldout import heldout_arguments, heldout_files
 from benchmarks.results_file import write_results
 from benchmarks.shapes import shape_examples
-from diffusion_infill.infill.core.indents import (
-    MARGIN,
-    choose,
-    depth_scores,
-    depths,
-    probe,
-    token_depths,
-)
+from diffusion_infill.infill.core.indents import MARGIN, choose, depths, open_depths
 from diffusion_infill.infill.core.lines import line_frames
 from diffusion_infill.infill.core.spans import Span, neutralise
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
@@ -43,23 +35,18 @@ MARGINS = (0.0, 0.25, MARGIN, 1.0, 2.0)  # nats; MARGIN is what the engine uses
 def study(den, examples: list) -> list[dict]:  # noqa: ANN001
     """Per hole: the true indentation's width, the rules', and where the code allows
     several depths, the model's log-probability of each (by width)."""
-    depth_of = token_depths(den)
     records = []
     for ex in tqdm(examples, desc="indentation", file=sys.stderr, leave=False):
         span = Span(ex.start, ex.end)
-        (frame,) = line_frames(ex.text, [span])
-        assert frame is not None
+        frames = line_frames(ex.text, [span])
+        assert frames[0] is not None
         allowed = depths(ex.text, ex.start, ex.end)
-        scores: dict[str, float] = {}
-        if allowed:
-            ids, at = probe(neutralise(ex.text, [span]), span, den)
-            (row,) = den.logits([ids], [[at]])
-            scores = depth_scores(np.asarray(row)[0], allowed, depth_of)
+        scores = open_depths(ex.text, neutralise(ex.text, [span]), [span], frames, den).get(0, {})
         truth = ex.truth[: len(ex.truth) - len(ex.truth.lstrip(" \t"))]
         records.append(
             {
                 "truth": len(truth),
-                "rules": len(frame.head),
+                "rules": len(frames[0].head),
                 "allowed": [len(d) for d in allowed],
                 "scores": {len(d): round(v, 4) for d, v in scores.items()},
             }

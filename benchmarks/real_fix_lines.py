@@ -34,10 +34,10 @@ from benchmarks.fix_eval import checkpoint
 from benchmarks.heldout import bug_examples, load_test_files
 from benchmarks.real_fixes import SET, load_set
 from benchmarks.results_file import write_results
+from diffusion_infill.infill.core.canvas import fitted
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
-RIGHT_SHARE = 3  # at most this share of a canvas's context comes after the line
 BUG_SEED = 2  # the injected bugs' seed: eval_model's (--seed 0 + 2), the fixer's figure
 
 # rule -> score of a line (higher: more suspicious) from its masked and in-view token
@@ -60,10 +60,9 @@ def _canvases(den, window: str, line: int) -> tuple[list[int], list[int], list[i
     text = lines[line]
     a, b = start + len(text) - len(text.lstrip()), start + len(text)
     left, mid, right = den.encode(window[:a]), den.encode(window[a:b]), den.encode(window[b:])
-    room = den.max_length - len(mid)
-    right = right[: room // RIGHT_SHARE]
-    left = left[max(0, len(left) - (room - len(right))) :]
-    return left + [den.special.mask] * len(mid) + right, left + mid + right, mid, len(left)
+    masked, at = fitted(left, [den.special.mask] * len(mid), right, den.max_length)
+    seen, _ = fitted(left, mid, right, den.max_length)
+    return masked, seen, mid, at
 
 
 def window_lines(den, ex: dict) -> dict:  # noqa: ANN001

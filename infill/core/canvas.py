@@ -18,6 +18,7 @@ from diffusion_infill.model.denoiser import SpecialIds
 
 Slot = tuple[int, int]  # (span index in the request, slot index in the span)
 
+RIGHT_SHARE = 3  # `fitted`: at most 1/RIGHT_SHARE of the context comes after the middle
 MASK_GLYPH = "░"  # a masked slot, in traces
 NULL_GLYPH = "∅"  # a null slot, in traces
 
@@ -114,3 +115,16 @@ def render(ids: Sequence[int], special: SpecialIds, decode: Callable[[list[int]]
     if run:
         out.append(decode(run))
     return "".join(out)
+
+
+def fitted(
+    left: Sequence[int], middle: Sequence[int], right: Sequence[int], max_length: int
+) -> tuple[list[int], int]:
+    """`left + middle + right` cut to `max_length` ids: the right kept up to
+    1/RIGHT_SHARE of the room the middle leaves, the left's end filling the rest; and
+    where the middle starts. A one-off canvas for a single pass (a probe, a score), not
+    a window's."""
+    room = max_length - len(middle)
+    right = list(right[: room // RIGHT_SHARE])
+    left = list(left[max(0, len(left) - (room - len(right))) :])
+    return left + list(middle) + right, len(left)

@@ -29,6 +29,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from diffusion_infill.infill.core.canvas import fitted
+from diffusion_infill.infill.core.limits import token_texts
 from diffusion_infill.infill.core.lines import (
     _COMMENT,
     _OPENERS,
@@ -43,7 +45,6 @@ from diffusion_infill.model.denoiser import Denoiser
 
 MARGIN = 0.5  # how much likelier (nats) a depth must be than the rules' to replace it
 PROBE_SLOTS = 16  # masks in place of the span's text, as a hole's default allocation
-RIGHT_SHARE = 3  # the probe keeps at most 1/RIGHT_SHARE of its tokens for the code after
 
 
 def depths(text: str, start: int, end: int) -> list[str]:
@@ -93,14 +94,9 @@ def token_depths(denoiser: Denoiser) -> np.ndarray:
     """Per id, the depth a line that starts with that token has (see the module
     docstring), or -1 (special ids, tabs, line breaks, ids without text)."""
     left_out = _left_out(denoiser)
-    sp = denoiser.special
     out = np.full(denoiser.vocab_size, -1, dtype=np.int32)
-    for t in range(denoiser.vocab_size):
-        if t in (sp.mask, sp.null, sp.pad):
-            continue
-        try:
-            piece = denoiser.decode([t])
-        except (ValueError, KeyError, IndexError):  # an id with no text of its own
+    for t, piece in enumerate(token_texts(denoiser)):
+        if piece is None:
             continue
         code = piece.lstrip(" ")
         spaces = len(piece) - len(code)
@@ -114,12 +110,13 @@ def token_depths(denoiser: Denoiser) -> np.ndarray:
 def probe(before: str, span: Span, denoiser: Denoiser) -> tuple[list[int], int]:
     """The probe canvas of `span`: the code before it, PROBE_SLOTS masks, the code after
     it from the line break that closes it; and the first mask's position."""
-    budget = denoiser.max_length - PROBE_SLOTS
     tail = 1 if span.end > span.start and before[span.end - 1] == "\n" else 0
-    right = denoiser.encode(before[span.end - tail :])[: budget // RIGHT_SHARE]
-    left = denoiser.encode(before[: span.start])
-    left = left[max(0, len(left) - (budget - len(right))) :]
-    return left + [denoiser.special.mask] * PROBE_SLOTS + right, len(left)
+    return fitted(
+        denoiser.encode(before[: span.start]),
+        [denoiser.special.mask] * PROBE_SLOTS,
+        denoiser.encode(before[span.end - tail :]),
+        denoiser.max_length,
+    )
 
 
 def depth_scores(row: np.ndarray, options: Sequence[str], depth_of: np.ndarray) -> dict[str, float]:
@@ -144,6 +141,33 @@ def choose(scores: dict[str, float], rule: str, margin: float = MARGIN) -> str:
     return best if scores[best] > scores[rule] + margin else rule
 
 
+def open_depths(
+    text: str,
+    before: str,
+    spans: Sequence[Span],
+    frames: Sequence[Frame | None],
+    denoiser: Denoiser,
+) -> dict[int, dict[str, float]]:
+    """Per framed span whose depth the code leaves open (by index), the model's
+    log-probability of each depth it allows (`depth_scores`): one batched forward pass
+    for all such spans, none when there is none. `before` is the text the probe reads
+    (holes neutralised; same offsets as `text`)."""
+    asked = [
+        (i, options)
+        for i, (s, f) in enumerate(zip(spans, frames, strict=True))
+        if f is not None and (options := depths(text, s.start, s.end))
+    ]
+    if not asked:
+        return {}
+    probes = [probe(before, spans[i], denoiser) for i, _ in asked]
+    rows = denoiser.logits([ids for ids, _ in probes], [[at] for _, at in probes])
+    depth_of = token_depths(denoiser)
+    return {
+        i: depth_scores(np.asarray(arr)[0], options, depth_of)
+        for (i, options), arr in zip(asked, rows, strict=True)
+    }
+
+
 def model_indents(
     text: str,
     before: str,
@@ -151,23 +175,12 @@ def model_indents(
     frames: Sequence[Frame | None],
     denoiser: Denoiser,
 ) -> tuple[list[Frame | None], int]:
-    """`frames` with the model's depth for each framed span the code leaves open, and
-    the forward passes that took (0 or 1: one batched call for all such spans).
-    `before` is the text the probe reads (holes neutralised; same offsets as `text`)."""
+    """`frames` with the model's depth for each framed span the code leaves open
+    (`open_depths`, `choose`), and the forward passes that took (0 or 1)."""
+    scores = open_depths(text, before, spans, frames, denoiser)
     out = list(frames)
-    asked = [
-        (i, options)
-        for i, (s, f) in enumerate(zip(spans, frames, strict=True))
-        if f is not None and (options := depths(text, s.start, s.end))
-    ]
-    if not asked:
-        return out, 0
-    probes = [probe(before, spans[i], denoiser) for i, _ in asked]
-    rows = denoiser.logits([ids for ids, _ in probes], [[at] for _, at in probes])
-    depth_of = token_depths(denoiser)
-    for (i, options), arr in zip(asked, rows, strict=True):
+    for i, found in scores.items():
         frame = out[i]
         assert frame is not None
-        scores = depth_scores(np.asarray(arr)[0], options, depth_of)
-        out[i] = replace(frame, head=choose(scores, frame.head))
-    return out, 1
+        out[i] = replace(frame, head=choose(found, frame.head))
+    return out, 1 if scores else 0

@@ -6,6 +6,7 @@ so a fill cannot close the string literal it sits in.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from functools import lru_cache
 
 from diffusion_infill.infill.core.scopes import PythonScopes
@@ -14,22 +15,30 @@ from diffusion_infill.model.denoiser import Denoiser
 
 
 @lru_cache(maxsize=16)
-def ids_with(denoiser: Denoiser, chars: str) -> tuple[int, ...]:
-    """The ids whose text holds any of `chars` (special ids never do): one decode per id
-    of the vocabulary, once per denoiser and set of characters."""
+def token_texts(denoiser: Denoiser) -> tuple[str | None, ...]:
+    """Per id of the vocabulary, its text; None for the special ids and ids with no
+    text of their own. One decode per id, once per denoiser."""
     sp = denoiser.special
     special = {sp.mask, sp.null, sp.pad}
-    found = []
+    out: list[str | None] = []
     for t in range(denoiser.vocab_size):
-        if t in special:
-            continue
-        try:
-            piece = denoiser.decode([t])
-        except (ValueError, KeyError, IndexError):  # an id with no text of its own
-            continue
-        if any(c in piece for c in chars):
-            found.append(t)
-    return tuple(found)
+        piece = None
+        # an id with no text of its own raises: None
+        with suppress(ValueError, KeyError, IndexError):
+            piece = None if t in special else denoiser.decode([t])
+        out.append(piece)
+    return tuple(out)
+
+
+@lru_cache(maxsize=16)
+def ids_with(denoiser: Denoiser, chars: str) -> tuple[int, ...]:
+    """The ids whose text holds any of `chars` (special ids never do), once per
+    denoiser and set of characters."""
+    return tuple(
+        t
+        for t, piece in enumerate(token_texts(denoiser))
+        if piece is not None and any(c in piece for c in chars)
+    )
 
 
 def fill_limits(spans: list[Span], scopes: PythonScopes | None) -> list[str]:

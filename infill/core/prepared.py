@@ -109,15 +109,16 @@ class PreparedFill:
     def _stats(self, fills: list[SpanFill]) -> FillStats:
         job = self.job
         tokens = sum(f.tokens for f in fills)
+        nfe = job.nfe + self.probes
         return FillStats(
             model=getattr(self.denoiser, "name", type(self.denoiser).__name__),
             spans=len(self.spans),
             windows=len(self.windows),
             tokens=tokens,
-            nfe=job.nfe + self.probes,
+            nfe=nfe,
             steps=job.steps + self.probes,
             ms=round((time.perf_counter() - self.started) * 1000, 3),
-            nfe_per_token=(job.nfe + self.probes) / max(tokens, 1),
+            nfe_per_token=nfe / max(tokens, 1),
             scored=job.scored,
             remasks=job.remasks,
             grown=sum(n for r in job.trace for _, n in r.grown),
