@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
     shapes = args.shapes.split(",")
     if set(shapes) - set(ALL):
         parser.error(f"unknown shape(s): {', '.join(sorted(set(shapes) - set(ALL)))}")
-    if args.n < 1 or args.window_chars < 1:
-        parser.error("--n and --window-chars must be >= 1")
+    if args.n < 1 or args.window_chars < 1 or args.default_span_tokens < 1:
+        parser.error("--n, --window-chars and --default-span-tokens must be >= 1")
     if args.editor_excerpt:
         args.window_chars = EDITOR_WINDOW
     files = heldout_files(parser, args)
@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         line_holes=not args.no_line_holes,
         statement_ends=not args.no_statement_ends,
         indent_pass=not args.no_indent_pass,
+        default_span_tokens=args.default_span_tokens,
         **cli,
     )
     den = load_denoiser(args.model)
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         "line_holes": options.line_holes,
         "statement_ends": options.statement_ends,
         "indent_pass": options.indent_pass,
+        "default_span_tokens": options.default_span_tokens,
         "shapes": {},
     }
     t0 = time.perf_counter()
@@ -131,6 +133,11 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         ("_no_line_holes" if args.no_line_holes else "")
         + ("_no_statement_ends" if args.no_statement_ends else "")
         + ("_no_indent_pass" if args.no_indent_pass else "")
+        + (
+            f"_span{args.default_span_tokens}"
+            if args.default_span_tokens != infill.SamplerOptions().default_span_tokens
+            else ""
+        )
     )
     name = f"shapes_{checkpoint(Path(model))}{suffix}{ablation}_{args.split}.json"
     return Path("benchmarks/results") / name
@@ -196,6 +203,12 @@ def _parser() -> argparse.ArgumentParser:
         "(its excerpt, 12,000 characters each side; the same holes)",
     )
     parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
+    parser.add_argument(
+        "--default-span-tokens",
+        type=int,
+        default=infill.SamplerOptions().default_span_tokens,
+        help="tokens allocated to a hole before the model ends or grows it",
+    )
     parser.add_argument(
         "--engine-only",
         action="store_true",

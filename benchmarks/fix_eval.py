@@ -66,7 +66,8 @@ def score_example(den, ex: dict) -> dict:  # noqa: ANN001
     result, scores = fix_text(ex["window"], denoiser=den, min_suspicion=0.0, min_likely=0.0)
     ms = (time.perf_counter() - t0) * 1000
     order = line_ranking(ex["window"], scores)
-    worst = worst_first(scores, preference)[0]
+    ranked = worst_first(scores, preference)  # empty when every token is prose
+    worst = ranked[0] if ranked else None
     s, e = changed_range(ex)
     target = ex["window_line"]
     rank = order.index(target) + 1 if target in order else None
@@ -83,11 +84,11 @@ def score_example(den, ex: dict) -> dict:  # noqa: ANN001
         "rank": rank,
         "top1": rank == 1,
         "top3": rank is not None and rank <= 3,
-        "random_top1": 1 / len(order),
-        "random_top3": min(3, len(order)) / len(order),
-        "worst": worst.text,
-        "likely": worst.likely,
-        "worst_in_change": worst.start < e and worst.end > s,
+        "random_top1": 1 / len(order) if order else 0.0,
+        "random_top3": min(3, len(order)) / len(order) if order else 0.0,
+        "worst": worst.text if worst else None,
+        "likely": worst.likely if worst else None,
+        "worst_in_change": worst is not None and worst.start < e and worst.end > s,
         "repaired": result is not None and result.text == ex["fixed_window"],
         "repair": (
             result.text.split("\n")[target]

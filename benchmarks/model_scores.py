@@ -51,8 +51,9 @@ def bug_scores(
     records = []
     for bug in tqdm(bugs, desc=desc, file=sys.stderr, leave=False):
         scores = score_text(bug.buggy, denoiser=den)
-        worst = worst_first(scores, key)[0]
-        located = worst.start < bug.end and worst.end > bug.start
+        ranked = worst_first(scores, key)  # empty when every token is prose
+        worst = ranked[0] if ranked else None
+        located = worst is not None and worst.start < bug.end and worst.end > bug.start
         repaired = False
         if repair:
             result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
@@ -62,8 +63,8 @@ def bug_scores(
             {
                 "kind": bug.kind,
                 "injected": bug.buggy[bug.start : bug.end],
-                "worst": worst.text,
-                "likely": worst.likely,
+                "worst": worst.text if worst else None,
+                "likely": worst.likely if worst else None,
                 "located": located,
                 "repaired": repaired if repair else None,
             }

@@ -14,7 +14,7 @@ request for a document cancels the one still running for it (its response is
 A completion has a deadline (`completionDeadline`, ms; `completion_deadline`): past it the
 request answers no items and its worker job is cancelled, since a suggestion that comes
 after the user has typed on is worse than none. Unset, the worker's device decides: 600 ms
-on a CPU (1,200 ms for a multi-line completion, which takes 0.5-0.8 s there when idle),
+on a CPU (1,200 ms for a multi-line completion, which takes 0.2-0.5 s there when idle),
 2,000 ms on a GPU; 0 means none. The worker drops a cancelled job before its next
 denoising step.
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from diffusion_infill.infill.core.errors import InfillError
-from diffusion_infill.infill.core.options import DEFAULT_CACHE_REFRESH, SamplerOptions
+from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
@@ -48,7 +48,7 @@ _BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r(?!\n)|\n)")
 # brackets and quotes, separators, a comment (nothing a fill would duplicate)
 _CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
 CPU_DEADLINE_MS = 600  # a one-line completion on a CPU (idle: 40-160 ms p50)
-CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 480-820 ms p50)
+CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 180-500 ms p50)
 GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a network hop)
 
 
@@ -234,8 +234,8 @@ def completion_ask(
 
 def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOptions:
     """The sampler options of a completion: a one-line one on a small canvas in a few
-    passes, a multi-line one on the usual window in a few more; both reuse the context's
-    keys/values between passes (refreshed every 4, and after the hole grows) and, with
+    passes, a multi-line one on the usual window in a few more; both compute the context's
+    keys/values in their first pass and reuse them (again after the hole grows) and, with
     `completionReuse`, from the document's last completion (keystroke to keystroke)."""
     kind = "multi" if multiline else "line"
     digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
@@ -250,7 +250,7 @@ def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOp
             grow_cap=max(s.grow_cap, tokens),
             window_tokens=s.multiline_window,
             max_steps=steps,
-            cache_refresh=DEFAULT_CACHE_REFRESH,
+            cache_refresh=steps,  # one full pass, then the context's keys/values reused
             carry_key=carry,
         )
     return s.sampler_options(

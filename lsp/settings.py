@@ -147,7 +147,7 @@ class Settings:
     cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)
     # -- completion
     completion_tokens: int = _s("completionTokens", _int(1, 1024), default=16)  # one line
-    multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=64)  # empty line
+    multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=48)  # empty line
     # a one-line completion's budget: canvas tokens around the cursor, denoising passes
     # (the last commits what is left; context keys/values computed once, then reused)
     completion_window: int = _s("completionWindowTokens", _int(16, 4096), default=128)

@@ -212,6 +212,38 @@ def test_a_hole_at_a_lines_end_after_code_ends_with_its_statement(text, target, 
 
 
 @pytest.mark.parametrize(
+    ("text", "target", "expected"),
+    [
+        ("if <mask>:\n    pass\n", " rv", "if rv:\n    pass\n"),  # after a keyword's space
+        ("x = <mask>\n", "  1", "x = 1\n"),  # after `= `, two spaces and a statement end
+        ("f(a, <mask>)\n", " b", "f(a, b)\n"),  # inside brackets
+        ("x = <mask>  # note\n", "\t1", "x = 1  # note\n"),  # a tab, a comment after
+    ],
+    ids=["keyword", "assignment", "arguments", "tab"],
+)
+def test_a_fill_after_a_space_does_not_start_with_another(text, target, expected):
+    r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99), language="python")
+    assert r.text == expected
+    _check_consistent(r)
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("x =<mask>\n", " 1"),  # no space before the hole: the fill's is needed
+        ("s = 'a <mask>'\n", " b"),  # inside a string: spaces are the string's
+        ("x = 1  # see <mask>\n", " more"),  # inside a comment
+        ("    <mask>\n", " pass"),  # indentation alone before it: not after code
+        ("x = <mask>\n", " "),  # whitespace alone is kept as the model wrote it
+    ],
+    ids=["no space", "string", "comment", "indentation", "space alone"],
+)
+def test_leading_spaces_are_kept_where_they_are_not_doubled(text, target):
+    r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99), language="python")
+    assert r.fills[0].text == target
+
+
+@pytest.mark.parametrize(
     ("text", "target"),
     [
         ("if y:<mask>\n", "\n    a = 1\n    b = 2"),  # after a block's `:`: its body

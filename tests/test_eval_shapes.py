@@ -144,7 +144,8 @@ def test_indent_study_rejects_no_holes(run_benchmark, modules_corpus: Path) -> N
     ("args", "message"),
     [
         (["--shapes", "line"], "unknown shape(s): line"),
-        (["--n", "0"], "--n and --window-chars must be >= 1"),
+        (["--n", "0"], "--n, --window-chars and --default-span-tokens must be >= 1"),
+        (["--default-span-tokens", "0"], "--default-span-tokens must be >= 1"),
         (
             ["--shapes", "cursor", "--corpus", "/nonexistent"],
             "python -m diffusion_infill.model.training.corpus",

@@ -314,3 +314,21 @@ def test_an_empty_lines_canvas_keeps_to_its_window_setting():
     with fake_worker(fake) as address:
         assert run(widest({})) > 200
         assert run(widest({"multilineWindowTokens": 128})) <= 128
+
+
+def test_an_empty_lines_completion_computes_its_context_once():
+    # confidence 0.5 leaves the threshold unmet: the passes run to multilineSteps (8),
+    # and only the first computes the context's keys/values (the rest reuse them)
+    fake = LspFake()
+
+    async def go() -> None:
+        async with lsp(address, {"completionReuse": False}) as (client, _):
+            uri = open_doc(client, "once.py", "def multi():\n    \n")
+            (item,) = await inline(client, uri, pos(1, 4))
+            assert item.insert_text == "a = 1\n    return a"
+
+    with fake_worker(fake) as address:
+        run(go())
+    hints = [h for call in fake.hints for h in call or () if h is not None]
+    assert len(hints) == 8  # one request, a pass each
+    assert [h.refresh for h in hints] == [True] + [False] * 7

@@ -17,6 +17,7 @@ from worker_fake_main import WorkerFake
 
 from benchmarks.calibrate_fix import _arrays, _picks, pick_default
 from benchmarks.heldout import BugExample
+from diffusion_infill.infill.core.lexer import prose_ranges
 from diffusion_infill.infill.core.repair import fix_text, score_text, suspicious_spans
 from diffusion_infill.infill.core.results import TokenScore
 from diffusion_infill.infill.core.suspicion import (
@@ -197,6 +198,40 @@ def test_a_token_the_model_would_delete_is_deleted():
     assert result is not None and result.text == "y = x - 1\n"
     assert [(e.start, e.end, e.new_text) for e in result.edits] == [(5, 6, "")]
     assert result.stats.nfe == 0  # decided by the scoring pass, like a substitution
+
+
+PROSE = 'def f(x):\n    """x - 1 is returned."""\n    y = x - 1  # x - 1\n    return y\n'
+
+
+def test_comments_and_docstrings_are_read_but_never_named():
+    # the same wrong "-" in the docstring, the code and the comment: only the code's is
+    # scored, and the fix changes the code alone
+    minus = [s.start for s in score_text(PROSE, denoiser=WorkerFake()) if s.text == "-"]
+    assert minus == [PROSE.index("x - 1  #") + 2]
+    result, _ = fix_text(PROSE, denoiser=WorkerFake(targets=["+"], confidence=0.99))
+    assert result is not None
+    assert result.text == PROSE.replace("y = x - 1", "y = x + 1")
+
+
+def test_other_languages_have_every_token_scored():
+    scores = score_text(PROSE, denoiser=WorkerFake(), language=None)
+    assert sum(s.text == "-" for s in scores) == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "prose"),
+    [
+        ("x = 1  # one\n", ["# one"]),
+        ('def f():\n    """Doc."""\n', ['"""Doc."""']),
+        ("    'one line'  # c\n", ["'one line'", "# c"]),
+        ('f(\n    "an argument"\n)\n', []),  # inside brackets: a value
+        ('y = "a value"\n', []),  # assigned: a value
+        ('doc.\n"""\nx = 1\n', []),  # a window that starts in a docstring
+    ],
+    ids=["comment", "docstring", "string statement", "argument", "assigned", "unclosed"],
+)
+def test_prose_is_comments_and_strings_that_stand_alone(text, prose):
+    assert [text[a:b] for a, b in prose_ranges(text)] == prose
 
 
 def test_a_substitution_that_breaks_the_code_is_rejected_by_the_checks():

@@ -23,7 +23,7 @@ from typing import Any
 from diffusion_infill.infill.core.allocation import Allocation, allocate, window_canvases
 from diffusion_infill.infill.core.candidates import CandidateJob, checked_job
 from diffusion_infill.infill.core.canvas import Canvas
-from diffusion_infill.infill.core.echo import echo_keys, ended
+from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
 from diffusion_infill.infill.core.indents import model_indents
@@ -117,13 +117,14 @@ def _job(
     denoiser: Denoiser,
     options: SamplerOptions,
     language: str | None,
-    keys: list[str | None],
+    ends: Ends,
     frames: Sequence[Frame | None],
 ) -> DenoiseJob | CandidateJob:
     """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
     (infill/core/candidates.py)."""
     # a span whose fill already writes the code after it, or its last line, again has
     # ended: no growth (a span of exact length never grows)
+    keys = ends.keys
     done = (
         (lambda i, ids: ended(denoiser.decode(ids), keys[i]))
         if any(k is not None for k in keys)
@@ -143,7 +144,7 @@ def _job(
         special=denoiser.special,
         vocab_size=denoiser.vocab_size,
         decode=lambda i, ids: framed(
-            decoded_fill(ids, denoiser.decode, allowed, i, keys[i])[0], frames[i]
+            decoded_fill(ids, denoiser.decode, allowed, i, keys[i], ends.spaced[i])[0], frames[i]
         ),
         language=language,
         kinds=options.check_kinds,
@@ -151,18 +152,19 @@ def _job(
     )
 
 
-def _keys(
+def _ends(
     text: str,
     spans: list[Span],
     allocs: Sequence[Allocation],
     frames: Sequence[Frame | None],
     options: SamplerOptions,
     language: str | None,
-) -> list[str | None]:
-    """Each span's echo key (infill/core/echo.py): a statement's end for Python."""
+) -> Ends:
+    """Each span's echo key (infill/core/echo.py; a statement's end for Python) and
+    whether it starts after a space (its fill then starts without one)."""
     statements = options.statement_ends and language == PYTHON
     keys = echo_keys(text, spans, [a.exact for a in allocs], statements=statements)
-    return line_keys(keys, frames)
+    return Ends(line_keys(keys, frames), after_space(text, spans))
 
 
 def _frames(
@@ -218,7 +220,7 @@ def prepare_fill(
     allocs, windows, canvases = _planned(
         text, ordered, frames, chosen, denoiser, options, rewrite, parse
     )
-    keys = _keys(text, ordered, allocs, frames, options, language)
+    ends = _ends(text, ordered, allocs, frames, options, language)
     job = _job(
         text,
         before,
@@ -227,7 +229,7 @@ def prepare_fill(
         denoiser=denoiser,
         options=options,
         language=language,
-        keys=keys,
+        ends=ends,
         frames=frames,
     )
     return PreparedFill(
@@ -238,7 +240,7 @@ def prepare_fill(
         denoiser,
         rewrite=rewrite,
         started=started,
-        keys=keys,
+        ends=ends,
         frames=frames,
         probes=probes,
     )

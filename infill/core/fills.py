@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from diffusion_infill.infill.core.echo import end_fill
+from diffusion_infill.infill.core.echo import end_fill, unspaced
 from diffusion_infill.infill.core.errors import DenoiserError
 
 REPLACEMENT = "\ufffd"  # what a byte-level decode puts where the bytes are not UTF-8
@@ -36,14 +36,19 @@ def valid_text(
 
 
 def decoded_fill(
-    ids: list[int], decode: Callable[[list[int]], str], allowed: bool, index: int, key: str | None
+    ids: list[int],
+    decode: Callable[[list[int]], str],
+    allowed: bool,
+    index: int,
+    key: str | None,
+    spaced: bool = False,
 ) -> tuple[str, int]:
     """`valid_text`, cut where the fill writes `key` (the code after its span on the
     span's line) or its own last line again (infill/core/echo.py `end_fill`; never for a
-    span of exact length, `key` None); the count is of the tokens kept."""
+    span of exact length, `key` None), without its leading spaces when its span starts
+    after one (`spaced`: echo.py `after_space`); the count is of the tokens kept."""
     text, n = valid_text(ids, decode, allowed, index)
     cut = end_fill(text, key)
-    if cut == text:
-        return text, n
-    kept = next(k for k in range(n + 1) if len(decode(ids[:k]) if k else "") >= len(cut))
-    return cut, kept
+    if cut != text:
+        n = next(k for k in range(n + 1) if len(decode(ids[:k]) if k else "") >= len(cut))
+    return (unspaced(cut) if spaced else cut), n

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.canvas import fill_ids, render
 from diffusion_infill.infill.core.diff import minimal_edits
+from diffusion_infill.infill.core.echo import Ends
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
 from diffusion_infill.infill.core.lines import Frame, framed
 from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TraceStep
@@ -38,14 +39,13 @@ class PreparedFill:
         *,
         rewrite: bool,
         started: float,
-        keys: list[str | None],
+        ends: Ends,
         frames: Sequence[Frame | None] | None = None,
         probes: int = 0,
     ) -> None:
         self.text = text
         self.spans = spans
-        self.keys = keys  # per span: its echo key (infill/core/echo.py), None when exact
-        #                   (infill/core/echo.py)
+        self.ends = ends  # per span: its echo key and whether it starts after a space
         self.windows = windows
         self.job = job
         self.denoiser = denoiser
@@ -101,7 +101,12 @@ class PreparedFill:
                 fills.append(SpanFill(span, self.text[span.start : span.end], 0, why[i]))
                 continue
             text, n = decoded_fill(
-                ids, self.denoiser.decode, REPLACEMENT in self.text, i, self.keys[i]
+                ids,
+                self.denoiser.decode,
+                REPLACEMENT in self.text,
+                i,
+                self.ends.keys[i],
+                self.ends.spaced[i],
             )
             fills.append(SpanFill(span, framed(text, self.frames[i]), n))
         return fills

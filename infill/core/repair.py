@@ -15,6 +15,7 @@ either kind of fill, and only what changed comes back as edits.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ import numpy as np
 
 from diffusion_infill.infill.core.engine import PYTHON, PreparedFill, check_text, prepare_fill
 from diffusion_infill.infill.core.errors import SpanError
+from diffusion_infill.infill.core.lexer import prose_ranges
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, TokenScore
 from diffusion_infill.infill.core.sampler import denoise
@@ -180,9 +182,10 @@ def score_text(
     language: str | None = PYTHON,
     progress: Progress | None = None,
 ) -> list[TokenScore]:
-    """Suspicion of every token in text[start:end]: long ranges are scored in chunks of
-    whole lines, each inside its own window, SCORE_BATCH windows per forward pass.
-    `progress(done, total)` is called after each pass."""
+    """Suspicion of every token in text[start:end], but in Python the tokens of comments
+    and docstrings (read as context, never named: a bug is in code; `_code`): long
+    ranges are scored in chunks of whole lines, each inside its own window, SCORE_BATCH
+    windows per forward pass. `progress(done, total)` is called after each pass."""
     check_text(text)
     end = len(text) if end is None else end
     if not 0 <= start <= end <= len(text):
@@ -205,7 +208,21 @@ def score_text(
         )
         if progress is not None:
             progress(min(first + SCORE_BATCH, len(ranges)), len(ranges))
-    return scores
+    return _code(text, scores) if language == PYTHON else scores
+
+
+def _code(text: str, scores: list[TokenScore]) -> list[TokenScore]:
+    """The scores of tokens whose first non-space character lies outside every comment
+    and docstring of `text` (infill/core/lexer.py `prose_ranges`)."""
+    prose = prose_ranges(text)
+    starts = [a for a, _ in prose]
+    kept = []
+    for sc in scores:
+        at = sc.start + len(sc.text) - len(sc.text.lstrip())
+        i = bisect.bisect_right(starts, at) - 1
+        if i < 0 or at >= prose[i][1]:
+            kept.append(sc)
+    return kept
 
 
 def _widen(text: str, s: int, e: int) -> tuple[int, int]:

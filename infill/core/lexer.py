@@ -1,0 +1,73 @@
+"""Python's strings, comments and brackets, found without a parser (text may be cut
+anywhere: a window of a file, a fill being written).
+
+    for start, end, kind in lexemes(text): ...   # brackets, line breaks, strings, comments
+    prose_ranges(text)                            # its comments and docstrings
+
+`lexemes` serves the fill ends (infill/core/echo.py); `prose_ranges` the fixer, which
+names no token of a comment or a docstring (infill/core/repair.py `score_text`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+# A string's opening quote (after its prefix letters), a comment, a bracket, a line break.
+_LEXEME = re.compile(r"""(?:\b[rRbBuUfF]{1,2})?("{3}|'{3}|"|')|#[^\n]*|[()\[\]{}\n]""")
+
+
+def _string_end(text: str, pos: int, quote: str) -> int:
+    """Where the string whose opening `quote` ends at `pos` closes (after its closing
+    quote); a one-quote string also stops at a line break; -1 if it runs to the end."""
+    i = pos
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text.startswith(quote, i):
+            return i + len(quote)
+        elif text[i] == "\n" and len(quote) == 1:
+            return i
+        else:
+            i += 1
+    return -1
+
+
+def lexemes(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, kind) of the brackets and line breaks of `text` (kind: the character)
+    and of its strings and comments (kind '"' or '#'; '?' for a string that never
+    closes), in order."""
+    pos = 0
+    while (m := _LEXEME.search(text, pos)) is not None:
+        if m.group(1):
+            end = _string_end(text, m.end(), m.group(1))
+            pos = len(text) if end < 0 else end
+            yield m.start(), pos, "?" if end < 0 else '"'
+        else:
+            pos = m.end()
+            yield m.start(), pos, m.group()[0]
+
+
+def prose_ranges(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the comments of `text` and of its docstrings: strings at bracket
+    depth 0 that stand alone on their lines (only spaces before them on the line, only
+    spaces or a comment after them), in order. A statement that is a string does nothing
+    but document. A string that never closes is not counted: in a window that starts
+    inside a docstring, its closing quotes open one that runs on over the code."""
+    out: list[tuple[int, int]] = []
+    depth = 0
+    for start, end, kind in lexemes(text):
+        depth += (kind in "([{") - (depth > 0 and kind in ")]}")
+        if kind == "#" or (kind == '"' and depth == 0 and _alone(text, start, end)):
+            out.append((start, end))
+    return out
+
+
+_REST = re.compile(r"[ \t]*(?:#[^\n]*)?(?:\r?\n|$)")
+
+
+def _alone(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] has only spaces before it on its first line and only
+    spaces or a comment after it on its last."""
+    head = text[text.rfind("\n", 0, start) + 1 : start]
+    return not head.strip() and _REST.match(text, end) is not None
