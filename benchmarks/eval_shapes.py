@@ -73,22 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     files = heldout_files(parser, args)
     if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
-    cli = (
-        {}
-        if args.engine_only
-        else {
-            "checks": DEFAULT_CHECKS,
-            "lengths": DEFAULT_LENGTHS,
-            "cache_refresh": DEFAULT_CACHE_REFRESH,
-        }
-    )
-    options = infill.SamplerOptions(
-        line_holes=not args.no_line_holes,
-        statement_ends=not args.no_statement_ends,
-        indent_pass=not args.no_indent_pass,
-        default_span_tokens=args.default_span_tokens,
-        **cli,
-    )
+    cli, options = _options(parser, args)
     den = load_denoiser(args.model)
 
     def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth
@@ -120,6 +105,32 @@ def main(argv: list[str] | None = None) -> None:
     write_results("shapes", args.model, results, args.out or _out_path(args, results["model"]))
 
 
+def _options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[dict, infill.SamplerOptions]:
+    """The command's options (none with --engine-only) and the sampler options they make;
+    a usage error for options the engine refuses."""
+    cli = (
+        {}
+        if args.engine_only
+        else {
+            "checks": args.checks,
+            "lengths": DEFAULT_LENGTHS,
+            "cache_refresh": DEFAULT_CACHE_REFRESH,
+        }
+    )
+    try:
+        return cli, infill.SamplerOptions(
+            line_holes=not args.no_line_holes,
+            statement_ends=not args.no_statement_ends,
+            indent_pass=not args.no_indent_pass,
+            default_span_tokens=args.default_span_tokens,
+            **cli,
+        )
+    except infill.OptionError as e:
+        parser.error(str(e))
+
+
 def _out_path(args: argparse.Namespace, model: str) -> Path:
     """benchmarks/results/shapes_<tokens seen>[_window<N>|_editor][_no_...]_<split>.json"""
     suffix = (
@@ -133,6 +144,7 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         ("_no_line_holes" if args.no_line_holes else "")
         + ("_no_statement_ends" if args.no_statement_ends else "")
         + ("_no_indent_pass" if args.no_indent_pass else "")
+        + (f"_checks_{args.checks.replace(',', '_')}" if args.checks != DEFAULT_CHECKS else "")
         + (
             f"_span{args.default_span_tokens}"
             if args.default_span_tokens != infill.SamplerOptions().default_span_tokens
@@ -203,6 +215,11 @@ def _parser() -> argparse.ArgumentParser:
         "(its excerpt, 12,000 characters each side; the same holes)",
     )
     parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
+    parser.add_argument(
+        "--checks",
+        default=DEFAULT_CHECKS,
+        help=f"the checks a fill must pass (default {DEFAULT_CHECKS}; not with --engine-only)",
+    )
     parser.add_argument(
         "--default-span-tokens",
         type=int,

@@ -47,6 +47,46 @@ def test_a_fill_that_breaks_parsing_is_blamed():
     assert problems("for line in <mask>:\n    pass\n", "range(3)) (") == [("parse", 0)]
 
 
+def test_an_error_the_fill_puts_on_the_next_line_is_blamed():
+    # `rv =` parses as `rv = return rv`: the error node sits on the next line, inside the
+    # statement the fill begins
+    text = "def f(d):\n    rv = {}\n    <mask>\n    return rv\n"
+    assert problems(text, "rv =") == [("parse", 0)]
+    assert problems(text, "rv = 1") == []
+
+
+@pytest.mark.parametrize(
+    "fill",
+    ["if x:", "x = 1\n   y = 2"],
+    ids=["a block without a body", "a dedent to no block"],
+)
+def test_what_pythons_parser_rejects_and_tree_sitter_reads_past_is_blamed(fill):
+    text = "def f(x):\n    <mask>\n    return x\n"
+    assert problems(text, fill) == [("parse", 0)]
+    (problem,) = check_fills(
+        text.replace(MARK, "_"), text.replace(MARK, fill), [(14, 15)], [(14, 14 + len(fill))]
+    )
+    assert problem.message.startswith("Python cannot parse it: ")
+
+
+def test_pythons_parser_is_not_asked_when_the_text_before_did_not_parse():
+    # an unrelated error elsewhere (the user is mid-edit): only tree-sitter's rule applies
+    text = "def f(x):\n    <mask>\n    return x\n\ndef g(:\n    pass\n"
+    assert problems(text, "if x:") == []
+
+
+def test_an_error_in_the_next_statement_is_not_the_fills_fault():
+    text = "def f(d):\n    <mask>\n    return (rv\n"
+    assert problems(text, "rv = 1") == []
+
+
+def test_a_statement_broken_before_the_fill_keeps_the_touching_rule():
+    # a text cut inside a statement (a window): whatever stands in the span, the
+    # parser's recovery there differs; only errors touching the fill are its own
+    text = "    x = f(1,\n<mask>\n    y = 2\n"
+    assert problems(text, "z = 3") == []
+
+
 def test_an_error_elsewhere_in_the_file_is_not_the_fills_fault():
     text = "def f(values):\n    return <mask>\n\n\nx = (1 +\n"
     assert problems(text, "len(values)") == []
@@ -351,6 +391,16 @@ def test_a_rewrite_is_checked_against_the_selection_as_written():
         text, [Span(start, start + len("len(values)"), 10)], denoiser=d, checks=DEFAULT_CHECKS
     )
     assert r.text == text and r.fills[0].rejected and r.edits == []
+
+
+def test_a_selected_line_rewritten_so_that_python_cannot_parse_the_file_is_rejected():
+    # a selection is checked against the lines as written, which Python parses: a
+    # rewrite whose block has no body fails, though tree-sitter reads past it
+    text = "def f(x):\n    y = x\n    return y\n"
+    line = Span(text.index("    y"), text.index("    return"))  # the whole line
+    d = TargetDenoiser(["if y:"], confidence=0.99)
+    r = fill_spans(text, [line], denoiser=d, checks="parse", candidates=1)
+    assert r.text == text and r.fills[0].rejected.startswith("Python cannot parse it")
 
 
 def test_an_exact_span_has_no_alternative():

@@ -146,6 +146,7 @@ def test_indent_study_rejects_no_holes(run_benchmark, modules_corpus: Path) -> N
         (["--shapes", "line"], "unknown shape(s): line"),
         (["--n", "0"], "--n, --window-chars and --default-span-tokens must be >= 1"),
         (["--default-span-tokens", "0"], "--default-span-tokens must be >= 1"),
+        (["--checks", "parse,spelling"], "checks must be a comma-separated list of"),
         (
             ["--shapes", "cursor", "--corpus", "/nonexistent"],
             "python -m diffusion_infill.model.training.corpus",
@@ -169,3 +170,36 @@ def test_refuses_a_missing_real_files_set(run_benchmark, modules_corpus: Path) -
         "/nonexistent.jsonl",
     )
     assert done.returncode == 2 and "python -m benchmarks.real_files" in done.stderr
+
+
+def test_python_parses_counts_fills_that_break_a_text_that_parsed() -> None:
+    from benchmarks.heldout import Example
+    from benchmarks.python_parses import unparseable
+
+    ok = "def f(x):\n    return x\n"
+    start = ok.index("return")
+    holes = [Example(ok, start, start + len("return x"), "cursor")] * 3
+    holes.append(Example("def f(:\n    return x\n", 12, 20, "cursor"))  # never parsed
+    records = [
+        {"fill": "return x", "rejected": None},
+        {"fill": "if x:", "rejected": None},  # a block with no body
+        {"fill": None, "rejected": "1 new syntax error"},  # held back: not judged
+        {"fill": "return", "rejected": None},
+    ]
+    got = unparseable(holes, records)
+    assert (got["judged"], got["unparseable"]) == (2, 1)
+    assert got["examples"][0]["fill"] == "if x:" and "indented block" in got["examples"][0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "not found"), ('{"n": 2}', "is not an eval_shapes results file")],
+)
+def test_python_parses_refuses_what_is_not_a_results_file(
+    run_benchmark, tmp_path: Path, content, message
+) -> None:
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    done = run_benchmark("python_parses", str(path))
+    assert done.returncode == 2 and message in done.stderr

@@ -8,8 +8,12 @@ is; for a rewritten selection, the selection as written); `after` is the text wi
 fills in place at `after_ranges`. Each problem names the range (its index) it is blamed on:
 
 - `parse`: the fill leaves more tree-sitter ERROR or MISSING nodes touching its range than
-  the text before had touching the span (an error elsewhere in the file, or one that was
-  there already, is not the fill's fault);
+  the text before had touching the span, or, where the statement around the span parsed,
+  any inside the statement the fill touches (an error elsewhere in the file, or one that
+  was there already, is not the fill's fault); and in Python, where the text before
+  parses with Python's own parser (`ast`), the text with this fill alone must too
+  (tree-sitter reads past `if lines[0]` without its colon, a dedent that matches no
+  block, a string left open to the next quote);
 - `comment`: a comment the fill opens runs on over code after it on the same line (the
   fill commented out text it was not given: `for x in  # ...:` hides the colon);
 - `keyword`: a call that the fill touches names one keyword argument twice (Python);
@@ -40,9 +44,11 @@ infill/core/syntax_tree.py.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import importlib
 import re
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -138,12 +144,52 @@ def _swallowed(root: Any, data: bytes, r: Range) -> bool:
     return False
 
 
-def _errors(root: Any, r: Range) -> int:
-    """ERROR and MISSING nodes touching byte range `r`."""
+def _errors(root: Any, r: Range, *, statement: bool = False) -> int:
+    """ERROR and MISSING nodes touching byte range `r`; with `statement`, also those
+    inside the innermost statement that touches it (`rv =` as a line's fill parses as
+    `rv = return ...`, the error on the next line)."""
+    if not statement:
+        return sum(
+            n.type == "ERROR" or n.is_missing
+            for n in walk(root, lambda n: n.has_error and touches(n, r))
+        )
     return sum(
-        n.type == "ERROR" or n.is_missing
-        for n in walk(root, lambda n: n.has_error and touches(n, r))
+        (n.type == "ERROR" or n.is_missing) and (touches(n, r) or touches(_statement(n), r))
+        for n in walk(root, lambda n: n.has_error)
     )
+
+
+def _new_errors(
+    old_root: Any, old_data: bytes, old: Range, new_root: Any, new_data: bytes, new: Range
+) -> int:
+    """The errors the fill brings: more touching its range than touched the span; where
+    the statement around the span parsed before, any in the statement the fill touches
+    (a text cut inside a statement or a docstring, as a window is, keeps the first rule:
+    the parser's recovery there differs with whatever stands in the span)."""
+    old_w, new_w = _widen(old_data, old), _widen(new_data, new)
+    added = _errors(new_root, new_w) - _errors(old_root, old_w)
+    if added <= 0 and _errors(old_root, old_w, statement=True) == 0:
+        added = _errors(new_root, new_w, statement=True)
+    return added
+
+
+def syntax_error(text: str) -> str | None:
+    """Python's message for the first syntax error of `text` (None: it parses)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: still code
+            ast.parse(text)
+    except (SyntaxError, ValueError) as e:  # ValueError: a NUL byte
+        return getattr(e, "msg", None) or str(e)
+    return None
+
+
+def _statement(node: Any) -> Any:
+    """The innermost statement holding `node` (a child of a block or of the module), or
+    the node itself at the top."""
+    while node.parent is not None and node.parent.type not in ("block", "module"):
+        node = node.parent
+    return node
 
 
 def _spelled(root: Any, data: bytes) -> set[str]:
@@ -189,6 +235,13 @@ class _Before:
     data: bytes
     root: Any
     _spelled: set[str] | None = None
+    _compiles: bool | None = None
+
+    def compiles(self) -> bool:
+        """Whether Python's own parser reads the text (asked once, when a fill needs it)."""
+        if self._compiles is None:
+            self._compiles = syntax_error(self.text) is None
+        return self._compiles
 
     def spelled(self) -> set[str]:
         """The code's identifiers, walked for once when a load needs them."""
@@ -244,13 +297,16 @@ def check_fills(
             continue
         added = 0
         if new_root.has_error and "parse" in kinds:
-            added = _errors(new_root, _widen(new_data, new)) - _errors(
-                old_root, _widen(old_data, old)
-            )
+            added = _new_errors(old_root, old_data, old, new_root, new_data, new)
         if added > 0:
             problems.append(
                 Problem("parse", i, f"{added} new syntax error" + ("s" if added > 1 else ""))
             )
+        elif python and "parse" in kinds and prior.compiles():
+            a, b = before_ranges[i]
+            alone = before[:a] + after[after_ranges[i][0] : after_ranges[i][1]] + before[b:]
+            if (error := syntax_error(alone)) is not None:
+                problems.append(Problem("parse", i, f"Python cannot parse it: {error}"))
         if "comment" in kinds and _swallowed(new_root, new_data, new):
             problems.append(Problem("comment", i, "a comment hides the code after the fill"))
         if not python:

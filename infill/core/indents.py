@@ -32,12 +32,12 @@ import numpy as np
 from diffusion_infill.infill.core.canvas import fitted
 from diffusion_infill.infill.core.limits import token_texts
 from diffusion_infill.infill.core.lines import (
-    _COMMENT,
-    _OPENERS,
+    OPENERS,
+    TRAILING_COMMENT,
     Frame,
-    _code_lines,
-    _indent_of,
-    _step,
+    code_lines,
+    indent_of,
+    indent_step,
 )
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.infill.core.spans import Span
@@ -52,27 +52,27 @@ def depths(text: str, start: int, end: int) -> list[str]:
     line, deepest first; [] when the code settles it (after a line that opens a block, at
     the top of the text, or where tabs indent). Where the text starts inside a block, the
     levels out from its shallowest line are a step each."""
-    before = _code_lines(text[:start])
+    before = code_lines(text[:start])
     if not before:
         return []
     prev = before[-1].rstrip()
-    if _COMMENT.sub("", prev).endswith(_OPENERS):
+    if TRAILING_COMMENT.sub("", prev).endswith(OPENERS):
         return []
     levels: list[str] = []
     for line in reversed(before):
-        indent = _indent_of(line)
+        indent = indent_of(line)
         if "\t" in indent:
             return []
         if not levels or len(indent) < len(levels[-1]):
             levels.append(indent)
             if not indent:
                 break
-    step = len(_step(text, _indent_of(prev)))
+    step = len(indent_step(text, indent_of(prev)))
     while levels[-1]:  # the text starts inside a block: the levels out, a step each
         levels.append(" " * max(0, len(levels[-1]) - step))
-    after = _code_lines(text[end:])
+    after = code_lines(text[end:])
     if after:
-        lowest = len(_indent_of(after[0])) - step
+        lowest = len(indent_of(after[0])) - step
         levels = [d for d in levels if len(d) >= lowest]
     return levels if len(levels) > 1 else []
 

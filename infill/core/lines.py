@@ -47,17 +47,19 @@ class Frame:
     one_line: bool  # the span is one line: its fill may not hold a line break
 
 
-_COMMENT = re.compile(r"""\s+#[^'"]*$""")  # a trailing comment with no quote in it
-_OPENERS = (":", "(", "[", "{", "\\")
+TRAILING_COMMENT = re.compile(r"""\s+#[^'"]*$""")  # a trailing comment with no quote in it
+OPENERS = (":", "(", "[", "{", "\\")  # a line that ends with one goes on in the next
 # a statement after which the block ends (the next line is dedented, or dead code)
 _ENDS_BLOCK = re.compile(r"\s*(return|raise|continue|break|pass)\b")
 
 
-def _indent_of(line: str) -> str:
+def indent_of(line: str) -> str:
+    """The spaces and tabs `line` starts with."""
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-def _code_lines(text: str) -> list[str]:
+def code_lines(text: str) -> list[str]:
+    """The lines of `text` that hold code: not blank, not a comment alone."""
     return [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
 
 
@@ -68,17 +70,17 @@ def _line_above(text: str, start: int) -> str:
     return text[text.rfind("\n", 0, start - 1) + 1 : start - 1]
 
 
-def _step(text: str, indent: str) -> str:
+def indent_step(text: str, indent: str) -> str:
     """One indentation step of `text`'s code: a tab where `indent` holds one, else the
     most common step from a line that ends with `:` to the line after it (four spaces
     when there is none)."""
     if "\t" in indent:
         return "\t"
-    lines = _code_lines(text)
+    lines = code_lines(text)
     steps = Counter(
-        len(_indent_of(b)) - len(_indent_of(a))
+        len(indent_of(b)) - len(indent_of(a))
         for a, b in zip(lines, lines[1:], strict=False)
-        if _COMMENT.sub("", a.rstrip()).endswith(":") and "\t" not in _indent_of(b)
+        if TRAILING_COMMENT.sub("", a.rstrip()).endswith(":") and "\t" not in indent_of(b)
     )
     best = [(n, w) for w, n in steps.items() if 1 <= w <= 8]
     return " " * max(best)[1] if best else "    "
@@ -87,20 +89,20 @@ def _step(text: str, indent: str) -> str:
 def indentation(text: str, start: int, end: int) -> str:
     """The indentation of a line at `start` that replaces text[start:end], read from the
     code lines around it (the module docstring's rules)."""
-    before = _code_lines(text[:start])
+    before = code_lines(text[:start])
     if not before:
         return ""
     prev = before[-1].rstrip()
-    indent = _indent_of(prev)
-    code = _COMMENT.sub("", prev)
-    if code.endswith(_OPENERS):
-        return indent + _step(text, indent)
-    after = _code_lines(text[end:])
-    below = _indent_of(after[0]) if after else ""
+    indent = indent_of(prev)
+    code = TRAILING_COMMENT.sub("", prev)
+    if code.endswith(OPENERS):
+        return indent + indent_step(text, indent)
+    after = code_lines(text[end:])
+    below = indent_of(after[0]) if after else ""
     if _ENDS_BLOCK.match(code):  # the line after return/raise/... leaves the block
         if len(below) < len(indent):
             return below
-        return indent[: max(0, len(indent) - len(_step(text, indent)))]
+        return indent[: max(0, len(indent) - len(indent_step(text, indent)))]
     if len(below) < len(indent) and not _line_above(text, start).strip():
         return below  # after a blank line, a less indented line below: a new statement
     return indent
