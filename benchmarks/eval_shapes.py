@@ -70,10 +70,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--n, --window-chars and --default-span-tokens must be >= 1")
     if args.editor_excerpt:
         args.window_chars = EDITOR_WINDOW
+    cli, options = _options(parser, args)
     files = heldout_files(parser, args)
     if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
-    cli, options = _options(parser, args)
     den = load_denoiser(args.model)
 
     def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth

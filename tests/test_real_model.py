@@ -53,9 +53,12 @@ def test_exact_length_fill_has_exactly_the_given_tokens(den) -> None:
 
 def test_scores_cover_every_token_of_the_range(den) -> None:
     text = "x = 1\ny = x + 2  # 😀\ns = 'é中文🙂x'  # \ufffd kept\n"
-    scores = score_text(text, denoiser=den)
+    scores = score_text(text, denoiser=den, language=None)  # every token, comments too
     assert all(text[s.start : s.end] == s.text for s in scores)
     assert "".join(s.text for s in scores) == text
+    code = score_text(text, denoiser=den)  # Python: comments read, never scored
+    assert {(s.start, s.end) for s in code} < {(s.start, s.end) for s in scores}
+    assert not any("#" in s.text or "😀" in s.text for s in code)
     assert all(0.0 <= s.suspicion <= 1.0 and 0.0 <= s.p_likely <= 1.0 for s in scores)
     assert all(s.likely != s.text for s in scores)  # the likeliest *other* token
     result, _ = fix_text(
