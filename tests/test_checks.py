@@ -69,22 +69,22 @@ def test_what_pythons_parser_rejects_and_tree_sitter_reads_past_is_blamed(fill):
     assert problem.message.startswith("Python cannot parse it: ")
 
 
-def test_pythons_parser_is_not_asked_when_the_text_before_did_not_parse():
-    # an unrelated error elsewhere (the user is mid-edit): only tree-sitter's rule applies
-    text = "def f(x):\n    <mask>\n    return x\n\ndef g(:\n    pass\n"
-    assert problems(text, "if x:") == []
-
-
-def test_an_error_in_the_next_statement_is_not_the_fills_fault():
-    text = "def f(d):\n    <mask>\n    return (rv\n"
-    assert problems(text, "rv = 1") == []
-
-
-def test_a_statement_broken_before_the_fill_keeps_the_touching_rule():
-    # a text cut inside a statement (a window): whatever stands in the span, the
-    # parser's recovery there differs; only errors touching the fill are its own
-    text = "    x = f(1,\n<mask>\n    y = 2\n"
-    assert problems(text, "z = 3") == []
+@pytest.mark.parametrize(
+    ("text", "fill"),
+    [
+        # an unrelated error elsewhere (the user is mid-edit): Python's parser is not
+        # asked, only tree-sitter's rules apply
+        ("def f(x):\n    <mask>\n    return x\n\ndef g(:\n    pass\n", "if x:"),
+        # an error in the next statement, there before the fill
+        ("def f(d):\n    <mask>\n    return (rv\n", "rv = 1"),
+        # a text cut inside a statement (a window): the parser's recovery there differs
+        # with whatever stands in the span; only errors touching the fill are its own
+        ("    x = f(1,\n<mask>\n    y = 2\n", "z = 3"),
+    ],
+    ids=["text broken elsewhere", "next statement", "statement cut before"],
+)
+def test_errors_that_were_there_before_are_not_the_fills(text, fill):
+    assert problems(text, fill) == []
 
 
 def test_an_error_elsewhere_in_the_file_is_not_the_fills_fault():
