@@ -66,8 +66,7 @@ def score_example(den, ex: dict) -> dict:  # noqa: ANN001
     result, scores = fix_text(ex["window"], denoiser=den, min_suspicion=0.0, min_likely=0.0)
     ms = (time.perf_counter() - t0) * 1000
     order = line_ranking(ex["window"], scores)
-    ranked = worst_first(scores, preference)  # empty when every token is prose
-    worst = ranked[0] if ranked else None
+    worst = next(iter(worst_first(scores, preference)), None)  # None: every token is prose
     s, e = changed_range(ex)
     target = ex["window_line"]
     rank = order.index(target) + 1 if target in order else None

@@ -50,14 +50,14 @@ def bug_scores(
     by_kind: dict[str, list[tuple[bool, bool]]] = {}
     records = []
     for bug in tqdm(bugs, desc=desc, file=sys.stderr, leave=False):
-        scores = score_text(bug.buggy, denoiser=den)
-        ranked = worst_first(scores, key)  # empty when every token is prose
-        worst = ranked[0] if ranked else None
-        located = worst is not None and worst.start < bug.end and worst.end > bug.start
         repaired = False
-        if repair:
-            result, _ = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
+        if repair:  # the fix's own scoring pass serves the localisation too
+            result, scores = fix_text(bug.buggy, denoiser=den, min_suspicion=0.0, min_likely=0.0)
             repaired = result is not None and result.text == bug.clean
+        else:
+            scores = score_text(bug.buggy, denoiser=den)
+        worst = next(iter(worst_first(scores, key)), None)  # None: every token is prose
+        located = worst is not None and worst.start < bug.end and worst.end > bug.start
         by_kind.setdefault(bug.kind, []).append((located, repaired))
         records.append(
             {

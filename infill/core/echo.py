@@ -60,7 +60,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diffusion_infill.infill.core.lexer import lexemes
+from diffusion_infill.infill.core.lexer import lexemes, nested
 from diffusion_infill.infill.core.spans import Span
 
 STATEMENT = "\n"  # the key of a span that ends with its statement (never a stripped code)
@@ -109,7 +109,7 @@ def _places(text: str, starts: Sequence[int]) -> list[tuple[int, bool]]:
     for start in starts:
         while pending is not None and pending[0] < start:
             _, last_end, last_kind = pending
-            depth += (last_kind in "([{") - (depth > 0 and last_kind in ")]}")
+            depth = nested(depth, last_kind)
             pending = next(lex, None)
         out.append((depth, last_kind in '"?#' and last_end > start))
     return out
@@ -149,7 +149,7 @@ def cut_statement(fill: str) -> str:
         return fill
     depth, line_start = 0, 0
     for at, end, c in lexemes(fill):
-        depth += (c in "([{") - (depth > 0 and c in ")]}")
+        depth = nested(depth, c)
         if c == "?":
             return fill
         if c == "\n" and depth == 0:

@@ -2,6 +2,7 @@
 anywhere: a window of a file, a fill being written).
 
     for start, end, kind in lexemes(text): ...   # brackets, line breaks, strings, comments
+        depth = nested(depth, kind)               # the brackets open after it
     prose_ranges(text)                            # its comments and docstrings
 
 `lexemes` serves the fill ends (infill/core/echo.py); `prose_ranges` the fixer, which
@@ -48,6 +49,12 @@ def lexemes(text: str) -> Iterator[tuple[int, int, str]]:
             yield m.start(), pos, m.group()[0]
 
 
+def nested(depth: int, kind: str) -> int:
+    """The bracket depth after a lexeme of `kind` at `depth` (a stray closer closes
+    nothing)."""
+    return depth + (kind in "([{") - (depth > 0 and kind in ")]}")
+
+
 def prose_ranges(text: str) -> list[tuple[int, int]]:
     """(start, end) of the comments of `text` and of its docstrings: strings at bracket
     depth 0 that stand alone on their lines (only spaces before them on the line, only
@@ -57,7 +64,7 @@ def prose_ranges(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     depth = 0
     for start, end, kind in lexemes(text):
-        depth += (kind in "([{") - (depth > 0 and kind in ")]}")
+        depth = nested(depth, kind)
         if kind == "#" or (kind == '"' and depth == 0 and _alone(text, start, end)):
             out.append((start, end))
     return out
