@@ -1,5 +1,7 @@
-"""The fixer on real one-line fixes (benchmarks/real_fixes.py eval): line ranking, the
-worst token, exact repair, against a random ranking of the lines."""
+"""The fixer on real one-line fixes (benchmarks/real_fixes.py eval): line ranking (the
+fixer's, infill/core/suspect_lines.py `rank_lines`: by the worst token when the model is
+sure of a swap, else each line read masked too), the worst token, exact repair, against a
+random ranking of the lines."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from tqdm import tqdm
 
 from benchmarks.results_file import RESULTS
 from diffusion_infill.infill.core.repair import fix_text
-from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.suspect_lines import rank_lines
 from diffusion_infill.infill.core.suspicion import preference, worst_first
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
@@ -31,17 +33,6 @@ def checkpoint(model: Path) -> str:
 
 def results_path(model: Path | None) -> Path:
     return RESULTS / f"real_fixes_{checkpoint(Path(model or default_model_dir()))}.json"
-
-
-def line_ranking(text: str, scores: list[TokenScore]) -> list[int]:
-    """The window's lines (0-based) in the order of their worst token by `preference`;
-    only lines with a non-whitespace token appear (the lines the fixer can name)."""
-    order: list[int] = []
-    for s in worst_first(scores, preference):
-        line = text.count("\n", 0, s.start + len(s.text) - len(s.text.lstrip()))
-        if line not in order:
-            order.append(line)
-    return order
 
 
 def changed_range(ex: dict) -> tuple[int, int]:
@@ -65,7 +56,7 @@ def score_example(den, ex: dict) -> dict:  # noqa: ANN001
     t0 = time.perf_counter()
     result, scores = fix_text(ex["window"], denoiser=den, min_suspicion=0.0, min_likely=0.0)
     ms = (time.perf_counter() - t0) * 1000
-    order = line_ranking(ex["window"], scores)
+    order = [x.line for x in rank_lines(ex["window"], scores, denoiser=den)]
     worst = next(iter(worst_first(scores, preference)), None)  # None: every token is prose
     s, e = changed_range(ex)
     target = ex["window_line"]

@@ -11,6 +11,7 @@ import numpy as np
 from tqdm import tqdm
 
 from diffusion_infill.infill.core.repair import fix_text, score_text
+from diffusion_infill.infill.core.suspect_lines import line_instead
 from diffusion_infill.infill.core.suspicion import preference, worst_first
 
 
@@ -57,7 +58,11 @@ def bug_scores(
         else:
             scores = score_text(bug.buggy, denoiser=den)
         worst = next(iter(worst_first(scores, key)), None)  # None: every token is prose
-        located = worst is not None and worst.start < bug.end and worst.end > bug.start
+        # what the fixer names first: the worst token, or (sure of no swap) a line
+        fixer = worst is not None and key is preference
+        line = line_instead(bug.buggy, scores, worst, denoiser=den) if fixer else None
+        named = (line.start, line.end) if line else (worst.start, worst.end) if worst else None
+        located = named is not None and named[0] < bug.end and named[1] > bug.start
         by_kind.setdefault(bug.kind, []).append((located, repaired))
         records.append(
             {
@@ -65,6 +70,7 @@ def bug_scores(
                 "injected": bug.buggy[bug.start : bug.end],
                 "worst": worst.text if worst else None,
                 "likely": worst.likely if worst else None,
+                "named": "line" if line else "token",
                 "located": located,
                 "repaired": repaired if repair else None,
             }

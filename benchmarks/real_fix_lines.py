@@ -16,7 +16,8 @@ rule and writes
 benchmarks/results/real_fix_lines_<tokens seen>.json (or --out). Two passes per line:
 about 0.6 s a window of 17 lines on two CPU threads. `--injected N` ranks the lines of
 the injected-bug windows the fixer's held-out figure comes from instead
-(`eval_model --parts bugs --n-bugs N`), to _injected_<split>.json.
+(`eval_model --parts bugs --n-bugs N`), to _injected_<split>.json. Each line keeps the
+fixer's worst preference too (`worst`), for benchmarks/line_gate.py.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from benchmarks.heldout import bug_examples, load_test_files
 from benchmarks.real_fixes import SET, load_set
 from benchmarks.results_file import write_results
 from diffusion_infill.infill.core.canvas import fitted
+from diffusion_infill.infill.core.repair import score_text
 from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.suspect_lines import code_lines
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 BUG_SEED = 2  # the injected bugs' seed: eval_model's (--seed 0 + 2), the fixer's figure
@@ -73,6 +76,9 @@ def window_lines(den, ex: dict) -> dict:  # noqa: ANN001
     positions = [list(range(at, at + len(t))) for _, _, t, at in made]
     masked = den.logits([m for m, _, _, _ in made], positions)
     seen = den.logits([v for _, v, _, _ in made], positions)
+    worst = {
+        x.line: x.worst for x in code_lines(ex["window"], score_text(ex["window"], denoiser=den))
+    }
     lines = []
     for i, (_, _, tokens, _), am, av in zip(names, made, masked, seen, strict=True):
         rows = np.arange(len(tokens))
@@ -80,11 +86,12 @@ def window_lines(den, ex: dict) -> dict:  # noqa: ANN001
             {
                 "line": i,
                 "comment": text[i].lstrip().startswith("#"),
+                "worst": worst.get(i),  # the fixer's worst preference; None: prose only
                 "masked": np.round(log_softmax(am)[rows, tokens], 4).tolist(),
                 "in_view": np.round(log_softmax(av)[rows, tokens], 4).tolist(),
             }
         )
-    return {"truth": ex["window_line"], "lines": lines}
+    return {"truth": ex["window_line"], "package": ex.get("package"), "lines": lines}
 
 
 def summary(records: list[dict], *, code_only: bool = False) -> dict[str, dict[str, float]]:
@@ -117,13 +124,14 @@ def compact(record: dict) -> dict:
             {
                 "line": x["line"],
                 "comment": x["comment"],
+                "worst": None if x["worst"] is None else round(x["worst"], 4),
                 "tokens": len(m),
                 "masked_sum": round(float(m.sum()), 3),
                 "masked_worst3": round(float(np.sort(m)[:3].sum()), 3),
                 "in_view_sum": round(float(v.sum()), 3),
             }
         )
-    return {"truth": record["truth"], "lines": lines}
+    return {"truth": record["truth"], "package": record["package"], "lines": lines}
 
 
 def _examples(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[dict]:

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from worker_fake_main import WorkerFake
 
-from benchmarks.fix_eval import changed_range, line_ranking
+from benchmarks.fix_eval import changed_range
 from benchmarks.fix_releases import SKIP_PATH, notes_mention, notes_section
 from benchmarks.one_line_fixes import one_line_changes
 from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.suspect_lines import rank_lines
 
 OLD = '''"""A small module."""
 
@@ -141,7 +143,10 @@ def test_lines_are_ranked_by_their_worst_token() -> None:
         TokenScore(12, 13, "c", 0.9, "z", 0.5),
         TokenScore(4, 5, "1", 0.999, "2", 0.99),
     ]
-    assert line_ranking(text, scores) == [0, 1, 2]
+    # the model is sure of a swap ("1": 0.99 against 0.001): by the worst token, no pass
+    den = WorkerFake()
+    assert [x.line for x in rank_lines(text, scores, denoiser=den)] == [0, 1, 2]
+    assert not den.calls
     ex = {"window": text, "window_line": 1, "buggy_line": "b = 2", "fixed_line": "b = 3"}
     assert changed_range(ex) == (10, 11)
     ex = {**ex, "fixed_line": "b = 2 + 1"}  # an insertion: one character each side
@@ -282,3 +287,42 @@ def test_the_masked_line_ranking_rejects_bad_arguments(run_benchmark, tmp_path: 
     assert none.returncode == 2 and "--injected must be at least 1" in none.stderr
     nowhere = run_benchmark("real_fix_lines", "--injected", "3", "--corpus", str(tmp_path))
     assert nowhere.returncode == 2 and "valid.jsonl not found" in nowhere.stderr
+
+
+def _line(line: int, worst: float | None, masked_sum: float) -> dict:
+    return {"line": line, "comment": False, "worst": worst, "tokens": 3, "masked_sum": masked_sum}
+
+
+def test_the_line_gate_is_chosen_on_one_half_and_the_injected_bugs(
+    run_benchmark, tmp_path: Path
+) -> None:
+    # real changes: no sure swap, the changed line (1) surprising only out of view; the
+    # injected bug: a sure swap on line 0 that reading lines would lose
+    real = [
+        {"truth": 1, "package": p, "lines": [_line(0, 1.0, -5.0), _line(1, 0.5, -40.0)]}
+        for p in ("a", "d")  # one package in each half (crc32: odd, even)
+    ]
+    real.append({"truth": 0, "package": "d", "lines": [_line(0, None, -9.0), _line(1, 0.4, -1.0)]})
+    injected = [{"truth": 0, "package": None, "lines": [_line(0, 6.0, -1.0), _line(1, 0.1, -50.0)]}]
+    paths = tmp_path / "real.json", tmp_path / "injected.json"
+    for path, records in zip(paths, (real, injected), strict=True):
+        path.write_text(json.dumps({"model": "model/weights", "records": records}))
+    out = tmp_path / "gate.json"
+    done = run_benchmark("line_gate", *map(str, paths), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["n"] == {"real": 3, "even": 2, "odd": 1, "injected": 1}
+    assert got["fixer"]["real"]["top1_line"] == pytest.approx(0.0)  # line 0's token first
+    assert got["choice"]["real_odd"] == 1.0 and got["choice"]["injected"]["top1_line"] == 1.0
+    assert "chosen" in done.stdout
+
+
+def test_the_line_gate_rejects_files_without_the_fixers_scores(
+    run_benchmark, tmp_path: Path
+) -> None:
+    missing = run_benchmark("line_gate", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"records": [{"truth": 0, "lines": [{"line": 0}]}]}))
+    stale = run_benchmark("line_gate", str(old), str(old))
+    assert stale.returncode == 2 and "worst preference" in stale.stderr

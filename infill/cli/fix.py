@@ -91,6 +91,10 @@ def _fix_summary(
             f"{path}: nothing suspicious (worst token {worst.text.strip()!r} at "
             f"{where}, suspicion {worst.suspicion:.2f})"
         )
+    if not any(f.span.start <= worst.start < f.span.end for f in result.fills):
+        # no sure swap: the line the model least expects, read masked, was re-denoised
+        line = text.count("\n", 0, result.fills[0].span.start) + 1
+        head = f"no token is a sure swap: line {line}, the one the model least expects, re-denoised"
     if not result.edits:
         return f"{path}: no change; {head}"
     return f"{summary(path, result)}; {head}"

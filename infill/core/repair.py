@@ -9,8 +9,9 @@ A token is suspicious when it is improbable AND the model is confident of a repl
 (infill/core/suspicion.py, calibrated so that clean files are left alone). `fix_text`
 replaces each of the most suspicious tokens by that replacement when the token is a whole
 identifier, number or operator run (no forward pass more), and otherwise masks the word
-it belongs to and re-denoises it with the usual sampler (`repair_plan`); the checks judge
-either kind of fill, and only what changed comes back as edits.
+it belongs to and re-denoises it with the usual sampler (`repair_plan`); when the model
+is sure of no swap, it re-denoises the line it least expects (infill/core/suspect_lines.py).
+The checks judge every kind of fill, and only what changed comes back as edits.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, TokenScore
 from diffusion_infill.infill.core.sampler import denoise
 from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.core.suspect_lines import prepare_line_fix
 from diffusion_infill.infill.core.suspicion import (
     DEFAULT_MIN_LIKELY,
     DEFAULT_MIN_SUSPICION,
     is_suspicious,
+    preference,
     worst_first,
 )
 from diffusion_infill.infill.core.window import Layout, plan_windows
@@ -269,9 +272,8 @@ def repair_plan(
     a longer word (`_widen`) has the whole word masked and re-denoised at its length
     (exactly: given more slots the model writes content into all of them). A token the
     model would delete (`likely` "", a `not` where it does not belong) is deleted
-    (`_deletion`). On 100
-    validation bug windows the substitution repaired 10, re-denoising the flagged word 4
-    (docs/ARCHITECTURE.md, "Repair")."""
+    (`_deletion`). On 100 validation bug windows the substitution repaired 10,
+    re-denoising the flagged word 4 (docs/ARCHITECTURE.md, "Repair")."""
     spans: list[Span] = []
     decided: list[list[int] | None] = []
     for s, e, score in picked:
@@ -341,9 +343,10 @@ def prepare_fix(
     language: str | None = PYTHON,
     progress: Progress | None = None,
 ) -> tuple[PreparedFill | None, list[TokenScore]]:
-    """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens:
-    None when no token passed `is_suspicious` (nothing suspicious). The worker runs the
-    fill in its scheduler; `fix_text` runs it here."""
+    """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens,
+    or, when the model is sure of no swap, of the line it least expects read masked
+    (infill/core/suspect_lines.py): None when no token passed `is_suspicious` (nothing
+    suspicious). The worker runs the fill in its scheduler; `fix_text` runs it here."""
     scores = score_text(
         text, denoiser=denoiser, start=start, end=end, language=language, progress=progress
     )
@@ -352,7 +355,11 @@ def prepare_fix(
     )
     if not picked:
         return None, scores
-    return prepare_repair(denoiser, text, picked, options, language=language), scores
+    worst = max((x[2] for x in picked), key=preference)
+    line = prepare_line_fix(  # None: the model is sure of a swap, the token is repaired
+        text, scores, worst, (start, end), denoiser=denoiser, options=options, language=language
+    )
+    return line or prepare_repair(denoiser, text, picked, options, language=language), scores
 
 
 def fix_text(

@@ -1,0 +1,141 @@
+"""The fixer's line gate chosen on held-out data: when to read each line masked, and how
+much its surprise counts against the worst token's preference.
+
+    python -m benchmarks.line_gate REAL.json INJECTED.json [--out PATH]
+
+Reads two results files of benchmarks/real_fix_lines.py (the real one-line fixes, and
+`--injected` validation bugs), which hold per line its masked sum and the fixer's worst
+preference, and replays the rule of infill/core/suspect_lines.py `rank_lines` for each
+gate t and weight w: the lines (those with a scored token) by their worst preference when
+it exceeds t somewhere in the window, else by z(-masked sum) + w z(worst preference).
+
+The real set has no validation split of its own, so it is cut in two by package (crc32 of
+the name, even / odd). The choice: the best top-1 on the even half among the (t, w) whose
+injected top-1 is at most one point below the one-pass fixer's; the odd half is the
+held-out figure. Prints the grid and the choice; writes
+benchmarks/results/real_fixes_line_gate_<checkpoint>.json (or --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.results_file import RESULTS, write_results
+from diffusion_infill.infill.core.suspect_lines import LINE_GATE, WORST_WEIGHT
+
+GATES = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
+SLACK = 0.01  # injected top-1 may fall this much below the one-pass fixer's
+
+
+def _z(values: list[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    return (a - a.mean()) / (a.std() if a.std() > 0 else 1.0)
+
+
+def ranked(lines: list[dict], gate: float | None, weight: float) -> list[int]:
+    """The lines the fixer can name, most suspicious first; `gate` None: the one-pass
+    fixer (by the worst preference alone)."""
+    pool = sorted((x for x in lines if x["worst"] is not None), key=lambda x: -x["worst"])
+    if not pool or gate is None or max(x["worst"] for x in pool) > gate:
+        return [x["line"] for x in pool]
+    combined = _z([-x["masked_sum"] for x in pool]) + weight * _z([x["worst"] for x in pool])
+    return [pool[k]["line"] for k in np.argsort(-combined, kind="stable")]
+
+
+def half(record: dict) -> int | None:
+    """0 (even) or 1 (odd) by package, None for a record without one."""
+    package = record.get("package")
+    return None if package is None else zlib.crc32(package.encode()) % 2
+
+
+def top(records: list[dict], gate: float | None, weight: float) -> dict[str, float]:
+    """Top-1 and top-3 line localisation."""
+    orders = [ranked(r["lines"], gate, weight) for r in records]
+    n = max(1, len(records))
+    return {
+        "top1_line": sum(
+            bool(o) and o[0] == r["truth"] for r, o in zip(records, orders, strict=True)
+        )
+        / n,
+        "top3_line": sum(r["truth"] in o[:3] for r, o in zip(records, orders, strict=True)) / n,
+    }
+
+
+def grid(real: list[dict], injected: list[dict]) -> dict:
+    """Every (gate, weight) on the two halves of `real` and on `injected`, the one-pass
+    fixer's row, and the choice (see the module docstring)."""
+    halves = [[r for r in real if half(r) == k] for k in (0, 1)]
+
+    def row(gate: float | None, weight: float) -> dict:
+        return {
+            "gate": gate,
+            "weight": weight,
+            "real": top(real, gate, weight),
+            "real_even": top(halves[0], gate, weight)["top1_line"],
+            "real_odd": top(halves[1], gate, weight)["top1_line"],
+            "injected": top(injected, gate, weight),
+        }
+
+    fixer = row(None, 0.0)
+    shipped = row(LINE_GATE, WORST_WEIGHT)  # infill/core/suspect_lines.py's constants
+    rows = [row(g, w) for g in GATES for w in WEIGHTS]
+    floor = fixer["injected"]["top1_line"] - SLACK - 1e-9
+    allowed = [r for r in rows if r["injected"]["top1_line"] >= floor]
+    choice = max(allowed, key=lambda r: r["real_even"]) if allowed else None
+    sizes = {"real": len(real), "even": len(halves[0]), "odd": len(halves[1])}
+    return {
+        "n": {**sizes, "injected": len(injected)},
+        "fixer": fixer,
+        "shipped": shipped,
+        "grid": rows,
+        "choice": choice,
+    }
+
+
+def _line(name: str, r: dict) -> str:
+    return (
+        f"{name:18} real {r['real']['top1_line']:6.1%} / {r['real']['top3_line']:6.1%}"
+        f"  even {r['real_even']:6.1%}  odd {r['real_odd']:6.1%}"
+        f"  injected {r['injected']['top1_line']:6.1%} / {r['injected']['top3_line']:6.1%}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("real", type=Path, help="real_fix_lines' results on the real set")
+    parser.add_argument("injected", type=Path, help="real_fix_lines --injected results")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    loaded = []
+    for path in (args.real, args.injected):
+        if not path.is_file():
+            parser.error(f"{path} not found: python -m benchmarks.real_fix_lines [--injected N]")
+        records = json.loads(path.read_text()).get("records") or []
+        if not records or any("worst" not in x for r in records for x in r["lines"]):
+            parser.error(f"{path} holds no records with the fixer's worst preference")
+        loaded.append(records)
+    found = grid(*loaded)
+    print(_line("one pass (fixer)", found["fixer"]))
+    for r in found["grid"]:
+        print(_line(f"t {r['gate']} w {r['weight']}", r))
+    if found["choice"] is None:
+        print("no (gate, weight) keeps the injected bugs within a point", file=sys.stderr)
+    else:
+        print(_line("chosen", found["choice"]))
+    print(_line("shipped", found["shipped"]))
+    found["command"] = " ".join(["python -m benchmarks.line_gate", *(argv or sys.argv[1:])])
+    model = json.loads(args.real.read_text()).get("model", "")
+    name = Path(args.real).stem.removeprefix("real_fix_lines_")
+    out = args.out or RESULTS / f"real_fixes_line_gate_{name}.json"
+    write_results("line_gate", Path(model) if model else None, found, out)
+
+
+if __name__ == "__main__":
+    main()
