@@ -24,6 +24,12 @@ corpus) and times, from request sent to response received:
 - fix selection: a line with one injected bug (operator, comparison, variable,
   off-by-one) selected and fixed.
 
+`--vs KEY=JSON` compares two configurations of the inline cases in one session: each
+line's cases run with and without those settings in turn (the order alternating; the
+server told by `workspace/didChangeConfiguration`), so that a machine whose speed drifts
+slows both alike; the cases with them are named `... [vs]`, and the ratio of the p50s
+is printed and kept (`vs_over_base_p50`).
+
 One warm-up fill (the model load) is not counted. Prints p50/p95/mean per case and
 writes benchmarks/results/lsp_<model>.json. The client that times the requests is
 benchmarks/lsp_bench_client.py.
@@ -93,6 +99,7 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
 
 
 INLINE = ["inline completion", "inline completion (empty line)", "inline completion (typing)"]
+VS = " [vs]"  # the name suffix of a case run with --vs's settings
 CASES = [
     *INLINE,
     "code action list",
@@ -107,6 +114,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     client = await _started(args)
     b = Bench(client)
     docs = documents(args.requests, args.seed)
+    inline = INLINE + [c + VS for c in INLINE] if args.vs else INLINE
+    cases = inline + CASES[len(INLINE) :]
     try:
         await _run_cases(b, docs, args)
         info = await client.workspace_execute_command_async(
@@ -116,14 +125,17 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         await client.shutdown_async(None)
         client.exit(None)
         await client.stop()
+    found = {c: summary(b.times.get(c, []), b.errors.get(c, 0)) for c in cases}
     return {
         "model": str(args.model or args.worker or "shipped"),
         "worker": info if isinstance(info, dict) else None,
         "requests": args.requests,
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "settings": args.setting,
-        "cases": {c: summary(b.times.get(c, []), b.errors.get(c, 0)) for c in CASES},
-        "completion quality": {c: b.completion_quality(c) for c in INLINE},
+        "vs_settings": args.vs or None,
+        "cases": found,
+        "completion quality": {c: b.completion_quality(c) for c in inline},
+        "vs_over_base_p50": paired(found) if args.vs else None,
     }
 
 
@@ -159,24 +171,14 @@ async def _run_cases(b: Bench, docs: dict[str, list[Any]], args: argparse.Namesp
         "refactor.rewrite.infill.fillHoles",
     )
     b.times.clear()
-    for ex in docs["lines"]:
-        cut = ex.start + mid_line_cut(ex.truth)
-        await b.inline(
-            "inline completion", ex.text[:cut] + ex.text[ex.end :], cut, ex.text[cut : ex.end]
-        )
-        await b.inline(
-            "inline completion (empty line)",
-            ex.text[: ex.start] + ex.text[ex.end :],
-            ex.start,
-            ex.truth,
-        )
-        await b.typing(
-            "inline completion (typing)",
-            ex.text[:cut] + ex.text[ex.end :],
-            cut,
-            ex.text[cut : ex.end],
-            args.keystrokes,
-        )
+    for k, ex in enumerate(docs["lines"]):
+        runs = [("", {}), (VS, args.vs)] if args.vs else [("", {})]
+        for suffix, settings in runs if k % 2 == 0 else runs[::-1]:
+            if args.vs:  # the configuration this run's requests get, overlaid on --setting
+                b.client.workspace_did_change_configuration(
+                    types.DidChangeConfigurationParams(settings={"infill": settings})
+                )
+            await _inline_cases(b, ex, args.keystrokes, suffix)
         if args.only_completion:
             continue
         await b.action(
@@ -207,6 +209,27 @@ async def _run_cases(b: Bench, docs: dict[str, list[Any]], args: argparse.Namesp
         )
 
 
+async def _inline_cases(b: Bench, ex: Any, keystrokes: int, suffix: str) -> None:
+    """The three inline completion cases of one held-out line, each case named + suffix."""
+    cut = ex.start + mid_line_cut(ex.truth)
+    rest = ex.text[:cut] + ex.text[ex.end :]
+    await b.inline(f"inline completion{suffix}", rest, cut, ex.text[cut : ex.end])
+    empty = ex.text[: ex.start] + ex.text[ex.end :]
+    await b.inline(f"inline completion (empty line){suffix}", empty, ex.start, ex.truth)
+    truth = ex.text[cut : ex.end]
+    await b.typing(f"inline completion (typing){suffix}", rest, cut, truth, keystrokes)
+
+
+def paired(cases: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Per inline case, p50 with --vs's settings over p50 without (requests interleaved)."""
+    out = {}
+    for case in INLINE:
+        a, b = cases.get(case, {}), cases.get(case + VS, {})
+        if a.get("p50_ms") and b.get("p50_ms"):
+            out[case] = round(b["p50_ms"] / a["p50_ms"], 3)
+    return out
+
+
 def parse_setting(kv: str) -> tuple[str, Any]:
     key, sep, value = kv.partition("=")
     if not sep:
@@ -215,6 +238,30 @@ def parse_setting(kv: str) -> tuple[str, Any]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def _print(results: dict[str, Any], vs: dict[str, Any]) -> None:
+    """The table of cases, the completions' quality and, with --vs, the p50 ratios."""
+    print(f"{'case':30s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")
+    for case, r in results["cases"].items():
+        if r["n"]:
+            print(
+                f"{case:30s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
+                f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}"
+            )
+        else:
+            print(f"{case:30s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
+    for case, q in results["completion quality"].items():
+        if q["n"]:
+            print(
+                f"{case}: exact match {q['exact_match']:.0%}, first line "
+                f"{q['first_line_right']:.0%}, no completion "
+                f"{q['no_completion']:.0%} (n={q['n']})"
+            )
+    for case, ratio in (results["vs_over_base_p50"] or {}).items():
+        print(f"{case}: p50 with {vs} / without: {ratio:.3f}")
+    if results.get("worker"):
+        print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -243,28 +290,21 @@ def main(argv: list[str] | None = None) -> None:
         metavar="KEY=JSON",
         help="a server setting, e.g. completionSteps=8 (repeatable)",
     )
+    p.add_argument(
+        "--vs",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a second configuration for the inline cases (repeatable): each line's cases "
+        "run with and without it in turn (workspace/didChangeConfiguration), the order "
+        "alternating, so that the machine's drift falls on both alike",
+    )
     args = p.parse_args(argv)
     args.setting = dict(parse_setting(kv) for kv in args.setting)
+    args.vs = dict(parse_setting(kv) for kv in args.vs)
     logging.basicConfig(level=logging.ERROR)
     results = asyncio.run(bench(args))
-    print(f"{'case':30s} {'n':>3s} {'err':>3s} {'p50 ms':>9s} {'p95 ms':>9s} {'mean ms':>9s}")
-    for case, r in results["cases"].items():
-        if r["n"]:
-            print(
-                f"{case:30s} {r['n']:3d} {r['errors']:3d} {r['p50_ms']:9.1f} "
-                f"{r['p95_ms']:9.1f} {r['mean_ms']:9.1f}"
-            )
-        else:
-            print(f"{case:30s} {0:3d} {r['errors']:3d} {'-':>9s} {'-':>9s} {'-':>9s}")
-    for case, q in results["completion quality"].items():
-        if q["n"]:
-            print(
-                f"{case}: exact match {q['exact_match']:.0%}, first line "
-                f"{q['first_line_right']:.0%}, no completion "
-                f"{q['no_completion']:.0%} (n={q['n']})"
-            )
-    if results.get("worker"):
-        print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
+    _print(results, args.vs)
     write_results("lsp_via_worker" if args.worker else "lsp", args.model, results, args.out)
 
 

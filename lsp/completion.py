@@ -4,7 +4,8 @@
 The hole is an empty span at the cursor; everything before it and after it (the rest of
 the line included) is context. On a line with code the completion is one line:
 `completionTokens` tokens at most, cut at the first line break, computed on a small canvas
-(`completionWindowTokens` around the cursor) in at most `completionSteps` passes, the
+(`completionWindowTokens` around the cursor) in at most `completionSteps` passes (unset:
+3 where the worker computes on a CPU in fp32 or int8, 4 elsewhere; `completion_steps`), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes). A new
@@ -50,6 +51,11 @@ _CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
 CPU_DEADLINE_MS = 600  # a one-line completion on a CPU (idle: 40-160 ms p50)
 CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 180-500 ms p50)
 GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a network hop)
+# passes of a one-line completion when `completionSteps` is unset: fewer on a CPU that
+# runs the model without bf16 (fp32 or int8), where typing is slowest (docs/ARCHITECTURE.md,
+# "Three passes while typing")
+COMPLETION_STEPS = 4
+SLOW_CPU_COMPLETION_STEPS = 3
 
 
 class Late(enum.Enum):
@@ -69,6 +75,19 @@ def completion_deadline(s: Settings, device: str | None, multiline: bool) -> flo
         else:
             ms = CPU_MULTILINE_DEADLINE_MS if multiline else CPU_DEADLINE_MS
     return ms / 1000 if ms else None
+
+
+def completion_steps(s: Settings, device: str | None, precision: str | None) -> int:
+    """Most passes of a one-line completion: `completionSteps` when set, else by the
+    worker's machine: SLOW_CPU_COMPLETION_STEPS where it computes on a CPU in fp32 or int8
+    (no bf16 instructions, or none faster), COMPLETION_STEPS elsewhere and before the
+    worker has said."""
+    if s.completion_steps is not None:
+        return s.completion_steps
+    on_cpu = device is not None and device.split(":")[0] == "cpu"
+    return (
+        SLOW_CPU_COMPLETION_STEPS if on_cpu and precision in ("fp32", "int8") else COMPLETION_STEPS
+    )
 
 
 def wants_completion(line_rest: str) -> bool:
@@ -161,7 +180,9 @@ class Completions(Feature):
         snap = host.snapshot(uri)
         at = snap.lines.offset(position)
         line = snap.lines.line_of(at)
-        ask = completion_ask(snap.text, at, (snap.lines.start(line), snap.lines.end(line)), s, uri)
+        bounds = (snap.lines.start(line), snap.lines.end(line))
+        steps = completion_steps(s, host.worker.device, host.worker.precision)
+        ask = completion_ask(snap.text, at, bounds, s, uri, steps=steps)
         if ask is None:
             return None
 
@@ -215,10 +236,17 @@ class CompletionAsk:
 
 
 def completion_ask(
-    text: str, at: int, line: tuple[int, int], s: Settings, uri: str = ""
+    text: str,
+    at: int,
+    line: tuple[int, int],
+    s: Settings,
+    uri: str = "",
+    *,
+    steps: int | None = None,
 ) -> CompletionAsk | None:
     """The completion at offset `at` of `text`, whose line's content is text[line[0]:
-    line[1]]; None where no completion belongs (`wants_completion`)."""
+    line[1]], in at most `steps` passes if on one line (None: `completion_steps` for a
+    machine not known); None where no completion belongs (`wants_completion`)."""
     multiline = not text[line[0] : line[1]].strip()
     if not multiline and not wants_completion(text[at : line[1]]):
         return None
@@ -226,13 +254,15 @@ def completion_ask(
     return CompletionAsk(
         ex,
         Span(at - ex.offset, at - ex.offset),
-        completion_options(s, multiline, uri),
+        completion_options(s, multiline, uri, steps=steps or completion_steps(s, None, None)),
         multiline,
         at == line[1],
     )
 
 
-def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOptions:
+def completion_options(
+    s: Settings, multiline: bool, uri: str = "", *, steps: int = COMPLETION_STEPS
+) -> SamplerOptions:
     """The sampler options of a completion: a one-line one on a small canvas in a few
     passes, a multi-line one on the usual window in a few more; both compute the context's
     keys/values in their first pass and reuse them (again after the hole grows) and, with
@@ -240,7 +270,7 @@ def completion_options(s: Settings, multiline: bool, uri: str = "") -> SamplerOp
     kind = "multi" if multiline else "line"
     digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
     carry = f"completion:{kind}:{digest}" if s.completion_reuse else ""
-    budget = s.multiline_steps if multiline else s.completion_steps
+    budget = s.multiline_steps if multiline else steps
     steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
     if multiline:
         tokens = s.multiline_tokens

@@ -84,13 +84,21 @@ class WorkerConnection:
         return c.welcome.device if c is not None and c.welcome is not None else None
 
     @property
+    def precision(self) -> str | None:
+        """What the worker said its model computes in (`bf16`, `fp32`, `int8`); None until
+        it has greeted this connection, "" when it did not say."""
+        c = self._client
+        return c.welcome.precision if c is not None and c.welcome is not None else None
+
+    @property
     def description(self) -> str:
         c = self._client
         if c is None:
             return "no worker yet"
         where = f"worker at {c.address}" if c.spawn is None else "local worker"
         if c.welcome is not None:
-            return f"{where}: {c.welcome.model} on {c.welcome.device}"
+            precision = f" ({c.welcome.precision})" if c.welcome.precision else ""
+            return f"{where}: {c.welcome.model} on {c.welcome.device}{precision}"
         return where
 
     async def connect(self) -> str:

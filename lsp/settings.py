@@ -151,7 +151,8 @@ class Settings:
     # a one-line completion's budget: canvas tokens around the cursor, denoising passes
     # (the last commits what is left; context keys/values computed once, then reused)
     completion_window: int = _s("completionWindowTokens", _int(16, 4096), default=128)
-    completion_steps: int = _s("completionSteps", _int(1, 64), default=4)
+    # None: by the worker's machine (lsp/completion.py `completion_steps`)
+    completion_steps: int | None = _s("completionSteps", _optional(_int(1, 64)), default=None)
     multiline_steps: int = _s("multilineSteps", _int(1, 4096), default=8)  # empty line
     # an empty line's canvas tokens; None: as much as the model reads (a code action's)
     multiline_window: int | None = _s(

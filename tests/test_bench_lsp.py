@@ -1,10 +1,15 @@
-"""benchmarks/bench_lsp.py's completion figures (its timings need a server: not tested here)."""
+"""benchmarks/bench_lsp.py: its completion figures, and two configurations timed in one session
+against a server on the fake worker."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from lsp_fake_worker import fake_worker
 from lsprotocol import types
 
-from benchmarks.bench_lsp import Bench
+from benchmarks.bench_lsp import INLINE, VS, Bench, main
 
 
 def _list(text: str) -> types.InlineCompletionList:
@@ -22,3 +27,23 @@ def test_an_empty_lines_offer_is_compared_on_its_first_line() -> None:
     assert q["n"] == 4 and q["exact_match"] == 0.25
     assert q["first_line_right"] == 0.5 and q["no_completion"] == 0.25
     assert q["offered"] == ["total = 0\n    for x in xs:", "total = 1", None, "  total = 0  "]
+
+
+def test_two_configurations_are_timed_interleaved_in_one_session(tmp_path, capsys) -> None:
+    out = tmp_path / "lsp.json"
+    with fake_worker() as address:
+        main(
+            ["--worker", address, "--only-completion", "--requests", "2", "--keystrokes", "2"]
+            + ["--vs", "completionSteps=2", "--out", str(out)]
+        )
+    got = json.loads(out.read_text())
+    assert got["vs_settings"] == {"completionSteps": 2}
+    for case in INLINE:  # every line's cases ran with and without the second configuration
+        assert got["cases"][case]["n"] == got["cases"][case + VS]["n"] > 0
+        assert got["vs_over_base_p50"][case] > 0
+    assert "p50 with {'completionSteps': 2} / without" in capsys.readouterr().out
+
+
+def test_a_configuration_that_is_not_key_equals_value_is_refused() -> None:
+    with pytest.raises(SystemExit, match="expected KEY=VALUE"):
+        main(["--vs", "completionSteps"])

@@ -236,6 +236,44 @@ def test_one_line_completion_keeps_to_its_pass_budget(worker):
     run(go())
 
 
+class _Precision:
+    """What a loaded model says it computes in (model/precision.py `Precision.name`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+@pytest.mark.parametrize(
+    ("device", "precision", "setting", "most"),
+    [
+        ("cpu", "int8", None, 3),  # no bf16 on this CPU: typing takes 3 passes
+        ("cpu", "fp32", None, 3),
+        ("cpu", "bf16", None, 4),
+        ("cuda:0", "bf16", None, 4),
+        ("cpu", "int8", 4, 4),  # the setting, when set, decides
+    ],
+)
+def test_one_line_completion_passes_follow_the_workers_machine(device, precision, setting, most):
+    fake = LspFake(device=device)
+    fake.precision = _Precision(precision)
+    settings = {} if setting is None else {"completionSteps": setting}
+
+    async def go():
+        async with lsp(address, settings) as (client, _):
+            info = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="infill.workerInfo")
+            )
+            assert (info["device"], info["precision"]) == (device, precision)
+            uri = open_doc(client, "machine.py", "name = \n")
+            before = await counters(client)
+            (item,) = await inline(client, uri, pos(0, 7))  # one token a pass, unless
+            assert item.insert_text == "'ada'"  # the budget's last pass commits the rest
+            assert (await counters(client))["passes"] - before["passes"] == most
+
+    with fake_worker(fake) as address:
+        run(go())
+
+
 def test_completion_budget_settings_are_validated(worker):
     bad = {
         "completionSteps": 0,

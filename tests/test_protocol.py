@@ -74,7 +74,7 @@ MESSAGES = [
     ScoreRequest(4, "é😀\n", start=0, end=None, language="python"),
     Cancel(5),
     InfoRequest(6),
-    Welcome("fake", "cpu"),
+    Welcome("fake", "cpu", "int8"),
     Result(
         7,
         "x = 42\n",
@@ -93,6 +93,7 @@ MESSAGES = [
         Limits(max_frame=4096, deadline=30.0),
         True,
         Counters(4, 3, 5, 1, 0),
+        "bf16",
     ),
     Error(12, "cancelled", "cancelled by the client"),
     Error(None, "unauthorized", "wrong or missing token"),
@@ -123,6 +124,9 @@ def test_optional_fields_take_their_defaults():
     assert decode_request(body) == FillRequest(1, "a")
     body = msgpack.packb({"v": PROTOCOL_VERSION, "type": "hello"})
     assert decode_request(body) == Hello(None)
+    # a worker from before `precision` was said: the client reads "" (not said)
+    body = msgpack.packb({"v": PROTOCOL_VERSION, "type": "welcome", "model": "m", "device": "cpu"})
+    assert decode_reply(body) == Welcome("m", "cpu", "")
 
 
 def _wire(**fields):

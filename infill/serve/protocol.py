@@ -253,6 +253,9 @@ class Welcome(Message):
     TYPE: ClassVar[str] = "welcome"
     model: str = _f(STR)
     device: str = _f(STR)
+    # what the model computes in: "bf16", "fp32", "int8" ("": not said, an older worker
+    # or a model without one), so that a client can choose its budgets per machine
+    precision: str = _f(STR, default="")
 
 
 @dataclass(frozen=True)
@@ -310,12 +313,14 @@ class WorkerInfo(Message):
     limits: Limits = _f(record(Limits))
     batching: bool = _f(BOOL)  # steps of concurrent requests share forward passes
     counters: Counters = _f(record(Counters))
+    precision: str = _f(STR, default="")  # as in `welcome`
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready), without the id: what `infill.workerInfo` returns."""
         return {
             "model": self.model,
             "device": self.device,
+            "precision": self.precision,
             "versions": asdict(self.versions),
             "limits": asdict(self.limits),
             "batching": self.batching,

@@ -254,7 +254,7 @@ class Worker:
 
     def welcome(self) -> Welcome:
         assert self.denoiser is not None
-        return Welcome(self.denoiser.name, self._device())
+        return Welcome(self.denoiser.name, self._device(), self._precision())
 
     def info(self, rid: int) -> WorkerInfo:
         assert self.denoiser is not None and self.scheduler is not None
@@ -267,7 +267,14 @@ class Worker:
         )
         counters = Counters(self.requests, s.passes, s.canvases, s.shared, len(s))
         return WorkerInfo(
-            rid, self.denoiser.name, self._device(), versions, self.limits, self.batching, counters
+            rid,
+            self.denoiser.name,
+            self._device(),
+            versions,
+            self.limits,
+            self.batching,
+            counters,
+            self._precision(),
         )
 
     async def answer(
@@ -278,6 +285,10 @@ class Worker:
 
     def _device(self) -> str:
         return str(getattr(self.denoiser, "device", "cpu"))
+
+    def _precision(self) -> str:
+        """The loaded model's compute precision (model/precision.py), "" when it has none."""
+        return str(getattr(getattr(self.denoiser, "precision", None), "name", ""))
 
 
 # -- command line -----------------------------------------------------------------------
