@@ -99,3 +99,15 @@ def test_neutralise_keeps_offsets():
     text = "é = <mask:3> + 🎉"
     spans = find_holes(text)
     assert neutralise(text, spans) == "é = ________ + 🎉"
+
+
+def test_neutralise_keeps_the_lines_of_a_span_over_line_breaks():
+    # a span of whole lines reads as lines of identifiers at their depth: the block
+    # around it still parses, so the checks can tell a fill's errors from the stand-in's
+    text = "def f():\n    x = 1\n    if x:\n        y = 2\n    return y\n"
+    start, end = text.index("    x"), text.index("    return")
+    out = neutralise(text, [Span(start, end)])
+    assert out == "def f():\n    _____\n    _____\n        _____\n    return y\n"
+    assert len(out) == len(text)
+    inside = text.index("x = 1")  # a span inside a line: one identifier, as before
+    assert neutralise(text, [Span(inside, inside + 5)]).split("\n")[1] == "    _____"

@@ -162,12 +162,29 @@ def check_spans(text: str, spans: list[Span]) -> list[Span]:
 
 def neutralise(text: str, spans: list[Span]) -> str:
     """`text` with each span's characters replaced by `_`: the same offsets, but a hole
-    marker reads as an identifier, so the parser sees the code around it intact."""
+    marker reads as an identifier, so the parser sees the code around it intact. A span
+    over line breaks keeps them, and the indentation that starts each of its lines, so
+    that a span of whole lines reads as lines of identifiers at their depth rather than
+    one long identifier that breaks the block it sits in (which would leave the checks
+    nothing to compare a fill with)."""
     parts: list[str] = []
     pos = 0
     for s in spans:
         parts.append(text[pos : s.start])
-        parts.append("_" * (s.end - s.start))
+        at_line_start = (
+            s.start == 0
+            or text[s.start - 1] == "\n"
+            or (text[text.rfind("\n", 0, s.start) + 1 : s.start].isspace())
+        )
+        for ch in text[s.start : s.end]:
+            if ch == "\n":
+                parts.append(ch)
+                at_line_start = True
+            elif at_line_start and ch in " \t":
+                parts.append(ch)
+            else:
+                parts.append("_")
+                at_line_start = False
         pos = s.end
     parts.append(text[pos:])
     return "".join(parts)
