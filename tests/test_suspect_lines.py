@@ -147,3 +147,14 @@ def test_a_line_rewritten_for_a_selection_stays_inside_it():
     assert result is not None
     assert [(f.span.start, f.span.end) for f in result.fills] == [(start, TEXT.index("\nd"))]
     assert all(e.start >= start for e in result.edits)
+
+
+def test_the_command_names_a_repaired_token_as_before(tmp_path, monkeypatch, capsys):
+    # a sure swap ("-" read as "+"): the token is named, not a line
+    monkeypatch.setattr(loading, "load_denoiser", lambda *a, **kw: WorkerFake(["*"]))
+    f = tmp_path / "one.py"
+    f.write_text("y = x - 1\n")
+    assert main(["fix", "--min-suspicion", "0", "--min-likely", "0", str(f)]) == 0
+    out, err = capsys.readouterr()
+    assert "+y = x + 1\n" in out
+    assert "most suspicious '-' at 1:7" in err and "sure swap" not in err

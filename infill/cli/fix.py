@@ -32,6 +32,7 @@ from diffusion_infill.infill.core.engine import check_text
 from diffusion_infill.infill.core.errors import InfillError, line_col
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, TokenScore
+from diffusion_infill.infill.core.suspect_lines import code_lines, is_sure
 from diffusion_infill.infill.core.suspicion import worst_first
 
 
@@ -91,9 +92,12 @@ def _fix_summary(
             f"{path}: nothing suspicious (worst token {worst.text.strip()!r} at "
             f"{where}, suspicion {worst.suspicion:.2f})"
         )
-    if not any(f.span.start <= worst.start < f.span.end for f in result.fills):
-        # no sure swap: the line the model least expects, read masked, was re-denoised
-        line = text.count("\n", 0, result.fills[0].span.start) + 1
+    lines = code_lines(text, scores)
+    rewritten = [
+        f for f in result.fills for x in lines if (f.span.start, f.span.end) == (x.start, x.end)
+    ]
+    if rewritten and not is_sure(lines):  # the line the model least expects, read masked
+        line = text.count("\n", 0, rewritten[0].span.start) + 1
         head = f"no token is a sure swap: line {line}, the one the model least expects, re-denoised"
     if not result.edits:
         return f"{path}: no change; {head}"
