@@ -8,6 +8,7 @@
 export interface WorkerInfo {
   model?: string;
   device?: string;
+  precision?: string; // bf16, fp32, int8; "" or absent: not said
   versions?: Record<string, unknown>;
   limits?: Record<string, unknown>;
   batching?: unknown;
@@ -72,7 +73,8 @@ export function statusText(s: StatusInput): StatusText {
   if (s.state === 'stopped') {
     return { text: '$(circle-slash) infill', tooltip: 'Infill: the language server is not running' };
   }
-  const model = s.info ? `${s.info.model ?? '?'} · ${s.info.device ?? '?'}` : undefined;
+  const device = s.info ? `${s.info.device ?? '?'}${s.info.precision ? ` ${s.info.precision}` : ''}` : '';
+  const model = s.info ? `${s.info.model ?? '?'} · ${device}` : undefined;
   const busy = s.busy?.current;
   if (busy !== undefined) {
     const more = (s.busy?.count ?? 0) > 1 ? ` (+${(s.busy?.count ?? 1) - 1})` : '';
@@ -87,7 +89,7 @@ export function statusText(s: StatusInput): StatusText {
   if (s.state === 'starting' || model === undefined) {
     return { text: '$(loading~spin) infill', tooltip: 'Infill: starting the server and the model worker' };
   }
-  return { text: `$(sparkle) infill: ${model}`, tooltip: `Infill: model ${s.info?.model} on ${s.info?.device}` };
+  return { text: `$(sparkle) infill: ${model}`, tooltip: `Infill: model ${s.info?.model} on ${device}` };
 }
 
 function show(v: unknown): string {
@@ -96,7 +98,8 @@ function show(v: unknown): string {
 
 /** Lines describing a worker (the "Show worker info" command). */
 export function formatInfo(info: WorkerInfo): string[] {
-  const out = [`model ${info.model ?? '?'} on ${info.device ?? '?'}`];
+  const precision = info.precision ? ` (${info.precision})` : '';
+  const out = [`model ${info.model ?? '?'} on ${info.device ?? '?'}${precision}`];
   for (const key of ['versions', 'limits', 'batching', 'counters'] as const) {
     const v = info[key];
     if (v === undefined || v === null) continue;

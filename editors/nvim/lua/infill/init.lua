@@ -294,7 +294,9 @@ end
 
 --- Lines describing the reply of `infill.workerInfo`.
 function M.format_info(info)
-  local out = { ('model %s on %s'):format(tostring(info.model), tostring(info.device)) }
+  local precision = (type(info.precision) == 'string' and info.precision ~= '')
+      and (' (' .. info.precision .. ')') or ''
+  local out = { ('model %s on %s%s'):format(tostring(info.model), tostring(info.device), precision) }
   for _, key in ipairs({ 'versions', 'limits', 'batching', 'counters' }) do
     local v = info[key]
     if type(v) == 'table' then

@@ -7,6 +7,9 @@ const info = { model: 'infill-small', device: 'cuda:0' };
 
 test('idle: the model and the device', () => {
   assert.equal(statusText({ state: 'running', info }).text, '$(sparkle) infill: infill-small · cuda:0');
+  const cpu = { model: 'shipped', device: 'cpu', precision: 'int8' }; // what the model computes in
+  assert.equal(statusText({ state: 'running', info: cpu }).text, '$(sparkle) infill: shipped · cpu int8');
+  assert.equal(statusText({ state: 'running', info: cpu }).tooltip, 'Infill: model shipped on cpu int8');
   assert.equal(statusText({ state: 'running' }).text, '$(loading~spin) infill');
   assert.equal(statusText({ state: 'stopped', info }).text, '$(circle-slash) infill');
   const down = statusText({ state: 'running', infoError: 'connection refused' });
@@ -36,4 +39,5 @@ test('worker info lines', () => {
     model: 'm', device: 'cpu', versions: { torch: '2.4', infill: '0.1' }, batching: true,
     counters: { requests: 3 },
   }), ['model m on cpu', 'versions: infill=0.1, torch=2.4', 'batching: true', 'counters: requests=3']);
+  assert.deepEqual(formatInfo({ model: 'm', device: 'cpu', precision: 'int8' }), ['model m on cpu (int8)']);
 });
