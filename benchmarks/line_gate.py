@@ -27,16 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.results_file import RESULTS, write_results
-from diffusion_infill.infill.core.suspect_lines import LINE_GATE, WORST_WEIGHT
+from diffusion_infill.infill.core.suspect_lines import LINE_GATE, WORST_WEIGHT, surprise_order
 
 GATES = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
 SLACK = 0.01  # injected top-1 may fall this much below the one-pass fixer's
-
-
-def _z(values: list[float]) -> np.ndarray:
-    a = np.asarray(values, dtype=np.float64)
-    return (a - a.mean()) / (a.std() if a.std() > 0 else 1.0)
 
 
 def ranked(lines: list[dict], gate: float | None, weight: float) -> list[int]:
@@ -45,8 +40,9 @@ def ranked(lines: list[dict], gate: float | None, weight: float) -> list[int]:
     pool = sorted((x for x in lines if x["worst"] is not None), key=lambda x: -x["worst"])
     if not pool or gate is None or max(x["worst"] for x in pool) > gate:
         return [x["line"] for x in pool]
-    combined = _z([-x["masked_sum"] for x in pool]) + weight * _z([x["worst"] for x in pool])
-    return [pool[k]["line"] for k in np.argsort(-combined, kind="stable")]
+    surprise = np.array([-x["masked_sum"] for x in pool])
+    order = surprise_order(surprise, np.array([x["worst"] for x in pool]), weight)
+    return [pool[k]["line"] for k in order]
 
 
 def half(record: dict) -> int | None:

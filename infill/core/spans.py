@@ -171,11 +171,7 @@ def neutralise(text: str, spans: list[Span]) -> str:
     pos = 0
     for s in spans:
         parts.append(text[pos : s.start])
-        at_line_start = (
-            s.start == 0
-            or text[s.start - 1] == "\n"
-            or (text[text.rfind("\n", 0, s.start) + 1 : s.start].isspace())
-        )
+        at_line_start = not text[text.rfind("\n", 0, s.start) + 1 : s.start].strip()
         for ch in text[s.start : s.end]:
             if ch == "\n":
                 parts.append(ch)

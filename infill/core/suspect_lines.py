@@ -24,6 +24,7 @@ thresholds (asks for a suggestion anyway) gets a line rewritten this way.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -58,14 +59,13 @@ class SuspectLine:
 def code_lines(text: str, scores: list[TokenScore]) -> list[SuspectLine]:
     """The lines holding a scored non-whitespace token (a token belongs to the line of its
     first non-space character), in text order, each with its worst preference."""
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     worst: dict[int, float] = {}
     for s in scores:
         if not s.text.strip():
             continue
-        at = s.start + len(s.text) - len(s.text.lstrip())
-        line = text.count("\n", 0, at)
+        line = bisect_right(starts, s.start + len(s.text) - len(s.text.lstrip())) - 1
         worst[line] = max(worst.get(line, -np.inf), preference(s))
-    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     out = []
     for line in sorted(worst):
         a = starts[line]
@@ -90,9 +90,17 @@ def rank_lines(text: str, scores: list[TokenScore], *, denoiser: Denoiser) -> li
         return by_worst
     read, rest = by_worst[:MAX_MASKED_LINES], by_worst[MAX_MASKED_LINES:]
     surprise = masked_surprise(denoiser, text, read)
-    combined = _z(surprise) + WORST_WEIGHT * _z(np.array([x.worst for x in read]))
-    order = np.argsort(-combined, kind="stable")
+    order = surprise_order(surprise, np.array([x.worst for x in read]))
     return [replace(read[k], surprise=float(surprise[k])) for k in order] + rest
+
+
+def surprise_order(
+    surprise: np.ndarray, worst: np.ndarray, weight: float = WORST_WEIGHT
+) -> np.ndarray:
+    """The order of lines read masked, most suspicious first: by z(surprise) + `weight`
+    z(worst preference), ties kept in the order given (benchmarks/line_gate.py replays it
+    over recorded lines for other weights)."""
+    return np.argsort(-(_z(surprise) + weight * _z(worst)), kind="stable")
 
 
 def masked_surprise(den: Denoiser, text: str, lines: list[SuspectLine]) -> np.ndarray:
@@ -137,12 +145,12 @@ def line_instead(
     text: str, scores: list[TokenScore], token: TokenScore, *, denoiser: Denoiser
 ) -> SuspectLine | None:
     """The line the fixer rewrites instead of repairing `token` (its worst flagged one):
-    the first of `rank_lines` when the model is sure of no swap and that line does not
-    hold the token; else None (the token is repaired, as the model is sure of it)."""
-    lines = code_lines(text, scores)
-    if not lines or is_sure(lines):
+    the first of `rank_lines` when the model is sure of no swap (the lines were read
+    masked) and that line does not hold the token; else None (the token is repaired)."""
+    ranked = rank_lines(text, scores, denoiser=denoiser)
+    if not ranked or ranked[0].surprise is None:  # sure of a swap: no line was read
         return None
-    top = rank_lines(text, scores, denoiser=denoiser)[0]
+    top = ranked[0]
     at = token.start + len(token.text) - len(token.text.lstrip())
     return None if top.start <= at < top.end else top
 
