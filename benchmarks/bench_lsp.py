@@ -53,7 +53,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files, mid_line_cut
-from benchmarks.lsp_bench_client import Bench, capabilities
+from benchmarks.lsp_bench_client import Bench, capabilities, exact_offers
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.docstring import missing_docstrings
 
@@ -77,6 +77,7 @@ def summary(ms: list[float], errors: int) -> dict[str, Any]:
         "p50_ms": round(percentile(ms, 50), 1),
         "p95_ms": round(percentile(ms, 95), 1),
         "mean_ms": round(statistics.fmean(ms), 1),
+        "ms": [round(m, 1) for m in ms],
     }
 
 
@@ -136,6 +137,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "cases": found,
         "completion quality": {c: b.completion_quality(c) for c in inline},
         "vs_over_base_p50": paired(found) if args.vs else None,
+        "vs_exact_won_lost": won_lost(b) if args.vs else None,
     }
 
 
@@ -230,6 +232,20 @@ def paired(cases: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def won_lost(b: Bench) -> dict[str, list[int]]:
+    """Per inline case, [offers exact with --vs's settings and not without, the reverse]
+    (the same lines and keystrokes, in order)."""
+    out = {}
+    for case in INLINE:
+        base, vs = b.completion_quality(case), b.completion_quality(case + VS)
+        if base["n"] != vs["n"]:
+            continue
+        right = [exact_offers(q["offered"], q["truths"]) for q in (base, vs)]
+        pairs = list(zip(*right, strict=True))
+        out[case] = [sum(v and not a for a, v in pairs), sum(a and not v for a, v in pairs)]
+    return out
+
+
 def parse_setting(kv: str) -> tuple[str, Any]:
     key, sep, value = kv.partition("=")
     if not sep:
@@ -257,9 +273,16 @@ def _print(results: dict[str, Any], vs: dict[str, Any]) -> None:
                 f"{case}: exact match {q['exact_match']:.0%}, first line "
                 f"{q['first_line_right']:.0%}, no completion "
                 f"{q['no_completion']:.0%} (n={q['n']})"
+                + (
+                    f", last offer kept {q['offers_kept']:.0%}"
+                    if q["offers_kept"] is not None
+                    else ""
+                )
             )
     for case, ratio in (results["vs_over_base_p50"] or {}).items():
         print(f"{case}: p50 with {vs} / without: {ratio:.3f}")
+    for case, (won, lost) in (results["vs_exact_won_lost"] or {}).items():
+        print(f"{case}: exact with {vs}, not without: {won}; the reverse: {lost}")
     if results.get("worker"):
         print(f"model {results['worker'].get('model')} on {results['worker'].get('device')}")
 

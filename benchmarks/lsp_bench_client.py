@@ -48,6 +48,8 @@ class Bench:
         # per case: offered text (None: nothing offered), what was deleted
         self.completions: dict[str, list[str | None]] = {}
         self.truths: dict[str, list[str]] = {}
+        # per typing case: keystrokes answered with the last offer less the typed character
+        self.kept: dict[str, int] = {}
 
     def open(self, text: str) -> tuple[str, Lines]:
         self.docs += 1
@@ -118,9 +120,11 @@ class Bench:
         completion after each (the one before the first keystroke is not timed)."""
         uri, _ = self.open(text)
         try:
-            await self.client.text_document_inline_completion_async(
+            first = await self.client.text_document_inline_completion_async(
                 self._inline_params(uri, Lines(text).position(at))
             )
+            before = _text(first)
+            self.kept.setdefault(case, 0)
             for i, ch in enumerate(truth[:keys]):
                 here = Lines(text).position(at)
                 text, at = text[:at] + ch + text[at:], at + 1
@@ -139,6 +143,10 @@ class Bench:
                     case, lambda p=params: self.client.text_document_inline_completion_async(p)
                 )
                 self._offered(case, got, truth[i + 1 :])
+                now = _text(got)
+                if before and now and before[0] == ch and now == before[1:]:
+                    self.kept[case] += 1
+                before = now
         finally:
             self.close(uri)
 
@@ -153,19 +161,13 @@ class Bench:
         )
 
     def _offered(self, case: str, got: Any, truth: str) -> None:
-        items = got.items if isinstance(got, types.InlineCompletionList) else got or []
-        offered = items[0].insert_text if items else None
-        self.completions.setdefault(case, []).append(
-            offered if isinstance(offered, str) or offered is None else offered.value
-        )
+        self.completions.setdefault(case, []).append(_text(got))
         self.truths.setdefault(case, []).append(truth)
 
     def completion_quality(self, case: str) -> dict[str, Any]:
         got, truths = self.completions.get(case, []), self.truths.get(case, [])
         n = len(truths)
-        exact = sum(
-            c is not None and c.strip() == t.strip() for c, t in zip(got, truths, strict=True)
-        )
+        exact = sum(exact_offers(got, truths))
         # an empty line's offer may run on past the deleted line (lsp/completion.py
         # shapes it to its first blank line): its first line is what can be compared
         first = sum(
@@ -178,5 +180,19 @@ class Bench:
             "exact_match": exact / n if n else None,
             "first_line_right": first / n if n else None,
             "no_completion": empty / n if n else None,
+            "offers_kept": self.kept[case] / n if case in self.kept and n else None,
             "offered": got,
+            "truths": truths,
         }
+
+
+def exact_offers(got: list[str | None], truths: list[str]) -> list[bool]:
+    """Whether each offer is its truth (both stripped), in order."""
+    return [c is not None and c.strip() == t.strip() for c, t in zip(got, truths, strict=True)]
+
+
+def _text(got: Any) -> str | None:
+    """The first offered text of an inline completion answer (None: nothing offered)."""
+    items = got.items if isinstance(got, types.InlineCompletionList) else got or []
+    offered = items[0].insert_text if items else None
+    return offered if isinstance(offered, str) or offered is None else offered.value

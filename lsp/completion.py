@@ -19,6 +19,9 @@ on a CPU (1,200 ms for a multi-line completion, which takes 0.2-0.5 s there when
 2,000 ms on a GPU; 0 means none. The worker drops a cancelled job before its next
 denoising step.
 
+While the user types the characters a completion offered, the rest of it is the answer
+at once, without the model (`completionTypedThrough`; lsp/offers.py).
+
 The model is not asked where no completion belongs (`wants_completion`): in the middle of
 an identifier, or before code on the same line (a fill there would only repeat it).
 """
@@ -38,6 +41,7 @@ from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
+from diffusion_infill.lsp.offers import Offer, typed_through
 from diffusion_infill.lsp.positions import LINE_BREAK
 from diffusion_infill.lsp.progress import WorkProgress, live_view
 from diffusion_infill.lsp.settings import Settings
@@ -115,6 +119,7 @@ class Completions(Feature):
     def __init__(self, host: Host) -> None:
         super().__init__(host)
         self.tasks: dict[str, asyncio.Task[object]] = {}
+        self.offers: dict[str, Offer] = {}  # each document's last completion from the model
 
     def register(self) -> None:
         self.host.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
@@ -127,6 +132,7 @@ class Completions(Feature):
 
     def closed(self, uri: str) -> None:
         self.drop(uri)
+        self.offers.pop(uri, None)
 
     def drop(self, uri: str) -> None:
         """Cancel the completion running for `uri` (the document changed or closed)."""
@@ -179,6 +185,12 @@ class Completions(Feature):
         s = host.settings
         snap = host.snapshot(uri)
         at = snap.lines.offset(position)
+        offer = self.offers.pop(uri, None)
+        if offer is not None and s.completion_typed_through:
+            rest = typed_through(offer, snap.text, at)
+            if rest is not None:  # no model: the user is typing what it offered
+                self.offers[uri] = offer  # and may type on through it
+                return Completion(snap, at, rest, offer.multiline)
         line = snap.lines.line_of(at)
         bounds = (snap.lines.start(line), snap.lines.end(line))
         steps = completion_steps(s, host.worker.device, host.worker.precision)
@@ -217,7 +229,10 @@ class Completions(Feature):
         if not host.is_current(snap):
             return None  # stale: never offer text computed for an older version
         text = ask.offer(result.fills[0].text if result.fills else "")
-        return Completion(snap, at, text, ask.multiline) if text else None
+        if not text:
+            return None
+        self.offers[uri] = Offer(snap.text, at, text, ask.multiline)
+        return Completion(snap, at, text, ask.multiline)
 
 
 @dataclass(frozen=True)

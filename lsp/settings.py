@@ -161,6 +161,9 @@ class Settings:
     # carry the last keystroke's context keys/values over to the next completion of the
     # document where the two canvases agree (an approximation; a full pass every 8)
     completion_reuse: bool = _s("completionReuse", _bool, default=True)
+    # answer at once with the rest of the last completion while the user types what it
+    # offered (lsp/offers.py); false: ask the model on every keystroke
+    completion_typed_through: bool = _s("completionTypedThrough", _bool, default=True)
     # ms a completion may take before it answers nothing and its job is cancelled; None:
     # the worker's device decides (lsp.completion.completion_deadline); 0: no deadline
     completion_deadline: int | None = _s(

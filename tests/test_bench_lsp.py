@@ -41,9 +41,41 @@ def test_two_configurations_are_timed_interleaved_in_one_session(tmp_path, capsy
     for case in INLINE:  # every line's cases ran with and without the second configuration
         assert got["cases"][case]["n"] == got["cases"][case + VS]["n"] > 0
         assert got["vs_over_base_p50"][case] > 0
+    assert all(len(got["vs_exact_won_lost"][case]) == 2 for case in INLINE)
     assert "p50 with {'completionSteps': 2} / without" in capsys.readouterr().out
 
 
 def test_a_configuration_that_is_not_key_equals_value_is_refused() -> None:
     with pytest.raises(SystemExit, match="expected KEY=VALUE"):
         main(["--vs", "completionSteps"])
+
+
+class _Client:
+    """Answers inline completions from a list, in order; ignores document changes."""
+
+    def __init__(self, answers: list[str | None]) -> None:
+        self.answers = answers
+
+    async def text_document_inline_completion_async(self, params):
+        text = self.answers.pop(0)
+        return None if text is None else _list(text)
+
+    def text_document_did_open(self, params) -> None: ...
+
+    def text_document_did_change(self, params) -> None: ...
+
+    def text_document_did_close(self, params) -> None: ...
+
+
+def test_typing_counts_the_keystrokes_answered_with_the_last_offer_less_what_was_typed():
+    import asyncio
+
+    # "x = " then "abc" typed; offers: "abd" first, "bd" after "a" (kept), "c" after "b"
+    # (a new offer), nothing after "c"
+    b = Bench(client=_Client(["abd", "bd", "c", None]))  # type: ignore[arg-type]
+    case = "inline completion (typing)"
+    asyncio.run(b.typing(case, "x = \n", 4, "abc", 3))
+    q = b.completion_quality(case)
+    assert q["n"] == 3 and q["offers_kept"] == 1 / 3
+    assert q["offered"] == ["bd", "c", None] and q["truths"] == ["bc", "c", ""]
+    assert q["exact_match"] == 1 / 3  # "c" after "ab"

@@ -370,3 +370,79 @@ def test_an_empty_lines_completion_computes_its_context_once():
     hints = [h for call in fake.hints for h in call or () if h is not None]
     assert len(hints) == 8  # one request, a pass each
     assert [h.refresh for h in hints] == [True] + [False] * 7
+
+
+def type_text(client, uri: str, version: int, at: types.Position, text: str, end=None) -> None:
+    """Replace [at, end) (empty: insert at `at`) with `text`, as an editor's keystroke."""
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=at, end=end or at), text=text
+                )
+            ],
+        )
+    )
+
+
+@pytest.mark.parametrize("typed_through", [True, False])
+def test_typing_what_was_offered_answers_with_its_rest_without_the_model(typed_through):
+    # the fake completes `name = ` with 'ada'; typing its first characters answers with
+    # the rest at once (the worker is not asked) unless the setting is off; a character
+    # the offer did not have, a deletion, or an edit on another line asks the model again
+    fake = LspFake()
+
+    async def go():
+        settings = {"completionTypedThrough": typed_through}
+        async with lsp(address, settings) as (client, _):
+            uri = open_doc(client, "typing.py", "name = \nother = 1\n")
+            assert (await inline(client, uri, pos(0, 7)))[0].insert_text == "'ada'"
+            asked = (await counters(client))["requests"]
+            type_text(client, uri, 2, pos(0, 7), "'")
+            type_text(client, uri, 3, pos(0, 8), "a")
+            (item,) = await inline(client, uri, pos(0, 9))
+            assert item.range == types.Range(start=pos(0, 9), end=pos(0, 9))
+            if typed_through:
+                assert item.insert_text == "da'"
+                assert (await counters(client))["requests"] == asked
+            else:  # the model again: the fake's fill, whatever comes before the cursor
+                assert (await counters(client))["requests"] == asked + 1
+                return
+            type_text(client, uri, 4, pos(0, 9), "d")  # still the offer: 'ad|a'
+            assert (await inline(client, uri, pos(0, 10)))[0].insert_text == "a'"
+            assert (await counters(client))["requests"] == asked
+            type_text(client, uri, 5, pos(0, 10), "x")  # 'adx: not what was offered
+            await inline(client, uri, pos(0, 11))
+            assert (await counters(client))["requests"] == asked + 1
+
+    with fake_worker(fake) as address:
+        run(go())
+
+
+@pytest.mark.parametrize(
+    ("edit", "cursor"),
+    [
+        ((pos(0, 6), "", pos(0, 7)), pos(0, 6)),  # a deletion before the cursor
+        ((pos(1, 0), "#", None), pos(0, 8)),  # the offer's first character, and an edit below
+        ((pos(0, 7), "'ada'", None), pos(0, 12)),  # all of the offer typed (pasted)
+    ],
+    ids=["deletion", "edit elsewhere", "all of it typed"],
+)
+def test_an_edit_that_is_not_typing_the_offer_asks_the_model(edit, cursor):
+    fake = LspFake()
+
+    async def go():
+        async with lsp(address) as (client, _):
+            uri = open_doc(client, "typing.py", "name = \nother = 1\n")
+            assert (await inline(client, uri, pos(0, 7)))[0].insert_text == "'ada'"
+            asked = (await counters(client))["requests"]
+            start, text, end = edit
+            type_text(client, uri, 2, start, text, end)
+            if cursor == pos(0, 8):
+                type_text(client, uri, 3, pos(0, 7), "'")
+            await inline(client, uri, cursor)
+            assert (await counters(client))["requests"] == asked + 1
+
+    with fake_worker(fake) as address:
+        run(go())
