@@ -8,7 +8,8 @@ the line included) is context. On a line with code the completion is one line:
 3 where the worker computes on a CPU in fp32 or int8, 4 elsewhere; `completion_steps`), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
-(`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes). A new
+(`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
+on such a CPU, 8 elsewhere). A new
 request for a document cancels the one still running for it (its response is
 `RequestCancelled`), and so does an edit.
 
@@ -60,6 +61,9 @@ GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a ne
 # "Three passes while typing")
 COMPLETION_STEPS = 4
 SLOW_CPU_COMPLETION_STEPS = 3
+# and of a completion on an empty line ("Six passes for an empty line" there)
+MULTILINE_STEPS = 8
+SLOW_CPU_MULTILINE_STEPS = 6
 
 
 class Late(enum.Enum):
@@ -81,17 +85,20 @@ def completion_deadline(s: Settings, device: str | None, multiline: bool) -> flo
     return ms / 1000 if ms else None
 
 
-def completion_steps(s: Settings, device: str | None, precision: str | None) -> int:
-    """Most passes of a one-line completion: `completionSteps` when set, else by the
-    worker's machine: SLOW_CPU_COMPLETION_STEPS where it computes on a CPU in fp32 or int8
-    (no bf16 instructions, or none faster), COMPLETION_STEPS elsewhere and before the
-    worker has said."""
-    if s.completion_steps is not None:
-        return s.completion_steps
-    on_cpu = device is not None and device.split(":")[0] == "cpu"
-    return (
-        SLOW_CPU_COMPLETION_STEPS if on_cpu and precision in ("fp32", "int8") else COMPLETION_STEPS
-    )
+def completion_steps(
+    s: Settings, device: str | None, precision: str | None, multiline: bool = False
+) -> int:
+    """Most passes of a completion, one-line or on an empty line: `completionSteps` /
+    `multilineSteps` when set, else by the worker's machine: fewer where it computes on a
+    CPU in fp32 or int8 (no bf16 instructions, or none faster), than elsewhere and before
+    the worker has said."""
+    setting = s.multiline_steps if multiline else s.completion_steps
+    if setting is not None:
+        return setting
+    slow = device is not None and device.split(":")[0] == "cpu" and precision in ("fp32", "int8")
+    if multiline:
+        return SLOW_CPU_MULTILINE_STEPS if slow else MULTILINE_STEPS
+    return SLOW_CPU_COMPLETION_STEPS if slow else COMPLETION_STEPS
 
 
 def wants_completion(line_rest: str) -> bool:
@@ -193,8 +200,8 @@ class Completions(Feature):
                 return Completion(snap, at, rest, offer.multiline)
         line = snap.lines.line_of(at)
         bounds = (snap.lines.start(line), snap.lines.end(line))
-        steps = completion_steps(s, host.worker.device, host.worker.precision)
-        ask = completion_ask(snap.text, at, bounds, s, uri, steps=steps)
+        machine = (host.worker.device, host.worker.precision)
+        ask = completion_ask(snap.text, at, bounds, s, uri, machine=machine)
         if ask is None:
             return None
 
@@ -257,35 +264,38 @@ def completion_ask(
     s: Settings,
     uri: str = "",
     *,
-    steps: int | None = None,
+    machine: tuple[str | None, str | None] = (None, None),
 ) -> CompletionAsk | None:
     """The completion at offset `at` of `text`, whose line's content is text[line[0]:
-    line[1]], in at most `steps` passes if on one line (None: `completion_steps` for a
-    machine not known); None where no completion belongs (`wants_completion`)."""
+    line[1]], in at most `completion_steps` passes for the worker's `machine` (device,
+    precision; None: not known yet); None where no completion belongs
+    (`wants_completion`)."""
     multiline = not text[line[0] : line[1]].strip()
     if not multiline and not wants_completion(text[at : line[1]]):
         return None
     ex = excerpt(text, at, at, context=s.context_chars)
+    steps = completion_steps(s, *machine, multiline=multiline)
     return CompletionAsk(
         ex,
         Span(at - ex.offset, at - ex.offset),
-        completion_options(s, multiline, uri, steps=steps or completion_steps(s, None, None)),
+        completion_options(s, multiline, uri, steps=steps),
         multiline,
         at == line[1],
     )
 
 
 def completion_options(
-    s: Settings, multiline: bool, uri: str = "", *, steps: int = COMPLETION_STEPS
+    s: Settings, multiline: bool, uri: str = "", *, steps: int | None = None
 ) -> SamplerOptions:
-    """The sampler options of a completion: a one-line one on a small canvas in a few
+    """The sampler options of a completion in at most `steps` passes (None: as
+    `completion_steps` for a machine not known): a one-line one on a small canvas in a few
     passes, a multi-line one on the usual window in a few more; both compute the context's
     keys/values in their first pass and reuse them (again after the hole grows) and, with
     `completionReuse`, from the document's last completion (keystroke to keystroke)."""
     kind = "multi" if multiline else "line"
     digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
     carry = f"completion:{kind}:{digest}" if s.completion_reuse else ""
-    budget = s.multiline_steps if multiline else steps
+    budget = steps or completion_steps(s, None, None, multiline)
     steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
     if multiline:
         tokens = s.multiline_tokens

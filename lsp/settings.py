@@ -153,7 +153,8 @@ class Settings:
     completion_window: int = _s("completionWindowTokens", _int(16, 4096), default=128)
     # None: by the worker's machine (lsp/completion.py `completion_steps`)
     completion_steps: int | None = _s("completionSteps", _optional(_int(1, 64)), default=None)
-    multiline_steps: int = _s("multilineSteps", _int(1, 4096), default=8)  # empty line
+    # an empty line's; None: by the worker's machine, as completionSteps
+    multiline_steps: int | None = _s("multilineSteps", _optional(_int(1, 4096)), default=None)
     # an empty line's canvas tokens; None: as much as the model reads (a code action's)
     multiline_window: int | None = _s(
         "multilineWindowTokens", _optional(_int(16, 4096)), default=None

@@ -274,6 +274,32 @@ def test_one_line_completion_passes_follow_the_workers_machine(device, precision
         run(go())
 
 
+@pytest.mark.parametrize(
+    ("device", "precision", "setting", "passes"),
+    [
+        ("cpu", "int8", None, 6),  # no bf16 on this CPU: an empty line takes 6 passes
+        ("cpu", "fp32", None, 6),
+        ("cpu", "bf16", None, 8),
+        ("cuda:0", "bf16", None, 8),
+        ("cpu", "int8", 8, 8),  # the setting, when set, decides
+    ],
+)
+def test_an_empty_lines_passes_follow_the_workers_machine(device, precision, setting, passes):
+    fake = LspFake(device=device)  # never confident: the passes run to the budget
+    fake.precision = _Precision(precision)
+    settings = {"completionReuse": False} | ({} if setting is None else {"multilineSteps": setting})
+
+    async def go():
+        async with lsp(address, settings) as (client, _):
+            uri = open_doc(client, "machine.py", "def multi():\n    \n")
+            before = await counters(client)
+            assert (await inline(client, uri, pos(1, 4)))[0].insert_text == "a = 1\n    return a"
+            assert (await counters(client))["passes"] - before["passes"] == passes
+
+    with fake_worker(fake) as address:
+        run(go())
+
+
 def test_completion_budget_settings_are_validated(worker):
     bad = {
         "completionSteps": 0,
