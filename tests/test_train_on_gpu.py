@@ -91,3 +91,56 @@ def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     den = load_denoiser(export, device="cpu", dtype="fp32")
     (logits,) = den.logits([den.encode("x = 1\n") + [den.special.mask]], [[0]])
     assert logits.shape[0] == 1
+
+
+def test_each_call_may_feed_the_running_run_another_part_of_the_corpus(
+    corpus: Path, tok_dir: Path, tmp_path: Path
+) -> None:
+    # A run started with --more-corpus; two later calls bring a part each in .gpu2/
+    # (the carry replaces it): both join what the run trains on, in order.
+    checkout = tmp_path / "checkout"
+    (checkout / ".gpu").mkdir(parents=True)
+    (checkout / "model").symlink_to(ROOT / "model")
+    (checkout / ".gpu" / "train.jsonl.xz").write_bytes(
+        lzma.compress((corpus / "train.jsonl").read_bytes())
+    )
+    shutil.copy(corpus / "valid.jsonl", checkout / ".gpu" / "valid.jsonl")
+    shutil.copy(tok_dir / "tokenizer.json", checkout / ".gpu" / "tokenizer.json")
+    machine = tmp_path / "machine"
+    env = dict(os.environ, GPU_RUN_TMP=str(machine), GPU_RUN_COMPILE="0", OUT=str(tmp_path / "out"))
+    script = str(ROOT / "model" / "training" / "train_on_gpu.sh")
+
+    def call(*args: str) -> str:
+        proc = subprocess.run(
+            ["bash", script, *args],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        return proc.stdout
+
+    train_args = ["--preset", "tiny", "--batch-size", "4", "--seq-len", "64", "--dtype", "fp32"]
+    call(
+        "start",
+        "0.75",
+        *train_args,
+        "--eval-every",
+        "1000",
+        "--more-corpus",
+        str(machine / "corpus_more"),
+    )
+    rows = (corpus / "train.jsonl").read_text().splitlines()
+    for n, part in enumerate((rows[:2], rows[2:3]), 1):
+        (checkout / ".gpu2").mkdir(exist_ok=True)
+        (checkout / ".gpu2" / "train.jsonl.xz").write_bytes(
+            lzma.compress(("\n".join(part) + "\n").encode())
+        )
+        out = call("feed", "12" if n == 1 else "120")
+        assert f"part_{n}.jsonl" in out
+    log = (machine / "run.log").read_text()
+    assert "2 more training files" in log and "1 more training files" in log
+    record = json.loads((machine / "run" / "export" / "training.json").read_text())
+    assert list(record["more_corpus"]["parts"]) == ["part_1", "part_2"]

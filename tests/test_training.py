@@ -81,8 +81,8 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
     monkeypatch: pytest.MonkeyPatch,
     loader_workers: int,
 ) -> None:
-    """A GPU run gets the training split in two halves, one per device call: the second
-    half's train.jsonl appears in --more-corpus while the run goes on."""
+    """A GPU run gets the training split in parts, one per device call: each part's .jsonl
+    file appears in --more-corpus while the run goes on and joins what it trains on."""
     monkeypatch.setattr(batches, "MORE_CHECK_SECONDS", 0.0)
     more = tmp_path / "more"
     more.mkdir()
@@ -106,16 +106,26 @@ def test_a_corpus_that_arrives_during_the_run_joins_its_batches(
             trainer.tok.decode(next(stream).targets[b].tolist()) for _ in range(n) for b in range(4)
         )
 
+    def bring(name: str, word: str) -> None:  # written elsewhere, then renamed there
+        text = f"def {word}():\n    return {word}_value\n\n\n" * 400  # most of the characters
+        row = json.dumps({"unit": "m", "path": f"{word}.py", "text": text})
+        (more / "part").write_text(row + "\n")
+        (more / "part").rename(more / f"{name}.jsonl")
+
     assert "quokka" not in seen(3)
-    text = "def quokka():\n    return quokka_value\n\n\n" * 400  # most of the characters
-    (more / "part").write_text(json.dumps({"unit": "m", "path": "q.py", "text": text}) + "\n")
-    (more / "part").rename(more / "train.jsonl")
+    bring("part_1", "quokka")
     seen(1)  # the batch made before it looked
     assert "quokka" in seen(4)
-    assert trainer.more_texts == 1 and len(trainer.sampler.texts) == 1 + len(
-        train.load_texts(corpus, "train")
-    )
-    assert trainer.meta()["more_corpus"] == {"path": str(more), "files": 1, "at_step": 0}
+    base = len(train.load_texts(corpus, "train"))
+    assert trainer.more_texts == 1 and len(trainer.sampler.texts) == 1 + base
+    bring("part_2", "wombat")  # the next call's part
+    seen(1)
+    assert "wombat" in seen(4)
+    assert trainer.more_texts == 2 and len(trainer.sampler.texts) == 2 + base
+    more_corpus = trainer.meta()["more_corpus"]
+    assert more_corpus["path"] == str(more) and more_corpus["files"] == 2
+    assert list(more_corpus["parts"]) == ["part_1", "part_2"]
+    assert [p["files"] for p in more_corpus["parts"].values()] == [1, 1]
 
 
 def test_each_run_trains_on_windows_of_its_own(corpus: Path, tok_dir: Path, tmp_path: Path) -> None:

@@ -26,9 +26,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--more-corpus",
         type=Path,
         default=None,
-        help="a folder whose train.jsonl may appear during the run (a later device call "
-        "brings it: write it elsewhere, then rename it there); its texts join the "
-        "training split's within MORE_CHECK_SECONDS",
+        help="a folder where .jsonl files of training rows may appear during the run "
+        "(later device calls bring them, one part each: write each elsewhere, then rename "
+        "it there); each one's texts join the training split's within MORE_CHECK_SECONDS",
     )
     add("--compile", action="store_true", help="run the encoder under torch.compile")
     add(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ class BatchStream(torch.utils.data.IterableDataset):
             )
 
 
-MORE_CHECK_SECONDS = 10.0  # how often a run with --more-corpus looks for its train.jsonl
+MORE_CHECK_SECONDS = 10.0  # how often a run with --more-corpus looks for new .jsonl files
 
 
 def _stream(trainer: Trainer) -> Iterator[Batch]:
@@ -85,26 +85,31 @@ def _stream(trainer: Trainer) -> Iterator[Batch]:
 
 
 def batches(trainer: Trainer) -> Iterator[Batch]:
-    """The training batches. With --more-corpus, once its train.jsonl is there, its texts
-    join the sampler's and the batches come from both (the loader processes, which hold
-    copies of the old sampler, are replaced)."""
+    """The training batches. With --more-corpus, each .jsonl file that appears there
+    (train.jsonl, or parts brought one per device call: part_1.jsonl, part_2.jsonl, ...)
+    has its texts join the sampler's, and the batches come from all of them (the loader
+    processes, which hold copies of the old sampler, are replaced)."""
     more = trainer.args.more_corpus
     while True:
         stream = _stream(trainer)
         checked = time.monotonic()
         for batch in stream:
             yield batch
-            if (
-                more is None
-                or trainer.more_texts
-                or time.monotonic() - checked < MORE_CHECK_SECONDS
-            ):
+            if more is None or time.monotonic() - checked < MORE_CHECK_SECONDS:
                 continue
             checked = time.monotonic()
-            if (more / "train.jsonl").exists():
-                trainer.add_texts(load_texts(more, "train"))
+            new = new_parts(more, trainer.more_parts)
+            if new:
+                for part in new:
+                    trainer.add_texts(load_texts(more, part), part)
                 break
         stream.close()  # the old loader's processes end here
+
+
+def new_parts(folder: Path, known: Collection[str]) -> list[str]:
+    """The names (without .jsonl) of the .jsonl files in `folder` not in `known`, sorted;
+    a file is written under another name and renamed there, so never read half-written."""
+    return sorted(p.stem for p in folder.glob("*.jsonl") if p.stem not in known)
 
 
 def padded(batch: Batch, length: int, pad: int) -> Batch:

@@ -13,9 +13,9 @@
 #   bash model/training/train_on_gpu.sh run MINUTES DEADLINE [args]  # both in one command:
 #       start, then copy each new export to $OUT until the run ends or DEADLINE seconds pass
 #   bash model/training/train_on_gpu.sh feed SECONDS  # a later command with
-#       .gpu2/train.jsonl.xz (the rest of the training split, which did not fit beside the
-#       weights): unpack it where a run started with `--more-corpus /tmp/corpus_more`
-#       looks, then `wait SECONDS`
+#       .gpu2/train.jsonl.xz (a part of the training split that did not fit beside the
+#       weights; each call may bring another): unpack it as the next part_N.jsonl where a
+#       run started with `--more-corpus /tmp/corpus_more` looks, then `wait SECONDS`
 #   bash model/training/train_on_gpu.sh eval  # held-out eval of the export on the GPU, to $OUT
 #
 # The project need not be installed on the machine: the checkout's lsp/, infill/ and model/
@@ -83,6 +83,7 @@ unpack() {
 launch() {  # launch MINUTES EXTRA_ARGS...: the run under setsid, logging to $RUN.log
     local minutes=$1; shift
     mkdir -p "$RUN"
+    : >> "$RUN.log"  # there at once, for a `tail` right after
     local tokenizer=()
     [ -f .gpu/tokenizer.json ] && tokenizer=(--tokenizer .gpu/tokenizer.json)
     setsid nohup python3 -m diffusion_infill.model.training.train --corpus "$CORPUS" "${tokenizer[@]}" \
@@ -166,10 +167,12 @@ wait)
     follow $((SECONDS + $2))
     ;;
 feed)
-    # written under another name, then renamed: the run must never read half a file
+    # this call's part, after those of earlier calls: part_1.jsonl, part_2.jsonl, ...
+    # (written under another name, then renamed: the run must never read half a file)
     mkdir -p "$MORE"
-    xz -T0 -dc .gpu2/train.jsonl.xz > "$MORE/train.part" && mv "$MORE/train.part" "$MORE/train.jsonl"
-    wc -c "$MORE/train.jsonl"
+    part=$MORE/part_$(( $(find "$MORE" -name '*.jsonl' | wc -l) + 1 )).jsonl
+    xz -T0 -dc .gpu2/train.jsonl.xz > "$MORE/part.tmp" && mv "$MORE/part.tmp" "$part"
+    wc -c "$part"
     follow $((SECONDS + $2))
     grep "more training files" "$RUN.log"
     ;;

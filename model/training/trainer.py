@@ -104,7 +104,8 @@ class Trainer:
             self._resume()
         seed = rank_seed(stream_seed(args.seed, self.state), group.rank)
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6, seed=seed)
-        self.more_texts, self.more_at = 0, -1  # files added by --more-corpus, and when
+        # the parts --more-corpus added: name -> (files, the step they joined at)
+        self.more_parts: dict[str, tuple[int, int]] = {}
         self.valid_batches = self._valid_batches()
         # torch's generator draws make_batch's substitutions and identity targets. Until
         # here it is where `args.seed` and building the model left it, which is what
@@ -146,10 +147,14 @@ class Trainer:
             for _ in range(8)
         ]
 
-    def add_texts(self, texts: list[str]) -> None:
-        """Train on `texts` too, from the next batch on (--more-corpus)."""
-        self.more_texts = len(texts)
-        self.more_at = self.state.step
+    @property
+    def more_texts(self) -> int:
+        """Files added by --more-corpus so far."""
+        return sum(files for files, _ in self.more_parts.values())
+
+    def add_texts(self, texts: list[str], part: str = "train") -> None:
+        """Train on `texts` (--more-corpus's file `part`.jsonl) too, from the next batch on."""
+        self.more_parts[part] = (len(texts), self.state.step)
         self.sampler = TextSampler(
             self.sampler.texts + texts, self.seq_len * 6, seed=self.rng.randrange(2**31)
         )
@@ -157,7 +162,7 @@ class Trainer:
             print(
                 f"step {self.state.step}: {len(texts)} more training files "
                 f"({sum(map(len, texts)) / 1e6:.1f}M characters) from "
-                f"{self.args.more_corpus}",
+                f"{self.args.more_corpus / part}.jsonl",
                 file=sys.stderr,
                 flush=True,
             )
@@ -193,7 +198,7 @@ class Trainer:
             "more_corpus": {
                 "path": str(a.more_corpus),
                 "files": self.more_texts,
-                "at_step": self.more_at,
+                "parts": {n: {"files": f, "at_step": at} for n, (f, at) in self.more_parts.items()},
             }
             if a.more_corpus
             else None,
