@@ -111,6 +111,18 @@ def test_completion_for_clients_without_inline_completion(worker):
             assert item.label == "foo(1)" and item.filter_text == "foo(1)"
             assert item.text_edit.new_text == "foo(1)"
             assert item.text_edit.range == types.Range(start=pos(0, 4), end=pos(0, 6))
+            # typing the offer's next character: the rest of it, without the model
+            asked = (await counters(client))["requests"]
+            type_text(client, uri, 2, pos(0, 6), "o")
+            got = await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri), position=pos(0, 7)
+                )
+            )
+            (item,) = got.items
+            assert item.text_edit.new_text == "foo(1)"
+            assert item.text_edit.range == types.Range(start=pos(0, 4), end=pos(0, 7))
+            assert (await counters(client))["requests"] == asked
 
     run(go())
 
