@@ -22,16 +22,23 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
-    corpus: Path, tiny_model_dir: Path, tmp_path: Path
-) -> None:
-    checkout = tmp_path / "checkout"  # the checkout as it lands on the device machine
+def _checkout(corpus: Path, tmp_path: Path) -> Path:
+    """The checkout as it lands on the device machine: model/ and .gpu/ with the corpus's
+    training rows xz-compressed and its validation split."""
+    checkout = tmp_path / "checkout"
     (checkout / ".gpu").mkdir(parents=True)
     (checkout / "model").symlink_to(ROOT / "model")
     (checkout / ".gpu" / "train.jsonl.xz").write_bytes(
         lzma.compress((corpus / "train.jsonl").read_bytes())
     )
     shutil.copy(corpus / "valid.jsonl", checkout / ".gpu" / "valid.jsonl")
+    return checkout
+
+
+def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
+    corpus: Path, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    checkout = _checkout(corpus, tmp_path)
     init = tmp_path / "init"
     shutil.copytree(tiny_model_dir, init)
     (init / "training.json").write_text(json.dumps({"tokens_total": 5000, "history": []}))
@@ -98,13 +105,7 @@ def test_each_call_may_feed_the_running_run_another_part_of_the_corpus(
 ) -> None:
     # A run started with --more-corpus; two later calls bring a part each in .gpu2/
     # (the carry replaces it): both join what the run trains on, in order.
-    checkout = tmp_path / "checkout"
-    (checkout / ".gpu").mkdir(parents=True)
-    (checkout / "model").symlink_to(ROOT / "model")
-    (checkout / ".gpu" / "train.jsonl.xz").write_bytes(
-        lzma.compress((corpus / "train.jsonl").read_bytes())
-    )
-    shutil.copy(corpus / "valid.jsonl", checkout / ".gpu" / "valid.jsonl")
+    checkout = _checkout(corpus, tmp_path)
     shutil.copy(tok_dir / "tokenizer.json", checkout / ".gpu" / "tokenizer.json")
     machine = tmp_path / "machine"
     env = dict(os.environ, GPU_RUN_TMP=str(machine), GPU_RUN_COMPILE="0", OUT=str(tmp_path / "out"))
