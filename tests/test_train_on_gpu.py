@@ -35,6 +35,21 @@ def _checkout(corpus: Path, tmp_path: Path) -> Path:
     return checkout
 
 
+def _script(checkout: Path, env: dict[str, str], *args: str) -> str:
+    """model/training/train_on_gpu.sh run with `args` in `checkout`: its output, after
+    asserting that it succeeded."""
+    proc = subprocess.run(
+        ["bash", str(ROOT / "model" / "training" / "train_on_gpu.sh"), *args],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
 def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
     corpus: Path, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -54,36 +69,15 @@ def test_a_gpu_run_grows_its_init_trains_and_returns_a_packed_export(
         GROW="2",
         OUT=str(out),
     )
-    proc = subprocess.run(
-        [
-            "bash",
-            str(ROOT / "model" / "training" / "train_on_gpu.sh"),
-            "run",
-            "0.1",
-            "120",
-            "--preset",
-            "tiny",
-            "--init-from",
-            str(machine / "init"),
-            "--batch-size",
-            "4",
-            "--seq-len",
-            "64",
-            "--dtype",
-            "fp32",
-            "--eval-every",
-            "1000",
-        ],
-        cwd=checkout,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    stdout = _script(
+        checkout,
+        env,
+        *("run", "0.1", "120", "--preset", "tiny", "--init-from", str(machine / "init")),
+        *("--batch-size", "4", "--seq-len", "64", "--dtype", "fp32", "--eval-every", "1000"),
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
     parts = sorted(out.glob("export.tar.*"))
-    assert parts, proc.stdout[-2000:]
+    assert parts, stdout[-2000:]
     joined = tmp_path / "export.tar"
     joined.write_bytes(b"".join(p.read_bytes() for p in parts))
     with tarfile.open(joined) as tar:
@@ -109,19 +103,9 @@ def test_each_call_may_feed_the_running_run_another_part_of_the_corpus(
     shutil.copy(tok_dir / "tokenizer.json", checkout / ".gpu" / "tokenizer.json")
     machine = tmp_path / "machine"
     env = dict(os.environ, GPU_RUN_TMP=str(machine), GPU_RUN_COMPILE="0", OUT=str(tmp_path / "out"))
-    script = str(ROOT / "model" / "training" / "train_on_gpu.sh")
 
     def call(*args: str) -> str:
-        proc = subprocess.run(
-            ["bash", script, *args],
-            cwd=checkout,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        return proc.stdout
+        return _script(checkout, env, *args)
 
     train_args = ["--preset", "tiny", "--batch-size", "4", "--seq-len", "64", "--dtype", "fp32"]
     call(
