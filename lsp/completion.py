@@ -9,9 +9,8 @@ the line included) is context. On a line with code the completion is one line:
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
-on such a CPU, 8 elsewhere). A new
-request for a document cancels the one still running for it (its response is
-`RequestCancelled`), and so does an edit.
+on such a CPU, 8 elsewhere). A new request for a document cancels the one still running
+for it (its response is `RequestCancelled`), and so does an edit.
 
 A completion has a deadline (`completionDeadline`, ms; `completion_deadline`): past it the
 request answers no items and its worker job is cancelled, since a suggestion that comes
