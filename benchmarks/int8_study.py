@@ -19,6 +19,10 @@ no language server):
 - `int8-keep:PATTERNS`: that recipe with the linear layers whose names match one of the
   `+`-joined fnmatch patterns kept in fp32 (`int8-keep:decoder`, `int8-keep:*.mlp.Wo`,
   `int8-keep:model.layers.0.*+decoder`).
+- `int8-smooth:ALPHA`: that recipe with the MLPs' output layers in int8 too, their input
+  channels smoothed first (SmoothQuant, alpha in (0, 1], folded into the MLPs' input
+  layers; benchmarks/int8_smooth.py), calibrated on windows of the first
+  CALIBRATION_FILES files of the corpus's training split.
 
 With `--agreement M` (default 0: off) the first M of those holes are also scored against
 fp32 without sampling: each one's hole, masked in a window of the server's inline
@@ -36,6 +40,7 @@ AVX-512 would run. Writes benchmarks/results/int8_study_<split>_<model>.json (or
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -49,6 +54,7 @@ from tqdm import tqdm
 from benchmarks.bench_lsp import WINDOW_CHARS
 from benchmarks.eval_completion import offer, requests, score
 from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
+from benchmarks.int8_smooth import SMOOTH, input_max, smooth_alpha, smoothed
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.hf import HFDenoiser
@@ -64,6 +70,9 @@ from diffusion_infill.model.precision import (
 OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8", "int8-all")
 KEEP = "int8-keep:"  # + `+`-joined name patterns of linear layers kept in fp32
 WINDOW_TOKENS = Settings().completion_window  # tokens of an agreement canvas
+CALIBRATION_FILES = 64  # training files whose windows calibrate int8-smooth
+# what int8-smooth keeps in fp32: KEEP_FP32 but the MLPs' output layers
+SMOOTH_KEEP = KEEP + "+".join(p for p in KEEP_FP32 if p != "*.mlp.Wo")
 
 
 def keep_patterns(option: str) -> tuple[str, ...] | None:
@@ -98,13 +107,34 @@ def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
     )
 
 
-def denoiser(model: Path | None, option: str) -> HFDenoiser | None:
-    """The shipped (or `model`) denoiser in `option`; None for bf16 on a CPU without it."""
+def denoiser(model: Path | None, option: str, corpus: Path | None = None) -> HFDenoiser | None:
+    """The shipped (or `model`) denoiser in `option`; None for bf16 on a CPU without it.
+    `corpus`: the folder whose train.jsonl calibrates int8-smooth."""
     if option == "bf16" and not cpu_flags() & BF16_FLAGS:
         return None
     den = load_denoiser(model, dtype="bf16" if option == "bf16" else "fp32")
     assert isinstance(den, HFDenoiser)
+    alpha = smooth_alpha(option)
+    if alpha is not None:
+        assert corpus is not None
+        maxima = input_max(den, calibration(den, corpus))
+        return _quantised(smoothed(den, maxima, alpha), SMOOTH_KEEP)
     return den if option in ("fp32", "bf16") else _quantised(den, option)
+
+
+def calibration(den: HFDenoiser, corpus: Path) -> list[tuple[list[int], list[int]]]:
+    """Inline-completion canvases from the first CALIBRATION_FILES files of the training
+    split (never the held-out files an option is scored on)."""
+    texts = []
+    with (corpus / "train.jsonl").open() as fh:
+        for line in fh:
+            texts.append(json.loads(line)["text"])
+            if len(texts) >= CALIBRATION_FILES:
+                break
+    lines = infill_examples(
+        texts, "single-line", 2 * CALIBRATION_FILES, seed=1, window_chars=WINDOW_CHARS
+    )
+    return canvases(den, requests(lines, "mid-line"))
 
 
 def measure(
@@ -205,7 +235,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], list[s
     parser.add_argument(
         "--options",
         default=",".join(OPTIONS),
-        help=f"comma-separated, of: {', '.join(OPTIONS)}, {KEEP}PATTERNS",
+        help=f"comma-separated, of: {', '.join(OPTIONS)}, {KEEP}PATTERNS, {SMOOTH}ALPHA",
     )
     parser.add_argument(
         "--agreement",
@@ -216,12 +246,17 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], list[s
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
     options = [o for o in args.options.split(",") if o]
-    unknown = sorted(o for o in set(options) - set(OPTIONS) if not keep_patterns(o))
+    unknown = sorted(
+        o for o in set(options) - set(OPTIONS) if not keep_patterns(o) and smooth_alpha(o) is None
+    )
     if unknown or not options:
         parser.error(
-            f"unknown option(s) {', '.join(unknown) or '(none)'}: "
-            f"use {', '.join(OPTIONS)} or {KEEP}PATTERNS"
+            f"unknown option(s) {', '.join(unknown) or '(none)'}: use {', '.join(OPTIONS)}, "
+            f"{KEEP}PATTERNS or {SMOOTH}ALPHA (alpha in (0, 1])"
         )
+    calibrated = any(smooth_alpha(o) is not None for o in options)
+    if calibrated and not (args.corpus / "train.jsonl").is_file():
+        parser.error(f"{SMOOTH}ALPHA calibrates on {args.corpus / 'train.jsonl'}: not found")
     if args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")
     if not 0 <= args.agreement <= args.n:
@@ -254,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     dens = {}
     for option in options:
-        den = denoiser(args.model, option)
+        den = denoiser(args.model, option, args.corpus)
         if den is None:
             print(f"{option} skipped: this CPU has no bf16 instructions")
         else:
