@@ -67,6 +67,11 @@ def smoothed(den: HFDenoiser, maxima: dict[str, torch.Tensor], alpha: float) -> 
             s = (x**alpha / w ** (1 - alpha)).to(wo.dtype)
             wo.mul_(s[None, :])
             wi[inner:].div_(s[:, None])
+    return with_model(den, model, Precision(torch.float32, "fp32, smoothed"))
+
+
+def with_model(den: HFDenoiser, model: torch.nn.Module, precision: Precision) -> HFDenoiser:
+    """`den` with another module tree (its tokenizer, special ids and device)."""
     return HFDenoiser(
         model,
         den.tokenizer,
@@ -74,7 +79,7 @@ def smoothed(den: HFDenoiser, maxima: dict[str, torch.Tensor], alpha: float) -> 
         den.max_length,
         name=den.name,
         device=den.device,
-        precision=Precision(torch.float32, "fp32, smoothed"),
+        precision=precision,
     )
 
 

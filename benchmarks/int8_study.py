@@ -54,7 +54,7 @@ from tqdm import tqdm
 from benchmarks.bench_lsp import WINDOW_CHARS
 from benchmarks.eval_completion import offer, requests, score
 from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
-from benchmarks.int8_smooth import SMOOTH, input_max, smooth_alpha, smoothed
+from benchmarks.int8_smooth import SMOOTH, input_max, smooth_alpha, smoothed, with_model
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.hf import HFDenoiser
@@ -96,15 +96,7 @@ def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
             model = quantise_int8(den.model, weight_range=128)
         else:
             model = quantise_int8(den.model, keep_fp32=keep_patterns(option))
-    return HFDenoiser(
-        model,
-        den.tokenizer,
-        den.special,
-        den.max_length,
-        name=den.name,
-        device=den.device,
-        precision=Precision(torch.float32, option, int8=True),
-    )
+    return with_model(den, model, Precision(torch.float32, option, int8=True))
 
 
 def denoiser(model: Path | None, option: str, corpus: Path | None = None) -> HFDenoiser | None:
