@@ -24,7 +24,7 @@ corpus) and times, from request sent to response received:
 - fix selection: a line with one injected bug (operator, comparison, variable,
   off-by-one) selected and fixed.
 
-`--vs KEY=JSON` compares two configurations of the inline cases in one session: each
+`--vs KEY=JSON` compares two configurations of the inline cases in one run of the server: each
 line's cases run with and without those settings in turn (the order alternating; the
 server told by `workspace/didChangeConfiguration`), so that a machine whose speed drifts
 slows both alike; the cases with them are named `... [vs]`, and the ratio of the p50s
