@@ -31,7 +31,6 @@ from diffusion_infill.infill.serve.client import WorkerClient
 from diffusion_infill.infill.serve.protocol import FixRequest
 from diffusion_infill.lsp.diagnostics import flagged
 from diffusion_infill.lsp.settings import Settings
-from diffusion_infill.model.denoiser import CacheHint
 
 TEXT = "y = x - 1\n"
 
@@ -45,18 +44,9 @@ class UnsureFake(WorkerFake):
         super().__init__(**kw)
         self.unsure = unsure
 
-    def logits(
-        self,
-        canvases: Sequence[Sequence[int]],
-        positions: Sequence[Sequence[int]],
-        hints: Sequence[CacheHint | None] | None = None,
-    ) -> list[np.ndarray]:
-        out = super().logits(canvases, positions, hints)
-        for canvas, pos, rows in zip(canvases, positions, out, strict=True):
-            for r, p in enumerate(pos):
-                if not is_slot(canvas[p]) and self.decode([canvas[p]]) in self.unsure:
-                    rows[r, CTX_BASE:] = math.log(1.0 / VOCAB)
-        return out
+    def adjust(self, canvas: Sequence[int], p: int, row: np.ndarray) -> None:
+        if not is_slot(canvas[p]) and self.decode([canvas[p]]) in self.unsure:
+            row[CTX_BASE:] = math.log(1.0 / VOCAB)
 
 
 def _score(suspicion: float, p_likely: float, text: str = "-") -> TokenScore:
@@ -113,18 +103,9 @@ def test_the_token_whose_replacement_is_preferred_most_goes_first():
 class VeryWrongFake(WorkerFake):
     """WorkerFake that gives the written `-` a probability of about 1e-9."""
 
-    def logits(
-        self,
-        canvases: Sequence[Sequence[int]],
-        positions: Sequence[Sequence[int]],
-        hints: Sequence[CacheHint | None] | None = None,
-    ) -> list[np.ndarray]:
-        out = super().logits(canvases, positions, hints)
-        for canvas, pos, rows in zip(canvases, positions, out, strict=True):
-            for r, p in enumerate(pos):
-                if not is_slot(canvas[p]) and self.decode([canvas[p]]) == "-":
-                    rows[r, canvas[p]] = math.log(1e-9)
-        return out
+    def adjust(self, canvas: Sequence[int], p: int, row: np.ndarray) -> None:
+        if not is_slot(canvas[p]) and self.decode([canvas[p]]) == "-":
+            row[canvas[p]] = math.log(1e-9)
 
 
 def test_suspicion_keeps_its_precision_for_very_improbable_tokens():

@@ -23,7 +23,6 @@ from diffusion_infill.infill.core.suspect_lines import (
 )
 from diffusion_infill.infill.core.suspicion import preference
 from diffusion_infill.model import loading
-from diffusion_infill.model.denoiser import CacheHint
 
 TEXT = "a = 1\nb = 2\nc = 9\nd = 4\ne = 5\n"
 # masked, each line is predicted from the text above it: all as written but line 3
@@ -43,24 +42,15 @@ class DoubtFake(WorkerFake):
         super().__init__(BELIEVED, wrong={}, confidence=0.99, **kw)
         self.doubt = dict(doubt)
 
-    def logits(
-        self,
-        canvases: Sequence[Sequence[int]],
-        positions: Sequence[Sequence[int]],
-        hints: Sequence[CacheHint | None] | None = None,
-    ) -> list[np.ndarray]:
-        out = super().logits(canvases, positions, hints)
-        for canvas, pos, rows in zip(canvases, positions, out, strict=True):
-            for r, p in enumerate(pos):
-                if is_slot(canvas[p]):
-                    rows[r, CTX_BASE:FILL_BASE] = rows[r, FILL_BASE:] - 1e-3
-                    continue
-                ch = self.decode([canvas[p]])
-                if ch in self.doubt:
-                    rows[r, CTX_BASE:] = math.log(0.2 / VOCAB)
-                    rows[r, canvas[p]] = math.log(0.3)
-                    rows[r, self.encode(self.doubt[ch])[0]] = math.log(0.5)
-        return out
+    def adjust(self, canvas: Sequence[int], p: int, row: np.ndarray) -> None:
+        if is_slot(canvas[p]):
+            row[CTX_BASE:FILL_BASE] = row[FILL_BASE:] - 1e-3
+            return
+        ch = self.decode([canvas[p]])
+        if ch in self.doubt:
+            row[CTX_BASE:] = math.log(0.2 / VOCAB)
+            row[canvas[p]] = math.log(0.3)
+            row[self.encode(self.doubt[ch])[0]] = math.log(0.5)
 
 
 def test_with_no_sure_swap_the_line_the_model_least_expects_is_rewritten():

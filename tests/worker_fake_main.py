@@ -88,7 +88,12 @@ class WorkerFake(TargetDenoiser):
                     guess = self.tok.encode(want)[0] if want else NULL
                     rows[r, CTX_BASE:] = math.log(0.01 / VOCAB)
                     rows[r, guess] = math.log(0.99)
+                self.adjust(canvas, p, rows[r])
         return out
+
+    def adjust(self, canvas: Sequence[int], p: int, row: np.ndarray) -> None:
+        """Change the logits `row` of position `p` of `canvas` in place (a subclass's
+        rule for some characters); by default nothing."""
 
 
 @contextmanager
