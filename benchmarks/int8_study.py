@@ -13,18 +13,16 @@ no language server):
 - `int8-stock`: PyTorch's dynamic int8 as it comes (weights per tensor, inputs in 7 bits);
 - `int8-channels`: weights per output channel in the full 8 bits, inputs in 8 bits (the
   int16 sums of AVX2 kernels without VNNI can overflow);
-- `int8`: what `INFILL_DTYPE=int8` loads: the model's MLP output layers smoothed where its
-  directory holds `int8_calibration.json` (model/smoothing.py), else the plain recipe;
-- `int8-plain`: the plain recipe (model/precision.py `quantise_int8`): weights per output
-  channel in 7 bits (-64..63), inputs in 8, the linear layers of `KEEP_FP32` in fp32;
+- `int8`: what `INFILL_DTYPE=int8` loads (model/precision.py `quantise_int8`): weights per
+  output channel in 7 bits (-64..63), inputs in 8, the linear layers of `KEEP_FP32` in fp32;
 - `int8-all`: that recipe on every linear layer (none kept in fp32);
 - `int8-keep:PATTERNS`: that recipe with the linear layers whose names match one of the
   `+`-joined fnmatch patterns kept in fp32 (`int8-keep:decoder`, `int8-keep:*.mlp.Wo`,
   `int8-keep:model.layers.0.*+decoder`).
 - `int8-smooth:ALPHA`: that recipe with the MLPs' output layers in int8 too, their input
   channels smoothed first (SmoothQuant, alpha in (0, 1], folded into the MLPs' input
-  layers; model/smoothing.py), calibrated here on the first files of the corpus's training
-  split as `python -m diffusion_infill.model.calibrate_int8` calibrates a model.
+  layers; benchmarks/int8_smooth.py), calibrated on windows of the first
+  CALIBRATION_FILES files of the corpus's training split.
 
 With `--agreement M` (default 0: off) the first M of those holes are also scored against
 fp32 without sampling: each one's hole, masked in a window of the server's inline
@@ -42,7 +40,7 @@ AVX-512 would run. Writes benchmarks/results/int8_study_<split>_<model>.json (or
 from __future__ import annotations
 
 import argparse
-import copy
+import json
 import os
 import sys
 import time
@@ -56,9 +54,9 @@ from tqdm import tqdm
 from benchmarks.bench_lsp import WINDOW_CHARS
 from benchmarks.eval_completion import offer, requests, score
 from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
+from benchmarks.int8_smooth import SMOOTH, input_max, smooth_alpha, smoothed, with_model
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.settings import Settings
-from diffusion_infill.model.calibrate_int8 import calibrate
 from diffusion_infill.model.hf import HFDenoiser
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 from diffusion_infill.model.precision import (
@@ -68,12 +66,13 @@ from diffusion_infill.model.precision import (
     cpu_flags,
     quantise_int8,
 )
-from diffusion_infill.model.smoothing import int8_model
 
-OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8", "int8-plain", "int8-all")
+OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8", "int8-all")
 KEEP = "int8-keep:"  # + `+`-joined name patterns of linear layers kept in fp32
-SMOOTH = "int8-smooth:"  # + alpha in (0, 1]
 WINDOW_TOKENS = Settings().completion_window  # tokens of an agreement canvas
+CALIBRATION_FILES = 64  # training files whose windows calibrate int8-smooth
+# what int8-smooth keeps in fp32: KEEP_FP32 but the MLPs' output layers
+SMOOTH_KEEP = KEEP + "+".join(p for p in KEEP_FP32 if p != "*.mlp.Wo")
 
 
 def keep_patterns(option: str) -> tuple[str, ...] | None:
@@ -93,10 +92,8 @@ def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
         warnings.simplefilter("ignore")
         if option == "int8-stock":
             model = quantize_dynamic(den.model, {torch.nn.Linear}, dtype=torch.qint8)
-        elif option == "int8-channels":  # the plain recipe with weights in the full 8 bits
+        elif option == "int8-channels":  # the shipped recipe with weights in the full 8 bits
             model = quantise_int8(den.model, weight_range=128)
-        elif option == "int8-plain":
-            model = quantise_int8(den.model)
         else:
             model = quantise_int8(den.model, keep_fp32=keep_patterns(option))
     return with_model(den, model, Precision(torch.float32, option, int8=True))
@@ -107,41 +104,29 @@ def denoiser(model: Path | None, option: str, corpus: Path | None = None) -> HFD
     `corpus`: the folder whose train.jsonl calibrates int8-smooth."""
     if option == "bf16" and not cpu_flags() & BF16_FLAGS:
         return None
-    if option == "int8":
-        return load_denoiser(model, dtype="int8")
     den = load_denoiser(model, dtype="bf16" if option == "bf16" else "fp32")
     assert isinstance(den, HFDenoiser)
     alpha = smooth_alpha(option)
     if alpha is not None:
         assert corpus is not None
-        cal = calibrate(model or default_model_dir(), corpus, alpha=alpha)
-        smoothed = int8_model(copy.deepcopy(den.model), cal)
-        return with_model(den, smoothed, Precision(torch.float32, option, int8=True))
+        maxima = input_max(den, calibration(den, corpus))
+        return _quantised(smoothed(den, maxima, alpha), SMOOTH_KEEP)
     return den if option in ("fp32", "bf16") else _quantised(den, option)
 
 
-def with_model(den: HFDenoiser, model: torch.nn.Module, precision: Precision) -> HFDenoiser:
-    """`den` with another module tree (its tokenizer, special ids and device)."""
-    return HFDenoiser(
-        model,
-        den.tokenizer,
-        den.special,
-        den.max_length,
-        name=den.name,
-        device=den.device,
-        precision=precision,
+def calibration(den: HFDenoiser, corpus: Path) -> list[tuple[list[int], list[int]]]:
+    """Inline-completion canvases from the first CALIBRATION_FILES files of the training
+    split (never the held-out files an option is scored on)."""
+    texts = []
+    with (corpus / "train.jsonl").open() as fh:
+        for line in fh:
+            texts.append(json.loads(line)["text"])
+            if len(texts) >= CALIBRATION_FILES:
+                break
+    lines = infill_examples(
+        texts, "single-line", 2 * CALIBRATION_FILES, seed=1, window_chars=WINDOW_CHARS
     )
-
-
-def smooth_alpha(option: str) -> float | None:
-    """The alpha of an `int8-smooth:ALPHA` option; None for another option or a bad alpha."""
-    if not option.startswith(SMOOTH):
-        return None
-    try:
-        alpha = float(option[len(SMOOTH) :])
-    except ValueError:
-        return None
-    return alpha if 0 < alpha <= 1 else None
+    return canvases(den, requests(lines, "mid-line"))
 
 
 def measure(

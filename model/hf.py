@@ -15,7 +15,6 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,13 +31,7 @@ from diffusion_infill.model.hf_loading import (
     set_threads,
     special_ids,
 )
-from diffusion_infill.model.precision import Precision, pick_precision
-from diffusion_infill.model.smoothing import (
-    CALIBRATION,
-    CalibrationError,
-    int8_model,
-    read_calibration,
-)
+from diffusion_infill.model.precision import Precision, pick_precision, quantise_int8
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +115,7 @@ class HFDenoiser:
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from exc
         if precision.int8:
-            model, precision = _in_int8(model, precision, path)
+            model = quantise_int8(model)
         set_threads(os.environ.get("INFILL_THREADS"))
         log.info(
             "model %s on %s in %s (%s), %d CPU threads",
@@ -324,16 +317,3 @@ def _chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[in
             out.append([i])
             longest = n
     return out
-
-
-def _in_int8(
-    model: torch.nn.Module, precision: Precision, path: Path
-) -> tuple[torch.nn.Module, Precision]:
-    """`model` in int8, smoothed where `path` holds its calibration (model/smoothing.py),
-    and the precision saying which."""
-    try:
-        calibration = read_calibration(path, model)
-    except CalibrationError as exc:
-        raise ModelLoadError(str(exc)) from exc
-    how = "MLP outputs smoothed" if calibration else f"no {CALIBRATION}: MLP outputs in fp32"
-    return int8_model(model, calibration), replace(precision, reason=f"{precision.reason}; {how}")

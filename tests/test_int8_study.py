@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 
 @pytest.mark.slow
@@ -23,7 +25,6 @@ def test_every_int8_option_completes_the_same_lines(
         "int8-stock",
         "int8-channels",
         "int8",
-        "int8-plain",
         "int8-all",
         "int8-keep:decoder+*.mlp.Wo",
         "int8-smooth:0.8",
@@ -65,8 +66,6 @@ def test_every_int8_option_completes_the_same_lines(
         "model.layers.0.attn.Wqkv",
         "head.dense",
     }
-    # the tiny model ships no calibration: int8 loads the plain recipe
-    assert formats["int8"]["fp32_layers"] == formats["int8-plain"]["fp32_layers"]
     assert set(formats["int8"]["fp32_layers"]) == {
         "model.layers.0.attn.Wqkv",
         "head.dense",
@@ -90,3 +89,26 @@ def test_every_int8_option_completes_the_same_lines(
 def test_bad_arguments_are_named(run_benchmark, args: list[str], message: str) -> None:
     done = run_benchmark("int8_study", *args)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_smoothing_folds_into_the_mlp_and_leaves_the_fp32_model_as_it_was(
+    tiny_model_dir: Path,
+) -> None:
+    from benchmarks.int8_smooth import input_max, smoothed
+    from diffusion_infill.model.loading import load_denoiser
+
+    den = load_denoiser(tiny_model_dir, device="cpu", dtype="fp32")
+    canvas = den.encode("def f(x):\n    return x + 1\n") + [den.special.mask] * 3
+    cases = [(canvas, list(range(len(canvas) - 3, len(canvas))))]
+    maxima = input_max(den, cases)
+    assert maxima and all(m.min() >= 0 for m in maxima.values())
+    canvases, positions = [canvas], [cases[0][1]]
+    before = den.logits(canvases, positions)[0]
+    for alpha in (0.5, 1.0):
+        after = smoothed(den, maxima, alpha)
+        name = next(n for n, _ in den.model.named_modules() if n.endswith("mlp.Wo"))
+        old, new = (dict(d.model.named_modules())[name].weight for d in (den, after))
+        assert not torch.equal(old, new)  # the weights moved, the function did not
+        assert np.allclose(after.logits(canvases, positions)[0], before, atol=1e-3)
+    with pytest.raises(ValueError, match="alpha"):
+        smoothed(den, maxima, 0.0)

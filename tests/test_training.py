@@ -420,9 +420,8 @@ def test_a_run_ships_a_better_checkpoint_and_keeps_a_worse_one(
 
     better = tmp_path / "better.json"
     better.write_text(json.dumps(_eval(0.05, 0.1, 0.0, 0.1)))
-    release.main(["--export", str(run / "export"), "--eval", str(better), "--corpus", str(corpus)])
+    release.main(["--export", str(run / "export"), "--eval", str(better)])
     assert (root / "model/weights/model.safetensors").exists()
-    assert (root / "model/weights/int8_calibration.json").exists()  # int8 smoothed
     card = root / "model/weights/MODEL_CARD.md"
     assert "Learning curve" in card.read_text() and release.NOTES in card.read_text()
     assert json.loads(shipped.read_text())["single_line"]["exact_match"] == 0.05
@@ -432,7 +431,6 @@ def test_a_run_ships_a_better_checkpoint_and_keeps_a_worse_one(
     best = tmp_path / "best.json"
     best.write_text(json.dumps(_eval(0.1, 0.2, 0.0, 0.2)))
     release.main(["--export", str(run / "export"), "--eval", str(best)])
-    assert not (root / "model/weights/int8_calibration.json").exists()  # not the new weights'
     text = card.read_text()
     assert "| single-line, length left to the model | 10.0% |" in text
     assert text.count(release.NOTES) == 1 and text.endswith("## Notes: how this model was made\n")

@@ -1,7 +1,7 @@
 """End a training run: ship the export as the default model, or keep it to resume from.
 
     python -m benchmarks.eval_model --model runs/long/export
-    python -m diffusion_infill.model.training.release --export runs/long/export --eval benchmarks/results/eval_long.json --corpus data/corpus_v2
+    python -m diffusion_infill.model.training.release --export runs/long/export --eval benchmarks/results/eval_long.json
 
 An export that beats the shipped model on the held-out evaluation (the sum of single-line
 exact match with the engine's length and with the true length, multi-line exact match and
@@ -11,9 +11,7 @@ next run continues from it (`python -m diffusion_infill.model.training.train --i
 whose bf16 would not fit in 64 MiB are packed to int8 (model/training/packing.py; `--pack` packs any).
 Either way the point is added to the learning curve across runs
 (benchmarks/results/learning_curve.json, docs/img/learning_curve.png). Over 64 MiB even
-packed is refused; --force ships regardless of the score. With --corpus the copied model's
-int8 is calibrated on that corpus's training files (model/smoothing.py), so that CPUs
-without bf16 run its MLP output layers in int8 too.
+packed is refused; --force ships regardless of the score.
 
 The card is generated from the export's training.json and the evaluation; what is written
 by hand below its `NOTES` line (each run's recipe, figures measured another way, the
@@ -30,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from diffusion_infill.model import calibrate_int8, smoothing, weight_files
+from diffusion_infill.model import weight_files
 from diffusion_infill.model.training import packing
 from diffusion_infill.model.training.cards import hand_written
 
@@ -247,29 +245,12 @@ def copy_export(export: Path, dest: Path, pack: bool = False) -> tuple[int, str]
         shutil.copy2(weights, dest / weights.name)
     for stale in {weight_files.WEIGHTS, weight_files.PACKED} - {weights.name}:
         (dest / stale).unlink(missing_ok=True)
-    # an int8 calibration belongs to the weights it was measured on
-    (dest / smoothing.CALIBRATION).unlink(missing_ok=True)
-    if (export / smoothing.CALIBRATION).is_file():
-        shutil.copy2(export / smoothing.CALIBRATION, dest / smoothing.CALIBRATION)
     form = (
         "int8, packed by model/training/packing.py"
         if weights.name == weight_files.PACKED
         else "bf16"
     )
     return size, form
-
-
-def _calibrate(model_dir: Path, corpus: Path | None) -> None:
-    """Write `model_dir`'s int8 calibration from `corpus` (else say how to)."""
-    path = model_dir / smoothing.CALIBRATION
-    if corpus is not None:
-        path.write_text(json.dumps(calibrate_int8.calibrate(model_dir, corpus).to_json()) + "\n")
-        print(f"int8 calibrated: {path}")
-    elif not path.is_file():
-        print(
-            f"no int8 calibration: on CPUs without bf16 {model_dir} loads the plain int8 recipe "
-            f"until `python -m diffusion_infill.model.calibrate_int8 --model {model_dir} --corpus DIR`"
-        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -284,15 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--pack", action="store_true", help="ship the weights as int8 even if bf16 fits in 64 MiB"
     )
-    parser.add_argument(
-        "--corpus",
-        type=Path,
-        default=None,
-        help="folder whose train.jsonl calibrates the copied model's int8 (model/smoothing.py)",
-    )
     args = parser.parse_args(argv)
-    if args.corpus is not None and not (args.corpus / "train.jsonl").is_file():
-        parser.error(f"--corpus: no train.jsonl in {args.corpus}")
     ev = json.loads(args.eval.read_text())
     training = json.loads((args.export / "training.json").read_text())
     current = ROOT / "benchmarks/results/eval_shipped.json"
@@ -317,7 +290,6 @@ def main(argv: list[str] | None = None) -> None:
                 f"beat the shipped {old:.3f})"
             ),
         )
-    _calibrate(WEIGHTS if where == "weights" else RESUME, args.corpus)
     points = json.loads(CURVE.read_text()) if CURVE.exists() else []
     points.append(curve_point(training, ev, where))
     CURVE.write_text(json.dumps(points, indent=1) + "\n")
