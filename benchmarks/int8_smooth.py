@@ -2,8 +2,8 @@
 
 `mlp.Wo`'s inputs (GELU(value) x gate) have outlier channels up to 40x the median, which
 one 8-bit scale per call cannot hold: in int8 as they are they move the model's token
-distributions most, so the shipped int8 keeps them in fp32 (model/precision.py
-`KEEP_FP32`), at about a fifth of the int8 model's time. Smoothing divides input channel j
+distributions most (the shipped int8 gives them a scale per input row instead,
+model/precision.py `PER_ROW`). Smoothing divides input channel j
 by s_j = max|x_j|^alpha / max|W[:, j]|^(1 - alpha) and multiplies Wo's column j by it.
 Here the division is folded into the gate half of the MLP's input layer `Wi` (the gate
 enters the product linearly), so the fp32 model computes the same function (up to

@@ -14,15 +14,19 @@ no language server):
 - `int8-channels`: weights per output channel in the full 8 bits, inputs in 8 bits (the
   int16 sums of AVX2 kernels without VNNI can overflow);
 - `int8`: what `INFILL_DTYPE=int8` loads (model/precision.py `quantise_int8`): weights per
-  output channel in 7 bits (-64..63), inputs in 8, the linear layers of `KEEP_FP32` in fp32;
-- `int8-all`: that recipe on every linear layer (none kept in fp32);
-- `int8-keep:PATTERNS`: that recipe with the linear layers whose names match one of the
-  `+`-joined fnmatch patterns kept in fp32 (`int8-keep:decoder`, `int8-keep:*.mlp.Wo`,
-  `int8-keep:model.layers.0.*+decoder`).
-- `int8-smooth:ALPHA`: that recipe with the MLPs' output layers in int8 too, their input
-  channels smoothed first (SmoothQuant, alpha in (0, 1], folded into the MLPs' input
+  output channel in 7 bits (-64..63), inputs in 8 with one scale per call, but the MLPs'
+  output layers (`PER_ROW`) with one per input row, the linear layers of `KEEP_FP32` in
+  fp32;
+- `int8-all`: every linear layer in int8, one scale per call (none kept in fp32, none
+  per row);
+- `int8-keep:PATTERNS`: the `int8` recipe with the linear layers whose names match one of
+  the `+`-joined fnmatch patterns kept in fp32 instead of `KEEP_FP32` (`int8-keep:decoder`,
+  `int8-keep:*.mlp.Wo`, `int8-keep:model.layers.0.*+decoder`;
+  `int8-keep:model.layers.0.attn.Wqkv+*.mlp.Wo+head.dense` is the recipe before `PER_ROW`).
+- `int8-smooth:ALPHA`: the MLPs' output layers in int8 with one scale per call, their
+  input channels smoothed first (SmoothQuant, alpha in (0, 1], folded into the MLPs' input
   layers; benchmarks/int8_smooth.py), calibrated on windows of the first
-  CALIBRATION_FILES files of the corpus's training split.
+  CALIBRATION_FILES files of the corpus's training split; `KEEP_FP32` in fp32.
 
 With `--agreement M` (default 0: off) the first M of those holes are also scored against
 fp32 without sampling: each one's hole, masked in a window of the server's inline
@@ -63,6 +67,7 @@ from diffusion_infill.model.precision import (
     BF16_FLAGS,
     KEEP_FP32,
     Precision,
+    RowScaled,
     cpu_flags,
     quantise_int8,
 )
@@ -71,8 +76,8 @@ OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8", "int8-all")
 KEEP = "int8-keep:"  # + `+`-joined name patterns of linear layers kept in fp32
 WINDOW_TOKENS = Settings().completion_window  # tokens of an agreement canvas
 CALIBRATION_FILES = 64  # training files whose windows calibrate int8-smooth
-# what int8-smooth keeps in fp32: KEEP_FP32 but the MLPs' output layers
-SMOOTH_KEEP = KEEP + "+".join(p for p in KEEP_FP32 if p != "*.mlp.Wo")
+# what int8-smooth keeps in fp32: KEEP_FP32 (the MLPs' output layers go int8, smoothed)
+SMOOTH_KEEP = KEEP + "+".join(KEEP_FP32)
 
 
 def keep_patterns(option: str) -> tuple[str, ...] | None:
@@ -84,8 +89,9 @@ def keep_patterns(option: str) -> tuple[str, ...] | None:
     return None
 
 
-def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
-    """`den` (fp32) with its linear layers quantised as `option` says."""
+def _quantised(den: HFDenoiser, option: str, per_row: tuple[str, ...] | None = None) -> HFDenoiser:
+    """`den` (fp32) with its linear layers quantised as `option` says (`per_row`: the
+    layers with a scale per input row; None: the default, `PER_ROW`)."""
     from torch.ao.quantization import quantize_dynamic  # noqa: PLC0415
 
     with warnings.catch_warnings():
@@ -95,7 +101,8 @@ def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
         elif option == "int8-channels":  # the shipped recipe with weights in the full 8 bits
             model = quantise_int8(den.model, weight_range=128)
         else:
-            model = quantise_int8(den.model, keep_fp32=keep_patterns(option))
+            rows = () if option == "int8-all" else per_row
+            model = quantise_int8(den.model, keep_fp32=keep_patterns(option), per_row=rows)
     return with_model(den, model, Precision(torch.float32, option, int8=True))
 
 
@@ -110,7 +117,7 @@ def denoiser(model: Path | None, option: str, corpus: Path | None = None) -> HFD
     if alpha is not None:
         assert corpus is not None
         maxima = input_max(den, calibration(den, corpus))
-        return _quantised(smoothed(den, maxima, alpha), SMOOTH_KEEP)
+        return _quantised(smoothed(den, maxima, alpha), SMOOTH_KEEP, per_row=())
     return den if option in ("fp32", "bf16") else _quantised(den, option)
 
 
@@ -154,6 +161,9 @@ def measure(
             "offers": offers[o],
             "fp32_layers": [
                 name for name, m in den.model.named_modules() if isinstance(m, torch.nn.Linear)
+            ],
+            "per_row_layers": [
+                name for name, m in den.model.named_modules() if isinstance(m, RowScaled)
             ],
         }
         for o, den in dens.items()

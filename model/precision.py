@@ -10,14 +10,17 @@ linear layers (below), about 2x faster than fp32 at the same held-out quality.
 
 int8 (inference on the CPU only): the linear layers' weights are quantised to int8 per
 output channel (within -64..63) and their inputs to 8 bits per call at run time (PyTorch's
-dynamic quantisation, fbgemm kernels), but for the few whose inputs do not survive 8 bits
-(`KEEP_FP32`); the rest stays fp32: inline completion 1.8-2.4x faster than fp32 on a
-2-core EPYC, with the model's token distributions ~8x closer to fp32's than with every
-linear layer in int8 (docs/ARCHITECTURE.md, "int8 on the CPU").
+dynamic quantisation, fbgemm kernels); the MLPs' output layers, whose inputs vary most from
+token to token, with a scale per input row (`PER_ROW`); the two whose inputs do not survive
+8 bits (`KEEP_FP32`) and the rest of the model stay fp32: inline completion about 2x
+faster than fp32 on a 2-core EPYC, with the model's token distributions ~6x closer to
+fp32's than with every linear layer in int8 with a scale per call (docs/ARCHITECTURE.md,
+"int8 on the CPU").
 """
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import functools
 import os
@@ -138,16 +141,21 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
 
 
 def quantise_int8(
-    model: torch.nn.Module, weight_range: int = 0, keep_fp32: Collection[str] | None = None
+    model: torch.nn.Module,
+    weight_range: int = 0,
+    keep_fp32: Collection[str] | None = None,
+    per_row: Collection[str] | None = None,
 ) -> torch.nn.Module:
     """`model` with its nn.Linear layers replaced by dynamically quantised int8 twins, for
     CPU inference: weights int8 per output channel within -64..63 (-weight_range ..
     weight_range - 1 when given: 128 for the full 8 bits), inputs quantised per call to
     the full 8 bits (`FullRangeLinear`), fbgemm kernels; the rest stays fp32. Linear
     layers whose qualified names match a pattern of `keep_fp32` (fnmatch, e.g. "decoder",
-    "*.mlp.Wo", "model.layers.0.*"; default `KEEP_FP32`) stay fp32 too. The module tree
-    keeps its names and call signatures, so the cached forward (model/cache.py) runs on it
-    unchanged.
+    "*.mlp.Wo", "model.layers.0.*"; default `KEEP_FP32`) stay fp32 too. Those matching a
+    pattern of `per_row` (default `PER_ROW`) and not kept quantise each input row with a
+    scale of its own (`RowScaled`) instead of one scale for the call. The module tree keeps
+    its call signatures (a row-scaled layer's linear layer one level down, `.linear`), so
+    the cached forward (model/cache.py) runs on it unchanged; `model` is left as it was.
 
     Why those ranges: PyTorch's default (weights per tensor, inputs to 7 bits) cost
     held-out exact match; 8-bit inputs with 8-bit weights can overflow the int16 sums of
@@ -173,10 +181,37 @@ def quantise_int8(
         ),
     )
     kept = KEEP_FP32 if keep_fp32 is None else tuple(keep_fp32)
+    rows = PER_ROW if per_row is None else tuple(per_row)
+    model = copy.deepcopy(model)
+    for name in int8_layers(model, kept):
+        if any(fnmatch.fnmatchcase(name, p) for p in rows):
+            parent, _, leaf = name.rpartition(".")
+            owner = model.get_submodule(parent) if parent else model
+            setattr(owner, leaf, RowScaled(getattr(owner, leaf)))
     spec = {name: qconfig for name in int8_layers(model, kept)}
     with warnings.catch_warnings():  # torch.ao's notice that torchao is its successor
         warnings.simplefilter("ignore")
-        return quantize_dynamic(model, spec, mapping={torch.nn.Linear: _full_range_linear()})
+        return quantize_dynamic(
+            model, spec, mapping={torch.nn.Linear: _full_range_linear()}, inplace=True
+        )
+
+
+class RowScaled(torch.nn.Module):
+    """A linear layer whose every input row is divided by its largest |value| before the
+    layer and multiplied by it after (the bias added after): quantised dynamically, each
+    row then gets a scale of its own (per token) through kernels that take one scale per
+    call. Exact in fp32 (the layer is linear)."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(linear.in_features, linear.out_features, bias=False)
+        self.linear.weight = linear.weight
+        self.bias = linear.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        r = x.abs().amax(-1, keepdim=True).clamp_(min=1e-12)
+        y = self.linear(x / r).mul_(r)
+        return y if self.bias is None else y.add_(self.bias)
 
 
 def int8_layers(model: torch.nn.Module, keep_fp32: Collection[str] = ()) -> list[str]:
@@ -193,11 +228,15 @@ def int8_layers(model: torch.nn.Module, keep_fp32: Collection[str] = ()) -> list
 
 # Linear layers int8 leaves in fp32 by default (name patterns): those whose 8-bit inputs
 # cost most, measured by how far the model's token distributions move from fp32's
-# (benchmarks/int8_study.py --agreement): the MLPs' output layers (GLU products with
-# outlier channels, up to 40x the median channel), the first layer's Wqkv (fed by the
-# embeddings' norm: that layer has none of its own) and the head's dense layer (run at the
-# masked slots only).
-KEEP_FP32: tuple[str, ...] = ("model.layers.0.attn.Wqkv", "*.mlp.Wo", "head.dense")
+# (benchmarks/int8_study.py --agreement): the first layer's Wqkv (fed by the embeddings'
+# norm: that layer has none of its own) and the head's dense layer (run at the masked
+# slots only).
+KEEP_FP32: tuple[str, ...] = ("model.layers.0.attn.Wqkv", "head.dense")
+# Linear layers whose inputs are quantised per row (`RowScaled`): the MLPs' output layers,
+# whose inputs (GLU products) vary from token to token far more than a normed layer's:
+# with one scale per call they moved the token distributions most of all, so they stayed
+# fp32 (docs/ARCHITECTURE.md, "The MLPs' output layers in int8, a scale per token").
+PER_ROW: tuple[str, ...] = ("*.mlp.Wo",)
 WEIGHT_RANGE = 64  # int8 weights in -64..63: 255 * 64 * 2 fits an int16 (AVX2's vpmaddubsw)
 
 

@@ -66,12 +66,12 @@ def test_every_int8_option_completes_the_same_lines(
         "model.layers.0.attn.Wqkv",
         "head.dense",
     }
-    assert set(formats["int8"]["fp32_layers"]) == {
-        "model.layers.0.attn.Wqkv",
-        "head.dense",
-        "model.layers.0.mlp.Wo",
-        "model.layers.1.mlp.Wo",
-    }
+    # the MLPs' output layers in int8 with a scale per row
+    assert set(formats["int8"]["fp32_layers"]) == {"model.layers.0.attn.Wqkv", "head.dense"}
+    assert formats["int8"]["per_row_layers"] == ["model.layers.0.mlp.Wo", "model.layers.1.mlp.Wo"]
+    assert (
+        formats["int8-all"]["per_row_layers"] == formats["int8-smooth:0.8"]["per_row_layers"] == []
+    )
 
 
 @pytest.mark.parametrize(

@@ -223,15 +223,36 @@ def test_int8_keeps_the_linear_layers_it_is_told_to_in_fp32() -> None:
 
 
 def test_int8_by_default_keeps_the_layers_whose_inputs_quantise_worst() -> None:
-    """The default recipe: every MLP's output layer (inputs: GLU products with outlier
-    channels), the first layer's Wqkv (fed by the embeddings' norm) and the head's dense
-    layer stay fp32; every other linear layer is int8."""
-    assert precision.KEEP_FP32 == ("model.layers.0.attn.Wqkv", "*.mlp.Wo", "head.dense")
+    """The default recipe: the first layer's Wqkv (fed by the embeddings' norm) and the
+    head's dense layer stay fp32; every other linear layer is int8, the MLPs' output layers
+    with a scale per input row."""
+    assert precision.KEEP_FP32 == ("model.layers.0.attn.Wqkv", "head.dense")
+    assert precision.PER_ROW == ("*.mlp.Wo",)
     q = precision.quantise_int8(_modernbert_shaped())
-    assert _linear_names(q) == [
-        "model.layers.0.attn.Wqkv",
-        "model.layers.0.mlp.Wo",
-        "model.layers.1.mlp.Wo",
-        "head.dense",
-    ]
-    assert sum(isinstance(m, precision._full_range_linear()) for m in q.modules()) == 6
+    assert _linear_names(q) == ["model.layers.0.attn.Wqkv", "head.dense"]
+    assert sum(isinstance(m, precision._full_range_linear()) for m in q.modules()) == 8
+    rows = [n for n, m in q.named_modules() if isinstance(m, precision.RowScaled)]
+    assert rows == ["model.layers.0.mlp.Wo", "model.layers.1.mlp.Wo"]
+
+
+def test_a_scale_per_row_keeps_rows_of_very_different_sizes() -> None:
+    """Rows (tokens) whose sizes differ by orders of magnitude: with one scale per call the
+    small rows are lost to rounding; with a scale per row each keeps its precision. The
+    wrapped layer computes the same function in fp32, its bias included."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(64, 32)
+    x = torch.randn(16, 64) * torch.logspace(-3, 1, 16)[:, None]
+    want = layer(x)
+    np.testing.assert_allclose(
+        precision.RowScaled(layer)(x).detach(), want.detach(), rtol=1e-5, atol=1e-6
+    )
+    per_call = precision.quantise_int8(torch.nn.Sequential(layer), keep_fp32=(), per_row=())
+    per_row = precision.quantise_int8(torch.nn.Sequential(layer), keep_fp32=(), per_row=("0",))
+    bias_free = want - layer.bias
+
+    def worst(q: torch.nn.Module) -> float:
+        got = q(x) - layer.bias
+        return ((got - bias_free).abs() / bias_free.abs().amax(1, keepdim=True)).max().item()
+
+    assert worst(per_row) < 0.1 * worst(per_call)
+    assert isinstance(per_row[0], precision.RowScaled) and type(layer) is torch.nn.Linear
