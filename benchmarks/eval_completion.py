@@ -1,7 +1,8 @@
 """Held-out evaluation of inline completion: what the server would offer, without the LSP.
 
     python -m benchmarks.eval_completion [--model DIR] [--n 100] [--setting KEY=JSON ...]
-                                         [--alternatives K] [--temperature 0.7]
+                                         [--cases mid-line,...] [--alternatives K]
+                                         [--temperature 0.7]
 
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
@@ -16,7 +17,9 @@ completionSteps=3`) by the engine in this process:
   (the next line of a block): the truth is that line;
 - `empty line, block`: 2 to 8 lines deleted the same way: the truth is the block.
 
-Per case: exact match of the offer, its first line right, its similarity to the truth
+`--cases` runs some of them (comma-separated of mid-line, empty-line, empty-block; default
+all three). Per case: exact match
+of the offer, its first line right, its similarity to the truth
 (difflib's ratio), the lines offered, offers holding two blank lines in a row, requests
 with no offer, and ms per completion. The key/value carry between keystrokes
 (`completionReuse`) is hardly exercised: the requests share one carry key, as one
@@ -60,6 +63,7 @@ from diffusion_infill.lsp.settings import Settings, parse
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 CASES = ("mid-line", "empty line, one line", "empty line, block")
+CASE_KEYS = dict(zip(("mid-line", "empty-line", "empty-block"), CASES, strict=True))  # --cases
 _BLANK_RUN = re.compile(r"\n[ \t]*\n[ \t]*\n")
 
 
@@ -151,6 +155,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--alternatives must be 0 or more, got {args.alternatives}")
     if args.alternatives and args.temperature <= 0:
         parser.error(f"--temperature must be above 0 to sample, got {args.temperature}")
+    keys = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in keys if c not in CASE_KEYS]
+    if unknown or not keys:
+        parser.error(
+            f"--cases: unknown case(s) {', '.join(unknown) or '(none)'}: use {', '.join(CASE_KEYS)}"
+        )
+    cases = [CASE_KEYS[k] for k in keys]
     overrides = dict(parse_setting(kv) for kv in args.setting)
     settings, problems = parse(overrides)
     if problems:
@@ -168,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         "settings": overrides,
         "cases": {},
     }
-    for case in CASES:
+    for case in (c for c in CASES if c in cases):
         examples = lines if case != CASES[2] else blocks
         results["cases"][case] = _case(den, examples, case, settings, args)
     results["seconds"] = round(time.perf_counter() - t0, 1)
@@ -235,6 +246,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--temperature", type=float, default=0.7, help="sampling temperature of the alternatives"
+    )
+    parser.add_argument(
+        "--cases",
+        default=",".join(CASE_KEYS),
+        help=f"comma-separated cases to run, of: {', '.join(CASE_KEYS)}",
     )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     return parser

@@ -73,6 +73,14 @@ def test_the_script_writes_every_case(
         } <= set(case)
     # a one-line completion never offers more than a line
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
+    # --cases runs only those asked for, in the usual order
+    done = run_benchmark(
+        "eval_completion",
+        *("--model", str(tiny_model_dir), "--corpus", str(modules_corpus), "--n", "2"),
+        *("--cases", "empty-block,mid-line", "--out", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(json.loads(out.read_text())["cases"]) == ["mid-line", "empty line, block"]
 
 
 @pytest.mark.slow
@@ -130,3 +138,5 @@ def test_bad_settings_are_clear_errors(run_benchmark, modules_corpus: Path) -> N
     assert done.returncode == 2 and "--temperature must be above 0" in done.stderr
     done = run("--n", "0")
     assert done.returncode == 2 and "--n must be at least 1" in done.stderr
+    done = run("--cases", "mid-line,sideways")
+    assert done.returncode == 2 and "--cases: unknown case(s) sideways" in done.stderr
