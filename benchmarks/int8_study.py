@@ -60,6 +60,7 @@ from benchmarks.eval_completion import offer, requests, score
 from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
 from benchmarks.int8_smooth import SMOOTH, input_max, smooth_alpha, smoothed, with_model
 from benchmarks.results_file import write_results
+from diffusion_infill.lsp.completion import SLOW_CPU_COMPLETION_WINDOW
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.hf import HFDenoiser
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
@@ -74,7 +75,7 @@ from diffusion_infill.model.precision import (
 
 OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8", "int8-all")
 KEEP = "int8-keep:"  # + `+`-joined name patterns of linear layers kept in fp32
-WINDOW_TOKENS = Settings().completion_window  # tokens of an agreement canvas
+WINDOW_TOKENS = SLOW_CPU_COMPLETION_WINDOW  # tokens of an agreement canvas: int8's window
 CALIBRATION_FILES = 64  # training files whose windows calibrate int8-smooth
 # what int8-smooth keeps in fp32: KEEP_FP32 (the MLPs' output layers go int8, smoothed)
 SMOOTH_KEEP = KEEP + "+".join(KEEP_FP32)

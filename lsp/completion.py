@@ -4,8 +4,9 @@
 The hole is an empty span at the cursor; everything before it and after it (the rest of
 the line included) is context. On a line with code the completion is one line:
 `completionTokens` tokens at most, cut at the first line break, computed on a small canvas
-(`completionWindowTokens` around the cursor) in at most `completionSteps` passes (unset:
-3 where the worker computes on a CPU in fp32 or int8, 4 elsewhere; `completion_steps`), the
+(`completionWindowTokens` around the cursor; unset: 128 where the worker computes on a CPU
+in fp32 or int8, 384 on an accelerator, 256 elsewhere, `completion_window`) in at most
+`completionSteps` passes (unset: 3 on such a CPU, 4 elsewhere; `completion_steps`), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
@@ -63,6 +64,13 @@ SLOW_CPU_COMPLETION_STEPS = 3
 # and of a completion on an empty line ("Six passes for an empty line" there)
 MULTILINE_STEPS = 8
 SLOW_CPU_MULTILINE_STEPS = 6
+# canvas tokens of a one-line completion when `completionWindowTokens` is unset: more
+# context is right more often, at a cost that grows with it: as much as keeps a line's
+# first completion within 80 ms on a CPU with bf16, less on one without, more on an
+# accelerator (docs/ARCHITECTURE.md, "A wider window for a one-line completion")
+COMPLETION_WINDOW = 256
+SLOW_CPU_COMPLETION_WINDOW = 128
+ACCELERATOR_COMPLETION_WINDOW = 384
 
 
 class Late(enum.Enum):
@@ -94,10 +102,26 @@ def completion_steps(
     setting = s.multiline_steps if multiline else s.completion_steps
     if setting is not None:
         return setting
-    slow = device is not None and device.split(":")[0] == "cpu" and precision in ("fp32", "int8")
+    slow = _slow_cpu(device, precision)
     if multiline:
         return SLOW_CPU_MULTILINE_STEPS if slow else MULTILINE_STEPS
     return SLOW_CPU_COMPLETION_STEPS if slow else COMPLETION_STEPS
+
+
+def completion_window(s: Settings, device: str | None, precision: str | None) -> int:
+    """Canvas tokens of a one-line completion: `completionWindowTokens` when set, else by
+    the worker's machine: fewest where it computes on a CPU in fp32 or int8, most on an
+    accelerator, in between on a CPU with bf16 and before the worker has said."""
+    if s.completion_window is not None:
+        return s.completion_window
+    if device is not None and device.split(":")[0] != "cpu":
+        return ACCELERATOR_COMPLETION_WINDOW
+    return SLOW_CPU_COMPLETION_WINDOW if _slow_cpu(device, precision) else COMPLETION_WINDOW
+
+
+def _slow_cpu(device: str | None, precision: str | None) -> bool:
+    """Whether the worker computes on a CPU without bf16 (fp32 or int8)."""
+    return device is not None and device.split(":")[0] == "cpu" and precision in ("fp32", "int8")
 
 
 def wants_completion(line_rest: str) -> bool:
@@ -274,22 +298,29 @@ def completion_ask(
         return None
     ex = excerpt(text, at, at, context=s.context_chars)
     steps = completion_steps(s, *machine, multiline=multiline)
+    window = completion_window(s, *machine)
     return CompletionAsk(
         ex,
         Span(at - ex.offset, at - ex.offset),
-        completion_options(s, multiline, uri, steps=steps),
+        completion_options(s, multiline, uri, steps=steps, window=window),
         multiline,
         at == line[1],
     )
 
 
 def completion_options(
-    s: Settings, multiline: bool, uri: str = "", *, steps: int | None = None
+    s: Settings,
+    multiline: bool,
+    uri: str = "",
+    *,
+    steps: int | None = None,
+    window: int | None = None,
 ) -> SamplerOptions:
-    """The sampler options of a completion in at most `steps` passes (None: as
-    `completion_steps` for a machine not known): a one-line one on a small canvas in a few
-    passes, a multi-line one on the usual window in a few more; both compute the context's
-    keys/values in their first pass and reuse them (again after the hole grows) and, with
+    """The sampler options of a completion in at most `steps` passes, a one-line one on a
+    canvas of `window` tokens (None: as `completion_steps` and `completion_window` for a
+    machine not known): a one-line one on a small canvas in a few passes, a multi-line one
+    on the usual window in a few more; both compute the context's keys/values in their
+    first pass and reuse them (again after the hole grows) and, with
     `completionReuse`, from the document's last completion (keystroke to keystroke)."""
     kind = "multi" if multiline else "line"
     digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
@@ -310,7 +341,7 @@ def completion_options(
     return s.sampler_options(
         default_span_tokens=s.completion_tokens,
         max_span_tokens=s.completion_tokens,
-        window_tokens=s.completion_window,
+        window_tokens=window or completion_window(s, None, None),
         max_steps=steps,
         cache_refresh=steps,
         carry_key=carry,

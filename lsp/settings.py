@@ -150,7 +150,10 @@ class Settings:
     multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=48)  # empty line
     # a one-line completion's budget: canvas tokens around the cursor, denoising passes
     # (the last commits what is left; context keys/values computed once, then reused)
-    completion_window: int = _s("completionWindowTokens", _int(16, 4096), default=128)
+    # None: by the worker's machine (lsp/completion.py `completion_window`)
+    completion_window: int | None = _s(
+        "completionWindowTokens", _optional(_int(16, 4096)), default=None
+    )
     # None: by the worker's machine (lsp/completion.py `completion_steps`)
     completion_steps: int | None = _s("completionSteps", _optional(_int(1, 64)), default=None)
     # an empty line's; None: by the worker's machine, as completionSteps

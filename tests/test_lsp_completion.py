@@ -287,6 +287,37 @@ def test_one_line_completion_passes_follow_the_workers_machine(device, precision
 
 
 @pytest.mark.parametrize(
+    ("device", "precision", "setting", "window"),
+    [
+        ("cpu", "int8", None, 128),  # no bf16 on this CPU: the small canvas
+        ("cpu", "fp32", None, 128),
+        ("cpu", "bf16", None, 256),  # more context where the machine can pay for it
+        ("cuda:0", "bf16", None, 384),
+        ("cpu", "int8", 200, 200),  # the setting, when set, decides
+    ],
+)
+def test_one_line_completion_window_follows_the_workers_machine(device, precision, setting, window):
+    fake = LspFake(device=device)
+    fake.precision = _Precision(precision)
+    settings = {} if setting is None else {"completionWindowTokens": setting}
+    # far more code around the cursor than any window holds (one token per character)
+    above = "".join(f"value_{i} = {i}\n" for i in range(60))
+    below = "".join(f"other_{i} = {i}\n" for i in range(60))
+
+    async def go():
+        async with lsp(address, settings) as (client, _):
+            uri = open_doc(client, "window.py", above + "name = \n" + below)
+            first = len(fake.calls)
+            (item,) = await inline(client, uri, pos(60, 7))
+            assert item.insert_text == "'ada'"
+            canvases = [c for canvases, _ in fake.calls[first:] for c in canvases]
+            assert canvases and window - 8 <= max(map(len, canvases)) <= window
+
+    with fake_worker(fake) as address:
+        run(go())
+
+
+@pytest.mark.parametrize(
     ("device", "precision", "setting", "passes"),
     [
         ("cpu", "int8", None, 6),  # no bf16 on this CPU: an empty line takes 6 passes
