@@ -7,9 +7,10 @@
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
 (lsp/completion.py `completion_options`, its excerpt and `shape`, the settings given by
-`--setting`, e.g. `multilineSteps=16`; a one-line completion takes 4 passes unless
-`completionSteps` is given: the server's 3 on a CPU without bf16 is `--setting
-completionSteps=3`) by the engine in this process:
+`--setting`, e.g. `multilineSteps=16`; a one-line completion takes 4 passes on 256 tokens,
+the server's choice before it knows the worker's machine, unless `completionSteps` and
+`completionWindowTokens` are given: a CPU without bf16's is `--setting completionSteps=3
+--setting completionWindowTokens=128`) by the engine in this process:
 
 - `mid-line`: a line cut after the space nearest its middle, the rest of it deleted
   (typing a line): the offer should be the rest of the line;
