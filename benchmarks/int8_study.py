@@ -60,7 +60,7 @@ from benchmarks.eval_completion import offer, requests, score
 from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
 from benchmarks.int8_smooth import SMOOTH, input_max, smooth_alpha, smoothed, with_model
 from benchmarks.results_file import write_results
-from diffusion_infill.lsp.completion import SLOW_CPU_COMPLETION_WINDOW
+from diffusion_infill.lsp.budgets import SLOW_CPU_COMPLETION_WINDOW
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.hf import HFDenoiser
 from diffusion_infill.model.loading import default_model_dir, load_denoiser

@@ -4,16 +4,16 @@
 The hole is an empty span at the cursor; everything before it and after it (the rest of
 the line included) is context. On a line with code the completion is one line:
 `completionTokens` tokens at most, cut at the first line break, computed on a small canvas
-(`completionWindowTokens` around the cursor; unset: 128 where the worker computes on a CPU
-in fp32 or int8, 384 on an accelerator, 256 elsewhere, `completion_window`) in at most
-`completionSteps` passes (unset: 3 on such a CPU, 4 elsewhere; `completion_steps`), the
+(`completionWindowTokens` around the cursor; unset: 128 on a slow CPU, fp32 or int8 for
+want of bf16 instructions, 384 on an accelerator, 256 elsewhere) in at most
+`completionSteps` passes (unset: 3 on a slow CPU, 4 elsewhere; both in lsp/budgets.py), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
-on such a CPU, 8 elsewhere). A new request for a document cancels the one still running
+on a slow CPU, 8 elsewhere). A new request for a document cancels the one still running
 for it (its response is `RequestCancelled`), and so does an edit.
 
-A completion has a deadline (`completionDeadline`, ms; `completion_deadline`): past it the
+A completion has a deadline (`completionDeadline`, ms; lsp/budgets.py): past it the
 request answers no items and its worker job is cancelled, since a suggestion that comes
 after the user has typed on is worse than none. Unset, the worker's device decides: 600 ms
 on a CPU (1,200 ms for a multi-line completion, which takes 0.2-0.5 s there when idle),
@@ -40,6 +40,13 @@ from lsprotocol import types
 from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.lsp.budgets import (
+    UNKNOWN,
+    Machine,
+    completion_deadline,
+    completion_steps,
+    completion_window,
+)
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
 from diffusion_infill.lsp.offers import Offer, typed_through
@@ -53,75 +60,12 @@ _BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r(?!\n)|\n)")
 # what may follow the cursor on its line for a completion to make sense: closing
 # brackets and quotes, separators, a comment (nothing a fill would duplicate)
 _CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
-CPU_DEADLINE_MS = 600  # a one-line completion on a CPU (idle: 40-160 ms p50)
-CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 180-500 ms p50)
-GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a network hop)
-# passes of a one-line completion when `completionSteps` is unset: fewer on a CPU that
-# runs the model without bf16 (fp32 or int8), where typing is slowest (docs/ARCHITECTURE.md,
-# "Three passes while typing")
-COMPLETION_STEPS = 4
-SLOW_CPU_COMPLETION_STEPS = 3
-# and of a completion on an empty line ("Six passes for an empty line" there)
-MULTILINE_STEPS = 8
-SLOW_CPU_MULTILINE_STEPS = 6
-# canvas tokens of a one-line completion when `completionWindowTokens` is unset: more
-# context is right more often, at a cost that grows with it: as much as keeps a line's
-# first completion within 80 ms on a CPU with bf16, less on one without, more on an
-# accelerator (docs/ARCHITECTURE.md, "A wider window for a one-line completion")
-COMPLETION_WINDOW = 256
-SLOW_CPU_COMPLETION_WINDOW = 128
-ACCELERATOR_COMPLETION_WINDOW = 384
 
 
 class Late(enum.Enum):
     """A completion that ran past its deadline: no items (and ask again next keystroke)."""
 
     LATE = "late"
-
-
-def completion_deadline(s: Settings, device: str | None, multiline: bool) -> float | None:
-    """Seconds a completion may take (None: no limit): `completionDeadline` when set, else
-    by the worker's device (None before it has said: a CPU's)."""
-    ms = s.completion_deadline
-    if ms is None:
-        on_cpu = device is None or device.split(":")[0] == "cpu"
-        if not on_cpu:
-            ms = GPU_DEADLINE_MS
-        else:
-            ms = CPU_MULTILINE_DEADLINE_MS if multiline else CPU_DEADLINE_MS
-    return ms / 1000 if ms else None
-
-
-def completion_steps(
-    s: Settings, device: str | None, precision: str | None, multiline: bool = False
-) -> int:
-    """Most passes of a completion, one-line or on an empty line: `completionSteps` /
-    `multilineSteps` when set, else by the worker's machine: fewer where it computes on a
-    CPU in fp32 or int8 (no bf16 instructions, or none faster), than elsewhere and before
-    the worker has said."""
-    setting = s.multiline_steps if multiline else s.completion_steps
-    if setting is not None:
-        return setting
-    slow = _slow_cpu(device, precision)
-    if multiline:
-        return SLOW_CPU_MULTILINE_STEPS if slow else MULTILINE_STEPS
-    return SLOW_CPU_COMPLETION_STEPS if slow else COMPLETION_STEPS
-
-
-def completion_window(s: Settings, device: str | None, precision: str | None) -> int:
-    """Canvas tokens of a one-line completion: `completionWindowTokens` when set, else by
-    the worker's machine: fewest where it computes on a CPU in fp32 or int8, most on an
-    accelerator, in between on a CPU with bf16 and before the worker has said."""
-    if s.completion_window is not None:
-        return s.completion_window
-    if device is not None and device.split(":")[0] != "cpu":
-        return ACCELERATOR_COMPLETION_WINDOW
-    return SLOW_CPU_COMPLETION_WINDOW if _slow_cpu(device, precision) else COMPLETION_WINDOW
-
-
-def _slow_cpu(device: str | None, precision: str | None) -> bool:
-    """Whether the worker computes on a CPU without bf16 (fp32 or int8)."""
-    return device is not None and device.split(":")[0] == "cpu" and precision in ("fp32", "int8")
 
 
 def wants_completion(line_rest: str) -> bool:
@@ -223,7 +167,7 @@ class Completions(Feature):
                 return Completion(snap, at, rest, offer.multiline)
         line = snap.lines.line_of(at)
         bounds = (snap.lines.start(line), snap.lines.end(line))
-        machine = (host.worker.device, host.worker.precision)
+        machine = Machine(host.worker.device, host.worker.precision, host.worker.cpu_bf16)
         ask = completion_ask(snap.text, at, bounds, s, uri, machine=machine)
         if ask is None:
             return None
@@ -287,18 +231,18 @@ def completion_ask(
     s: Settings,
     uri: str = "",
     *,
-    machine: tuple[str | None, str | None] = (None, None),
+    machine: Machine = UNKNOWN,
 ) -> CompletionAsk | None:
     """The completion at offset `at` of `text`, whose line's content is text[line[0]:
-    line[1]], in at most `completion_steps` passes for the worker's `machine` (device,
-    precision; None: not known yet); None where no completion belongs
+    line[1]], in at most `completion_steps` passes on `completion_window` tokens for the
+    worker's `machine` (not known yet: `Machine()`); None where no completion belongs
     (`wants_completion`)."""
     multiline = not text[line[0] : line[1]].strip()
     if not multiline and not wants_completion(text[at : line[1]]):
         return None
     ex = excerpt(text, at, at, context=s.context_chars)
-    steps = completion_steps(s, *machine, multiline=multiline)
-    window = completion_window(s, *machine)
+    steps = completion_steps(s, machine, multiline=multiline)
+    window = completion_window(s, machine)
     return CompletionAsk(
         ex,
         Span(at - ex.offset, at - ex.offset),
@@ -325,7 +269,7 @@ def completion_options(
     kind = "multi" if multiline else "line"
     digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
     carry = f"completion:{kind}:{digest}" if s.completion_reuse else ""
-    budget = steps or completion_steps(s, None, None, multiline)
+    budget = steps or completion_steps(s, UNKNOWN, multiline)
     steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
     if multiline:
         tokens = s.multiline_tokens
@@ -341,7 +285,7 @@ def completion_options(
     return s.sampler_options(
         default_span_tokens=s.completion_tokens,
         max_span_tokens=s.completion_tokens,
-        window_tokens=window or completion_window(s, None, None),
+        window_tokens=window or completion_window(s, UNKNOWN),
         max_steps=steps,
         cache_refresh=steps,
         carry_key=carry,

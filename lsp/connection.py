@@ -91,6 +91,13 @@ class WorkerConnection:
         return c.welcome.precision if c is not None and c.welcome is not None else None
 
     @property
+    def cpu_bf16(self) -> bool:
+        """Whether the worker said its CPU has bf16 instructions (False until it has
+        greeted this connection, or when it did not say)."""
+        c = self._client
+        return bool(c is not None and c.welcome is not None and c.welcome.cpu_bf16)
+
+    @property
     def description(self) -> str:
         c = self._client
         if c is None:

@@ -150,11 +150,11 @@ class Settings:
     multiline_tokens: int = _s("multilineTokens", _int(1, 1024), default=48)  # empty line
     # a one-line completion's budget: canvas tokens around the cursor, denoising passes
     # (the last commits what is left; context keys/values computed once, then reused)
-    # None: by the worker's machine (lsp/completion.py `completion_window`)
+    # None: by the worker's machine (lsp/budgets.py `completion_window`)
     completion_window: int | None = _s(
         "completionWindowTokens", _optional(_int(16, 4096)), default=None
     )
-    # None: by the worker's machine (lsp/completion.py `completion_steps`)
+    # None: by the worker's machine (lsp/budgets.py `completion_steps`)
     completion_steps: int | None = _s("completionSteps", _optional(_int(1, 64)), default=None)
     # an empty line's; None: by the worker's machine, as completionSteps
     multiline_steps: int | None = _s("multilineSteps", _optional(_int(1, 4096)), default=None)
@@ -169,7 +169,7 @@ class Settings:
     # offered (lsp/offers.py); false: ask the model on every keystroke
     completion_typed_through: bool = _s("completionTypedThrough", _bool, default=True)
     # ms a completion may take before it answers nothing and its job is cancelled; None:
-    # the worker's device decides (lsp.completion.completion_deadline); 0: no deadline
+    # the worker's device decides (lsp.budgets.completion_deadline); 0: no deadline
     completion_deadline: int | None = _s(
         "completionDeadline", _optional(_int(0, 600_000)), default=None
     )

@@ -31,7 +31,13 @@ from diffusion_infill.model.hf_loading import (
     set_threads,
     special_ids,
 )
-from diffusion_infill.model.precision import Precision, pick_precision, quantise_int8
+from diffusion_infill.model.precision import (
+    BF16_FLAGS,
+    Precision,
+    cpu_flags,
+    pick_precision,
+    quantise_int8,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +79,8 @@ class HFDenoiser:
         # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA, but a
         # CPU without bf16 instructions runs it ~3x slower than fp32: chosen per machine.
         self.precision = precision or pick_precision(device)
+        # said to clients, which choose their budgets by it (infill.serve.protocol.Welcome)
+        self.cpu_bf16 = device.type == "cpu" and bool(cpu_flags() & BF16_FLAGS)
         self._autocast = torch.autocast(
             device.type, dtype=torch.bfloat16, enabled=self.precision.dtype == torch.bfloat16
         )

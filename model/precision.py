@@ -3,9 +3,11 @@
 A CPU without bf16 instructions (no AMX, no AVX-512 BF16: an AMD EPYC Zen 3, say) emulates
 bf16 and ran autocast ~3x *slower* than fp32 in inference and ~40x slower in training
 (docs/TRAINING.md); a CPU with AMX runs it ~2x faster. So the choice is made per machine:
-from the CPU's flags where they settle it, else by timing both on a matrix product of the
-shape this project's models multiply; where bf16 is not the faster, inference runs int8
-linear layers (below), about 2x faster than fp32 at the same held-out quality.
+from the CPU's flags where they settle it (no bf16 instructions: int8), else by timing
+fp32, bf16 and int8 on a matrix product of the shape this project's models multiply:
+int8 linear layers (below) where they are the fastest (a CPU with VNNI and AVX-512 BF16
+but no AMX, 0.6x bf16's time) or bf16 is no faster than fp32, else bf16; int8 answers
+at the same held-out quality as fp32 (docs/ARCHITECTURE.md, "int8 on the CPU").
 `INFILL_DTYPE=fp32|bf16|int8` (or an explicit request) overrides.
 
 int8 (inference on the CPU only): the linear layers' weights are quantised to int8 per
@@ -65,8 +67,9 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     return frozenset()
 
 
-def _time_matmul(layer: torch.nn.Linear, x: torch.Tensor, dtype: torch.dtype) -> float:
-    """Seconds for one call of `layer` on `x` computed in `dtype` (bf16: autocast)."""
+def _time_matmul(layer: torch.nn.Module, x: torch.Tensor, dtype: torch.dtype) -> float:
+    """Seconds for one call of `layer` on `x` computed in `dtype` (bf16: autocast; qint8:
+    `layer` is quantised already)."""
     with (
         torch.no_grad(),
         torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16),
@@ -76,25 +79,27 @@ def _time_matmul(layer: torch.nn.Linear, x: torch.Tensor, dtype: torch.dtype) ->
         return time.perf_counter() - t0
 
 
-def _best_times(rounds: int = 12) -> tuple[float, float]:
-    """Best fp32 and bf16 seconds of a (256 x 256) @ (256 x 1024) linear layer, the two
-    timed in turn (fp32, bf16, fp32, ...) so that a load that comes or goes while timing
-    falls on both alike, on one thread: with two threads and the other core busy (a
-    training run, a test suite), both dtypes waited on the busy core, 12 and 27 ms per
-    call instead of 0.7 and 0.4, and bf16 looked slower on a CPU where it is 1.6x
+def _best_times(rounds: int = 12) -> tuple[float, float, float]:
+    """Best fp32, bf16 and int8 seconds of a (256 x 256) @ (256 x 1024) linear layer, the
+    three timed in turn (fp32, bf16, int8, fp32, ...) so that a load that comes or goes
+    while timing falls on all alike, on one thread: with two threads and the other core
+    busy (a training run, a test suite), both dtypes waited on the busy core, 12 and 27 ms
+    per call instead of 0.7 and 0.4, and bf16 looked slower on a CPU where it is 1.6x
     faster."""
     x = torch.randn(256, 256)
     layer = torch.nn.Linear(256, 1024)
-    fp32 = bf16 = float("inf")
+    quantised = quantise_int8(torch.nn.Sequential(layer), keep_fp32=(), per_row=())
+    fp32 = bf16 = int8 = float("inf")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the kernels' ratio, without threads waiting on a busy core
     try:
         for _ in range(rounds):
             fp32 = min(fp32, _time_matmul(layer, x, torch.float32))
             bf16 = min(bf16, _time_matmul(layer, x, torch.bfloat16))
+            int8 = min(int8, _time_matmul(quantised, x, torch.qint8))
     finally:
         torch.set_num_threads(threads)
-    return fp32, bf16
+    return fp32, bf16, int8
 
 
 @functools.cache
@@ -104,7 +109,14 @@ def _fastest_on_cpu() -> Precision:
         return Precision(
             torch.float32, "CPU has no bf16 instructions: int8 linear layers", int8=True
         )
-    fp32, bf16 = _best_times()
+    fp32, bf16, int8 = _best_times()
+    if int8 < 0.9 * min(bf16, fp32):  # VNNI without AMX: int8 beats bf16 (a Zen 4, say)
+        return Precision(
+            torch.float32,
+            f"int8 timed faster ({int8 * 1e6:.0f} vs {bf16 * 1e6:.0f} us per matmul in bf16, "
+            f"{fp32 * 1e6:.0f} in fp32): int8 linear layers",
+            int8=True,
+        )
     if bf16 < 0.9 * fp32:
         return Precision(
             torch.bfloat16,

@@ -255,19 +255,29 @@ class _Precision:
         self.name = name
 
 
+def _on_machine(device: str, precision: str) -> LspFake:
+    """A fake worker that says it computes on `device` in `precision` ("int8+bf16": int8
+    on a CPU with bf16 instructions)."""
+    fake = LspFake(device=device)
+    name, _, bf16 = precision.partition("+")
+    fake.precision = _Precision(name)
+    fake.cpu_bf16 = bool(bf16)
+    return fake
+
+
 @pytest.mark.parametrize(
     ("device", "precision", "setting", "most"),
     [
         ("cpu", "int8", None, 3),  # no bf16 on this CPU: typing takes 3 passes
         ("cpu", "fp32", None, 3),
         ("cpu", "bf16", None, 4),
+        ("cpu", "int8+bf16", None, 4),  # int8 timed faster than the CPU's bf16
         ("cuda:0", "bf16", None, 4),
         ("cpu", "int8", 4, 4),  # the setting, when set, decides
     ],
 )
 def test_one_line_completion_passes_follow_the_workers_machine(device, precision, setting, most):
-    fake = LspFake(device=device)
-    fake.precision = _Precision(precision)
+    fake = _on_machine(device, precision)
     settings = {} if setting is None else {"completionSteps": setting}
 
     async def go():
@@ -275,7 +285,7 @@ def test_one_line_completion_passes_follow_the_workers_machine(device, precision
             info = await client.workspace_execute_command_async(
                 types.ExecuteCommandParams(command="infill.workerInfo")
             )
-            assert (info["device"], info["precision"]) == (device, precision)
+            assert (info["device"], info["precision"]) == (device, precision.partition("+")[0])
             uri = open_doc(client, "machine.py", "name = \n")
             before = await counters(client)
             (item,) = await inline(client, uri, pos(0, 7))  # one token a pass, unless
@@ -292,13 +302,13 @@ def test_one_line_completion_passes_follow_the_workers_machine(device, precision
         ("cpu", "int8", None, 128),  # no bf16 on this CPU: the small canvas
         ("cpu", "fp32", None, 128),
         ("cpu", "bf16", None, 256),  # more context where the machine can pay for it
+        ("cpu", "int8+bf16", None, 256),  # int8 timed faster than the CPU's bf16
         ("cuda:0", "bf16", None, 384),
         ("cpu", "int8", 200, 200),  # the setting, when set, decides
     ],
 )
 def test_one_line_completion_window_follows_the_workers_machine(device, precision, setting, window):
-    fake = LspFake(device=device)
-    fake.precision = _Precision(precision)
+    fake = _on_machine(device, precision)
     settings = {} if setting is None else {"completionWindowTokens": setting}
     # far more code around the cursor than any window holds (one token per character)
     above = "".join(f"value_{i} = {i}\n" for i in range(60))
@@ -323,13 +333,13 @@ def test_one_line_completion_window_follows_the_workers_machine(device, precisio
         ("cpu", "int8", None, 6),  # no bf16 on this CPU: an empty line takes 6 passes
         ("cpu", "fp32", None, 6),
         ("cpu", "bf16", None, 8),
+        ("cpu", "int8+bf16", None, 8),  # int8 timed faster than the CPU's bf16
         ("cuda:0", "bf16", None, 8),
         ("cpu", "int8", 8, 8),  # the setting, when set, decides
     ],
 )
 def test_an_empty_lines_passes_follow_the_workers_machine(device, precision, setting, passes):
-    fake = LspFake(device=device)  # never confident: the passes run to the budget
-    fake.precision = _Precision(precision)
+    fake = _on_machine(device, precision)  # never confident: the passes run to the budget
     settings = {"completionReuse": False} | ({} if setting is None else {"multilineSteps": setting})
 
     async def go():

@@ -25,7 +25,7 @@ from lsp_fake_worker import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from diffusion_infill.lsp.completion import completion_deadline
+from diffusion_infill.lsp.budgets import completion_deadline
 from diffusion_infill.lsp.settings import Settings, parse
 
 SLOW_STEP = 0.4  # seconds per pass over a SLOW canvas

@@ -52,6 +52,38 @@ def test_cpu_with_bf16_instructions_times_both(monkeypatch) -> None:
     precision._fastest_on_cpu.cache_clear()
 
 
+def test_int8_that_times_faster_than_bf16_is_chosen(monkeypatch) -> None:
+    """A CPU with bf16 instructions but no AMX (VNNI int8 kernels): int8 times faster than
+    bf16, which times faster than fp32; int8 is chosen, and says why."""
+    times = {torch.float32: 1.0, torch.bfloat16: 0.3, torch.qint8: 0.18}
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(precision, "_time_matmul", lambda layer, x, dtype: times[dtype])
+    precision._fastest_on_cpu.cache_clear()
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    try:
+        chosen = precision.pick_precision("cpu")
+        assert chosen.name == "int8" and "int8 timed faster" in chosen.reason
+        times[torch.qint8] = 0.28  # within 10% of bf16: bf16 keeps it
+        precision._fastest_on_cpu.cache_clear()
+        assert precision.pick_precision("cpu").name == "bf16"
+    finally:
+        precision._fastest_on_cpu.cache_clear()
+
+
+def test_the_probe_times_a_quantised_layer_for_int8(monkeypatch) -> None:
+    seen: list[tuple[type, torch.dtype]] = []
+
+    def timed(layer, x, dtype: torch.dtype) -> float:
+        seen.append((type(layer), dtype))
+        return 1.0
+
+    monkeypatch.setattr(precision, "_time_matmul", timed)
+    assert len(precision._best_times(rounds=1)) == 3
+    kinds = dict((d, t) for t, d in seen)
+    assert kinds[torch.float32] is torch.nn.Linear and kinds[torch.bfloat16] is torch.nn.Linear
+    assert kinds[torch.qint8] is torch.nn.Sequential  # the int8 twin of the same layer
+
+
 def test_a_load_rising_while_timing_does_not_decide_the_dtype(monkeypatch) -> None:
     """bf16 is 0.6x fp32's time on this fake CPU, while every call is 10% slower than the
     one before (a test suite starting beside the worker): timed one dtype after the other,
@@ -76,7 +108,7 @@ def test_a_load_rising_while_timing_does_not_decide_the_dtype(monkeypatch) -> No
     finally:
         precision._fastest_on_cpu.cache_clear()
     assert chosen.dtype == torch.bfloat16, chosen.reason
-    assert calls[:4] == [torch.float32, torch.bfloat16] * 2
+    assert calls[:6] == [torch.float32, torch.bfloat16, torch.qint8] * 2
     # one thread: two would wait on a core that is busy elsewhere; the setting comes back
     assert threads_while_timing == {1} and torch.get_num_threads() == threads
 
@@ -256,3 +288,16 @@ def test_a_scale_per_row_keeps_rows_of_very_different_sizes() -> None:
 
     assert worst(per_row) < 0.1 * worst(per_call)
     assert isinstance(per_row[0], precision.RowScaled) and type(layer) is torch.nn.Linear
+
+
+@pytest.mark.parametrize("flags", [frozenset({"avx2", "avx512_bf16"}), frozenset({"avx2"})])
+def test_a_cpu_denoiser_says_whether_its_cpu_has_bf16(
+    tiny_model_dir: Path, monkeypatch, flags: frozenset[str]
+) -> None:
+    """What the worker tells clients, who choose their budgets by it: int8 on a CPU with
+    bf16 instructions was timed the faster there, not the only fast choice."""
+    from diffusion_infill.model import hf
+
+    monkeypatch.setattr(hf, "cpu_flags", lambda: flags)
+    den = load_denoiser(tiny_model_dir, dtype="int8")
+    assert den.cpu_bf16 is ("avx512_bf16" in flags)

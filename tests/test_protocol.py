@@ -74,7 +74,7 @@ MESSAGES = [
     ScoreRequest(4, "é😀\n", start=0, end=None, language="python"),
     Cancel(5),
     InfoRequest(6),
-    Welcome("fake", "cpu", "int8"),
+    Welcome("fake", "cpu", "int8", True),
     Result(
         7,
         "x = 42\n",
@@ -127,6 +127,7 @@ def test_optional_fields_take_their_defaults():
     # a worker from before `precision` was said: the client reads "" (not said)
     body = msgpack.packb({"v": PROTOCOL_VERSION, "type": "welcome", "model": "m", "device": "cpu"})
     assert decode_reply(body) == Welcome("m", "cpu", "")
+    assert Welcome("m", "cpu", "").cpu_bf16 is False  # not said: no bf16 instructions
 
 
 def _wire(**fields):

@@ -256,6 +256,9 @@ class Welcome(Message):
     # what the model computes in: "bf16", "fp32", "int8" ("": not said, an older worker
     # or a model without one), so that a client can choose its budgets per machine
     precision: str = _f(STR, default="")
+    # the CPU has bf16 instructions (int8 there was timed the faster, not the only fast
+    # choice); False: it has none, or not said (an older worker, an accelerator)
+    cpu_bf16: bool = _f(BOOL, default=False)
 
 
 @dataclass(frozen=True)

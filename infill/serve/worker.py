@@ -254,7 +254,12 @@ class Worker:
 
     def welcome(self) -> Welcome:
         assert self.denoiser is not None
-        return Welcome(self.denoiser.name, self._device(), self._precision())
+        return Welcome(
+            self.denoiser.name,
+            self._device(),
+            self._precision(),
+            bool(getattr(self.denoiser, "cpu_bf16", False)),
+        )
 
     def info(self, rid: int) -> WorkerInfo:
         assert self.denoiser is not None and self.scheduler is not None
