@@ -47,7 +47,7 @@ from tqdm import tqdm
 from transformers import ModernBertForMaskedLM
 
 from benchmarks.results_file import RESULTS, write_results
-from diffusion_infill.model.precision import cpu_flags, pick_precision
+from diffusion_infill.model.precision import cpu_flags, pick_training_precision
 from diffusion_infill.model.training.config import PRESETS, Preset, modernbert_config
 from diffusion_infill.model.training.noising import (
     Batch,
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
             continue  # minutes per step (bf16 without bf16 instructions): once is plenty
         done += bench.measure(cfg, args.seconds)
         tqdm.write(f"{cfg.name}: {1000 * statistics.median(done):.0f} ms/step", file=sys.stderr)
-    auto = pick_precision("cpu")
+    auto = pick_training_precision("cpu")
     rows = {cfg.name: _row(bench, cfg, times[cfg.name], args.preset) for cfg in chosen}
     print(
         f"{'config':16s} {'ms/step':>9s} {'tokens/s':>9s} {'chars/s':>9s} {'GFLOP/s':>8s} "

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.model import modernbert
-from diffusion_infill.model.precision import pick_precision
+from diffusion_infill.model.precision import pick_training_precision
 from diffusion_infill.model.training.batches import load_texts
 from diffusion_infill.model.training.noising import TextSampler, Vocab, make_batch
 from diffusion_infill.model.training.objective import estimate_loss
@@ -55,7 +55,7 @@ def measure(model_dir: Path, corpus: Path, n: int, dtype: str | None, length: in
     _, model = loaded
     tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tok.encode_special_tokens = True
-    precision = pick_precision(torch.device("cpu"), dtype)
+    precision = pick_training_precision(torch.device("cpu"), dtype)
 
     def autocast():
         return torch.autocast(

@@ -152,6 +152,28 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
     return _fastest_on_cpu()
 
 
+def pick_training_precision(
+    device: torch.device | str = "cpu", requested: str | None = None
+) -> Precision:
+    """The dtype to train (or compute a loss) in on `device`: `pick_precision`'s, but never
+    int8 (int8 layers are for inference): where it picks int8, bf16 if the CPU has bf16
+    instructions and they time faster than fp32, else fp32."""
+    chosen = pick_precision(device, requested)
+    if not chosen.int8:
+        return chosen
+    flags = cpu_flags()
+    if flags and not flags & BF16_FLAGS:
+        return Precision(torch.float32, "CPU has no bf16 instructions: fp32 to train")
+    fp32, bf16, _ = _best_times()
+    if bf16 < 0.9 * fp32:
+        return Precision(
+            torch.bfloat16,
+            f"bf16 timed faster than fp32 ({bf16 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per "
+            "matmul; int8 is for inference)",
+        )
+    return Precision(torch.float32, f"{chosen.reason.split(':')[0]}: fp32 to train")
+
+
 def quantise_int8(
     model: torch.nn.Module,
     weight_range: int = 0,

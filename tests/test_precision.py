@@ -301,3 +301,26 @@ def test_a_cpu_denoiser_says_whether_its_cpu_has_bf16(
     monkeypatch.setattr(hf, "cpu_flags", lambda: flags)
     den = load_denoiser(tiny_model_dir, dtype="int8")
     assert den.cpu_bf16 is ("avx512_bf16" in flags)
+
+
+def test_training_never_runs_int8(monkeypatch) -> None:
+    """int8 layers are for inference: where int8 times fastest, training takes bf16 if it
+    times faster than fp32, else fp32; a CPU without bf16 instructions trains in fp32."""
+    times = {torch.float32: 1.0, torch.bfloat16: 0.3, torch.qint8: 0.18}
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(precision, "_time_matmul", lambda layer, x, dtype: times[dtype])
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    precision._fastest_on_cpu.cache_clear()
+    try:
+        assert precision.pick_precision("cpu").name == "int8"
+        assert precision.pick_training_precision("cpu").name == "bf16"
+        times[torch.bfloat16] = 1.2  # bf16 no faster than fp32
+        precision._fastest_on_cpu.cache_clear()
+        assert precision.pick_training_precision("cpu").name == "fp32"
+        monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2"}))
+        precision._fastest_on_cpu.cache_clear()
+        chosen = precision.pick_training_precision("cpu")
+        assert chosen.name == "fp32" and "no bf16 instructions" in chosen.reason
+        assert precision.pick_training_precision("cpu", "bf16").name == "bf16"  # asked for
+    finally:
+        precision._fastest_on_cpu.cache_clear()

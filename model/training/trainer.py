@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from diffusion_infill.model.precision import pick_precision
+from diffusion_infill.model.precision import pick_training_precision
 from diffusion_infill.model.training.batches import load_texts
 from diffusion_infill.model.training.checkpoint import (
     RunState,
@@ -87,7 +87,7 @@ class Trainer:
         self.tok = _tokenizer(args)
         self.vocab = Vocab.of(self.tok)
         self.noise = args.noise
-        self.precision = pick_precision(self.device, args.dtype)
+        self.precision = pick_training_precision(self.device, args.dtype)
         self.state = RunState()
         record = init_record(args.init_from)
         self.model = build_model(args, self.vocab, self.seq_len, self.state, record).to(self.device)
