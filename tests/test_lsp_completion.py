@@ -255,6 +255,22 @@ class _Precision:
         self.name = name
 
 
+# (device, what the worker says it computes in, which budgets it gets)
+MACHINES = [
+    ("cpu", "int8", "slow"),  # no bf16 instructions
+    ("cpu", "fp32", "slow"),
+    ("cpu", "bf16", "cpu"),
+    ("cpu", "int8+bf16", "cpu"),  # int8 timed faster than the CPU's bf16
+    ("cuda:0", "bf16", "accelerator"),
+]
+
+
+def _budgets(expected: dict[str, int], setting: int) -> list[tuple[str, str, int | None, int]]:
+    """(device, precision, setting, expected budget) per machine with the setting unset,
+    and a slow CPU with it set (the setting, when set, decides)."""
+    return [(d, p, None, expected[k]) for d, p, k in MACHINES] + [("cpu", "int8", setting, setting)]
+
+
 def _on_machine(device: str, precision: str) -> LspFake:
     """A fake worker that says it computes on `device` in `precision` ("int8+bf16": int8
     on a CPU with bf16 instructions)."""
@@ -267,14 +283,7 @@ def _on_machine(device: str, precision: str) -> LspFake:
 
 @pytest.mark.parametrize(
     ("device", "precision", "setting", "most"),
-    [
-        ("cpu", "int8", None, 3),  # no bf16 on this CPU: typing takes 3 passes
-        ("cpu", "fp32", None, 3),
-        ("cpu", "bf16", None, 4),
-        ("cpu", "int8+bf16", None, 4),  # int8 timed faster than the CPU's bf16
-        ("cuda:0", "bf16", None, 4),
-        ("cpu", "int8", 4, 4),  # the setting, when set, decides
-    ],
+    _budgets({"slow": 3, "cpu": 4, "accelerator": 4}, setting=4),  # typing: 3 on a slow CPU
 )
 def test_one_line_completion_passes_follow_the_workers_machine(device, precision, setting, most):
     fake = _on_machine(device, precision)
@@ -298,14 +307,8 @@ def test_one_line_completion_passes_follow_the_workers_machine(device, precision
 
 @pytest.mark.parametrize(
     ("device", "precision", "setting", "window"),
-    [
-        ("cpu", "int8", None, 128),  # no bf16 on this CPU: the small canvas
-        ("cpu", "fp32", None, 128),
-        ("cpu", "bf16", None, 256),  # more context where the machine can pay for it
-        ("cpu", "int8+bf16", None, 256),  # int8 timed faster than the CPU's bf16
-        ("cuda:0", "bf16", None, 384),
-        ("cpu", "int8", 200, 200),  # the setting, when set, decides
-    ],
+    # more context where the machine can pay for it
+    _budgets({"slow": 128, "cpu": 256, "accelerator": 384}, setting=200),
 )
 def test_one_line_completion_window_follows_the_workers_machine(device, precision, setting, window):
     fake = _on_machine(device, precision)
@@ -329,14 +332,7 @@ def test_one_line_completion_window_follows_the_workers_machine(device, precisio
 
 @pytest.mark.parametrize(
     ("device", "precision", "setting", "passes"),
-    [
-        ("cpu", "int8", None, 6),  # no bf16 on this CPU: an empty line takes 6 passes
-        ("cpu", "fp32", None, 6),
-        ("cpu", "bf16", None, 8),
-        ("cpu", "int8+bf16", None, 8),  # int8 timed faster than the CPU's bf16
-        ("cuda:0", "bf16", None, 8),
-        ("cpu", "int8", 8, 8),  # the setting, when set, decides
-    ],
+    _budgets({"slow": 6, "cpu": 8, "accelerator": 8}, setting=8),  # an empty line's passes
 )
 def test_an_empty_lines_passes_follow_the_workers_machine(device, precision, setting, passes):
     fake = _on_machine(device, precision)  # never confident: the passes run to the budget
