@@ -19,9 +19,8 @@ the server's choice before it knows the worker's machine, unless `completionStep
 - `empty line, block`: 2 to 8 lines deleted the same way: the truth is the block.
 
 `--cases` runs some of them (comma-separated of mid-line, empty-line, empty-block; default
-all three). Per case: exact match
-of the offer, its first line right, its similarity to the truth
-(difflib's ratio), the lines offered, offers holding two blank lines in a row, requests
+all three). Per case: exact match of the offer, its first line right, its similarity to the
+truth (difflib's ratio), the lines offered, offers holding two blank lines in a row, requests
 with no offer, and ms per completion. The key/value carry between keystrokes
 (`completionReuse`) is hardly exercised: the requests share one carry key, as one
 document's would, but each is another document, so little of the last canvas is reused.

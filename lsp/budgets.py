@@ -29,19 +29,6 @@ SLOW_CPU_COMPLETION_WINDOW = 128
 ACCELERATOR_COMPLETION_WINDOW = 384
 
 
-def completion_deadline(s: Settings, device: str | None, multiline: bool) -> float | None:
-    """Seconds a completion may take (None: no limit): `completionDeadline` when set, else
-    by the worker's device (None before it has said: a CPU's)."""
-    ms = s.completion_deadline
-    if ms is None:
-        on_cpu = device is None or device.split(":")[0] == "cpu"
-        if not on_cpu:
-            ms = GPU_DEADLINE_MS
-        else:
-            ms = CPU_MULTILINE_DEADLINE_MS if multiline else CPU_DEADLINE_MS
-    return ms / 1000 if ms else None
-
-
 @dataclass(frozen=True)
 class Machine:
     """What the worker said it computes on (None: not said yet)."""
@@ -64,6 +51,18 @@ class Machine:
 
 
 UNKNOWN = Machine()  # before the worker has said
+
+
+def completion_deadline(s: Settings, machine: Machine, multiline: bool) -> float | None:
+    """Seconds a completion may take (None: no limit): `completionDeadline` when set, else
+    by the worker's machine (before it has said: a CPU's)."""
+    ms = s.completion_deadline
+    if ms is None:
+        if machine.accelerator:
+            ms = GPU_DEADLINE_MS
+        else:
+            ms = CPU_MULTILINE_DEADLINE_MS if multiline else CPU_DEADLINE_MS
+    return ms / 1000 if ms else None
 
 
 def completion_steps(s: Settings, machine: Machine, multiline: bool = False) -> int:

@@ -167,13 +167,12 @@ class Completions(Feature):
                 return Completion(snap, at, rest, offer.multiline)
         line = snap.lines.line_of(at)
         bounds = (snap.lines.start(line), snap.lines.end(line))
-        machine = Machine(host.worker.device, host.worker.precision, host.worker.cpu_bf16)
-        ask = completion_ask(snap.text, at, bounds, s, uri, machine=machine)
+        ask = completion_ask(snap.text, at, bounds, s, uri, machine=host.worker.machine)
         if ask is None:
             return None
 
         def deadline() -> float | None:  # the loop's time; the device is known once connected
-            limit = completion_deadline(s, host.worker.device, ask.multiline)
+            limit = completion_deadline(s, host.worker.machine, ask.multiline)
             return None if limit is None else started + limit
 
         try:

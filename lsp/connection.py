@@ -23,6 +23,7 @@ from diffusion_infill.infill.core.results import TokenScore
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.serve.client import WorkerClient
 from diffusion_infill.infill.serve.protocol import Result, Step, WorkerInfo
+from diffusion_infill.lsp.budgets import UNKNOWN, Machine
 from diffusion_infill.lsp.settings import Settings
 
 CONNECT_TIMEOUT = 180.0  # seconds: a spawned worker imports torch and loads the model first
@@ -77,25 +78,14 @@ class WorkerConnection:
         return self._client
 
     @property
-    def device(self) -> str | None:
-        """The device the worker said it runs on (`cpu`, `cuda:0`, ...); None until it
-        has greeted this connection."""
+    def machine(self) -> Machine:
+        """What the worker said it computes on: device, precision, whether its CPU has bf16
+        instructions (`UNKNOWN` until it has greeted this connection)."""
         c = self._client
-        return c.welcome.device if c is not None and c.welcome is not None else None
-
-    @property
-    def precision(self) -> str | None:
-        """What the worker said its model computes in (`bf16`, `fp32`, `int8`); None until
-        it has greeted this connection, "" when it did not say."""
-        c = self._client
-        return c.welcome.precision if c is not None and c.welcome is not None else None
-
-    @property
-    def cpu_bf16(self) -> bool:
-        """Whether the worker said its CPU has bf16 instructions (False until it has
-        greeted this connection, or when it did not say)."""
-        c = self._client
-        return bool(c is not None and c.welcome is not None and c.welcome.cpu_bf16)
+        if c is None or c.welcome is None:
+            return UNKNOWN
+        w = c.welcome
+        return Machine(w.device, w.precision, w.cpu_bf16)
 
     @property
     def description(self) -> str:

@@ -25,7 +25,7 @@ from lsp_fake_worker import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from diffusion_infill.lsp.budgets import completion_deadline
+from diffusion_infill.lsp.budgets import Machine, completion_deadline
 from diffusion_infill.lsp.settings import Settings, parse
 
 SLOW_STEP = 0.4  # seconds per pass over a SLOW canvas
@@ -62,15 +62,17 @@ def is_slow(e) -> bool:
 
 def test_the_deadline_follows_the_setting_else_the_device():
     unset = Settings()
-    assert completion_deadline(unset, None, False) == 0.6  # not connected yet: a CPU's
-    assert completion_deadline(unset, "cpu", False) == 0.6
-    assert completion_deadline(unset, "cpu", True) == 1.2  # on an empty line
+    assert completion_deadline(unset, Machine(), False) == 0.6  # not connected yet: a CPU's
+    assert completion_deadline(unset, Machine("cpu"), False) == 0.6
+    assert completion_deadline(unset, Machine("cpu"), True) == 1.2  # on an empty line
     for gpu in ("cuda", "cuda:1", "mps"):
         assert (
-            completion_deadline(unset, gpu, False) == completion_deadline(unset, gpu, True) == 2.0
+            completion_deadline(unset, Machine(gpu), False)
+            == completion_deadline(unset, Machine(gpu), True)
+            == 2.0
         )
-    assert completion_deadline(Settings(completion_deadline=250), "cuda:0", True) == 0.25
-    assert completion_deadline(Settings(completion_deadline=0), "cpu", False) is None
+    assert completion_deadline(Settings(completion_deadline=250), Machine("cuda:0"), True) == 0.25
+    assert completion_deadline(Settings(completion_deadline=0), Machine("cpu"), False) is None
     for bad in (-1, "soon", 1.5, True, 10**7):
         settings, (warning,) = parse({"completionDeadline": bad})
         assert settings.completion_deadline is None  # the default
