@@ -1,7 +1,8 @@
 """What an inline completion may spend on the worker's machine: its deadline, its passes
 and its canvas, each a setting when set, else chosen by what the worker said it computes
 on (`Machine`): a slow CPU (fp32, or int8 for want of bf16 instructions) gets fewer passes
-and a smaller canvas, an accelerator a larger canvas and a longer deadline."""
+while the user types on a line and a smaller canvas, an accelerator a larger canvas and a
+longer deadline."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from diffusion_infill.lsp.settings import Settings
 CPU_DEADLINE_MS = 600  # a one-line completion on a CPU (idle: 40-160 ms p50)
 CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 180-500 ms p50)
 GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a network hop)
-# passes of a one-line completion when `completionSteps` is unset: fewer on a CPU that
-# runs the model without bf16 (fp32 or int8), where typing is slowest (docs/ARCHITECTURE.md,
-# "Three passes while typing")
+# passes of a one-line completion when `completionSteps` is unset: fewer while typing on
+# a line already completed, on a CPU that runs the model without bf16 (fp32 or int8), where
+# typing is slowest (docs/ARCHITECTURE.md, "Three passes while typing"); a line's first
+# completion takes as many everywhere
 COMPLETION_STEPS = 4
-SLOW_CPU_COMPLETION_STEPS = 3
+SLOW_CPU_TYPING_STEPS = 3
 # and of a completion on an empty line ("Six passes for an empty line" there)
 MULTILINE_STEPS = 8
 SLOW_CPU_MULTILINE_STEPS = 6
@@ -65,16 +67,19 @@ def completion_deadline(s: Settings, machine: Machine, multiline: bool) -> float
     return ms / 1000 if ms else None
 
 
-def completion_steps(s: Settings, machine: Machine, multiline: bool = False) -> int:
+def completion_steps(
+    s: Settings, machine: Machine, multiline: bool = False, typing: bool = False
+) -> int:
     """Most passes of a completion, one-line or on an empty line: `completionSteps` /
     `multilineSteps` when set, else by the worker's machine: fewer on a slow CPU (fp32, or
-    int8 without bf16 instructions) than elsewhere and before the worker has said."""
+    int8 without bf16 instructions) than elsewhere and before the worker has said; for a
+    one-line completion there only while `typing` (the line's completion was asked before)."""
     setting = s.multiline_steps if multiline else s.completion_steps
     if setting is not None:
         return setting
     if multiline:
         return SLOW_CPU_MULTILINE_STEPS if machine.slow_cpu else MULTILINE_STEPS
-    return SLOW_CPU_COMPLETION_STEPS if machine.slow_cpu else COMPLETION_STEPS
+    return SLOW_CPU_TYPING_STEPS if machine.slow_cpu and typing else COMPLETION_STEPS
 
 
 def completion_window(s: Settings, machine: Machine) -> int:

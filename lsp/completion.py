@@ -6,7 +6,8 @@ the line included) is context. On a line with code the completion is one line:
 `completionTokens` tokens at most, cut at the first line break, computed on a small canvas
 (`completionWindowTokens` around the cursor; unset: 128 on a slow CPU, fp32 or int8 for
 want of bf16 instructions, 384 on an accelerator, 256 elsewhere) in at most
-`completionSteps` passes (unset: 3 on a slow CPU, 4 elsewhere; both in lsp/budgets.py), the
+`completionSteps` passes (unset: 4, but 3 on a slow CPU while the user types on a line
+already completed; both in lsp/budgets.py), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
@@ -94,6 +95,7 @@ class Completions(Feature):
         super().__init__(host)
         self.tasks: dict[str, asyncio.Task[object]] = {}
         self.offers: dict[str, Offer] = {}  # each document's last completion from the model
+        self.lines: dict[str, int] = {}  # the line of each document's last completion asked
 
     def register(self) -> None:
         self.host.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())(
@@ -107,6 +109,7 @@ class Completions(Feature):
     def closed(self, uri: str) -> None:
         self.drop(uri)
         self.offers.pop(uri, None)
+        self.lines.pop(uri, None)
 
     def drop(self, uri: str) -> None:
         """Cancel the completion running for `uri` (the document changed or closed)."""
@@ -159,15 +162,19 @@ class Completions(Feature):
         s = host.settings
         snap = host.snapshot(uri)
         at = snap.lines.offset(position)
+        line = snap.lines.line_of(at)
+        typing = self.lines.get(uri) == line  # this line's completion was asked before
+        self.lines[uri] = line
         offer = self.offers.pop(uri, None)
         if offer is not None and s.completion_typed_through:
             rest = typed_through(offer, snap.text, at)
             if rest is not None:  # no model: the user is typing what it offered
                 self.offers[uri] = offer  # and may type on through it
                 return Completion(snap, at, rest, offer.multiline)
-        line = snap.lines.line_of(at)
         bounds = (snap.lines.start(line), snap.lines.end(line))
-        ask = completion_ask(snap.text, at, bounds, s, uri, machine=host.worker.machine)
+        ask = completion_ask(
+            snap.text, at, bounds, s, uri, machine=host.worker.machine, typing=typing
+        )
         if ask is None:
             return None
 
@@ -231,16 +238,18 @@ def completion_ask(
     uri: str = "",
     *,
     machine: Machine = UNKNOWN,
+    typing: bool = False,
 ) -> CompletionAsk | None:
     """The completion at offset `at` of `text`, whose line's content is text[line[0]:
     line[1]], in at most `completion_steps` passes on `completion_window` tokens for the
-    worker's `machine` (not known yet: `Machine()`); None where no completion belongs
+    worker's `machine` (not known yet: `Machine()`) and whether the user is `typing` on a
+    line whose completion was asked before; None where no completion belongs
     (`wants_completion`)."""
     multiline = not text[line[0] : line[1]].strip()
     if not multiline and not wants_completion(text[at : line[1]]):
         return None
     ex = excerpt(text, at, at, context=s.context_chars)
-    steps = completion_steps(s, machine, multiline=multiline)
+    steps = completion_steps(s, machine, multiline=multiline, typing=typing)
     window = completion_window(s, machine)
     return CompletionAsk(
         ex,

@@ -32,9 +32,8 @@ from diffusion_infill.model.hf_loading import (
     special_ids,
 )
 from diffusion_infill.model.precision import (
-    BF16_FLAGS,
     Precision,
-    cpu_flags,
+    cpu_bf16,
     pick_precision,
     quantise_int8,
 )
@@ -80,7 +79,7 @@ class HFDenoiser:
         # CPU without bf16 instructions runs it ~3x slower than fp32: chosen per machine.
         self.precision = precision or pick_precision(device)
         # said to clients, which choose their budgets by it (infill.serve.protocol.Welcome)
-        self.cpu_bf16 = device.type == "cpu" and bool(cpu_flags() & BF16_FLAGS)
+        self.cpu_bf16 = device.type == "cpu" and cpu_bf16()
         self._autocast = torch.autocast(
             device.type, dtype=torch.bfloat16, enabled=self.precision.dtype == torch.bfloat16
         )

@@ -27,7 +27,7 @@ import fnmatch
 import functools
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,16 @@ class Precision:
         if self.int8:
             return "int8"
         return "bf16" if self.dtype == torch.bfloat16 else "fp32"
+
+
+def cpu_bf16(flags: Collection[str] | None = None, env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the CPU has bf16 instructions that torch may use: its flags name them and
+    `ONEDNN_MAX_CPU_ISA`, when set, does not cap oneDNN below them (AVX2, say, as when a
+    machine without them is emulated)."""
+    if not set(cpu_flags() if flags is None else flags) & BF16_FLAGS:
+        return False
+    cap = env.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    return not cap or cap == "ALL" or "BF16" in cap or "AMX" in cap
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:

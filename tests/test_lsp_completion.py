@@ -283,11 +283,20 @@ def _on_machine(device: str, precision: str) -> LspFake:
 
 @pytest.mark.parametrize(
     ("device", "precision", "setting", "most"),
-    _budgets({"slow": 3, "cpu": 4, "accelerator": 4}, setting=4),  # typing: 3 on a slow CPU
+    # while typing on a line already completed: 3 on a slow CPU
+    _budgets({"slow": 3, "cpu": 4, "accelerator": 4}, setting=4),
 )
 def test_one_line_completion_passes_follow_the_workers_machine(device, precision, setting, most):
     fake = _on_machine(device, precision)
-    settings = {} if setting is None else {"completionSteps": setting}
+    settings = {"completionTypedThrough": False} | (
+        {} if setting is None else {"completionSteps": setting}
+    )
+
+    async def passes(client, uri: str, position: types.Position) -> int:
+        before = await counters(client)
+        (item,) = await inline(client, uri, position)  # one token a pass, unless the
+        assert item.insert_text  # budget's last pass commits the rest
+        return (await counters(client))["passes"] - before["passes"]
 
     async def go():
         async with lsp(address, settings) as (client, _):
@@ -295,11 +304,14 @@ def test_one_line_completion_passes_follow_the_workers_machine(device, precision
                 types.ExecuteCommandParams(command="infill.workerInfo")
             )
             assert (info["device"], info["precision"]) == (device, precision.partition("+")[0])
-            uri = open_doc(client, "machine.py", "name = \n")
-            before = await counters(client)
-            (item,) = await inline(client, uri, pos(0, 7))  # one token a pass, unless
-            assert item.insert_text == "'ada'"  # the budget's last pass commits the rest
-            assert (await counters(client))["passes"] - before["passes"] == most
+            uri = open_doc(client, "machine.py", "name = \nvalue = \n")
+            # a line's first completion: as many passes on every machine
+            assert await passes(client, uri, pos(0, 7)) == (setting or 4)
+            # the user types on that line: the machine's budget while typing
+            type_text(client, uri, 2, pos(0, 7), "x")
+            assert await passes(client, uri, pos(0, 8)) == most
+            # another line: its first completion again
+            assert await passes(client, uri, pos(1, 8)) == (setting or 4)
 
     with fake_worker(fake) as address:
         run(go())

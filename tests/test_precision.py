@@ -290,17 +290,29 @@ def test_a_scale_per_row_keeps_rows_of_very_different_sizes() -> None:
     assert isinstance(per_row[0], precision.RowScaled) and type(layer) is torch.nn.Linear
 
 
-@pytest.mark.parametrize("flags", [frozenset({"avx2", "avx512_bf16"}), frozenset({"avx2"})])
+@pytest.mark.parametrize(
+    ("flags", "isa", "bf16"),
+    [
+        (frozenset({"avx2", "avx512_bf16"}), None, True),
+        (frozenset({"avx2"}), None, False),
+        # oneDNN capped below its bf16 instructions: torch cannot use them
+        (frozenset({"avx2", "avx512_bf16"}), "AVX2", False),
+        (frozenset({"avx2", "avx512_bf16"}), "avx512_core_bf16", True),
+        (frozenset({"avx2", "amx_bf16"}), "ALL", True),
+    ],
+)
 def test_a_cpu_denoiser_says_whether_its_cpu_has_bf16(
-    tiny_model_dir: Path, monkeypatch, flags: frozenset[str]
+    tiny_model_dir: Path, monkeypatch, flags: frozenset[str], isa: str | None, bf16: bool
 ) -> None:
     """What the worker tells clients, who choose their budgets by it: int8 on a CPU with
     bf16 instructions was timed the faster there, not the only fast choice."""
-    from diffusion_infill.model import hf
-
-    monkeypatch.setattr(hf, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(precision, "cpu_flags", lambda: flags)
+    if isa is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
     den = load_denoiser(tiny_model_dir, dtype="int8")
-    assert den.cpu_bf16 is ("avx512_bf16" in flags)
+    assert den.cpu_bf16 is bf16
 
 
 def test_training_never_runs_int8(monkeypatch) -> None:
