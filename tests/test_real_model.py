@@ -28,13 +28,28 @@ def den(tiny_model_dir: Path) -> infill.Denoiser:
 
 @pytest.mark.parametrize("order", sorted(infill.STRATEGIES))
 def test_every_order_fills_only_the_holes(den, order: str) -> None:
-    result = infill.fill_text(TEXT, denoiser=den, order=order, max_span_tokens=24)
-    assert "<mask" not in result.text
-    assert result.text.startswith("def area(w, h):\n\t# 😀 中文  \r\n    return ")
-    assert result.text.endswith("\n")
-    assert " * h\n\nx = " in result.text
-    assert infill.apply_edits(TEXT, result.edits) == result.text
-    assert result.stats.nfe >= 1 and result.stats.spans == 2
+    """An untrained model's byte tokens may spell invalid UTF-8 (a sampling order draws
+    them, and which dtype `auto` times fastest changes the draw): the engine then declines
+    the fill with a clear error and changes nothing (infill/core/fills.py `valid_text`).
+    So each order gets six seeds; every outcome is a fill of the holes alone or that
+    refusal, and at least one is a fill."""
+    filled = 0
+    for seed in range(6):
+        try:
+            result = infill.fill_text(
+                TEXT, denoiser=den, order=order, max_span_tokens=24, seed=seed
+            )
+        except infill.DenoiserError as exc:
+            assert "are not valid UTF-8; nothing was changed" in str(exc)
+            continue
+        filled += 1
+        assert "<mask" not in result.text
+        assert result.text.startswith("def area(w, h):\n\t# 😀 中文  \r\n    return ")
+        assert result.text.endswith("\n")
+        assert " * h\n\nx = " in result.text
+        assert infill.apply_edits(TEXT, result.edits) == result.text
+        assert result.stats.nfe >= 1 and result.stats.spans == 2
+    assert filled
 
 
 def test_cached_context_passes_give_a_complete_fill(den) -> None:
