@@ -40,16 +40,20 @@ class Machine:
     cpu_bf16: bool = False  # the CPU has bf16 instructions
 
     @property
+    def cpu(self) -> bool:
+        return self.device is not None and self.device.split(":")[0] == "cpu"
+
+    @property
     def slow_cpu(self) -> bool:
         """A CPU computing in fp32, or in int8 for want of bf16 instructions (int8 on a
         CPU that has them was timed the faster there, not chosen as the only fast one)."""
-        if self.device is None or self.device.split(":")[0] != "cpu":
+        if not self.cpu:
             return False
         return self.precision == "fp32" or (self.precision == "int8" and not self.cpu_bf16)
 
     @property
     def accelerator(self) -> bool:
-        return self.device is not None and self.device.split(":")[0] != "cpu"
+        return self.device is not None and not self.cpu
 
 
 UNKNOWN = Machine()  # before the worker has said

@@ -66,6 +66,13 @@ def cpu_bf16(flags: Collection[str] | None = None, env: Mapping[str, str] = os.e
     return not cap or cap == "ALL" or "BF16" in cap or "AMX" in cap
 
 
+def _flags_rule_out_bf16() -> bool:
+    """The CPU's flags name no bf16 instructions (flags that cannot be read rule out
+    nothing: the choice is then timed)."""
+    flags = cpu_flags()
+    return bool(flags) and not flags & BF16_FLAGS
+
+
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     """The CPU's feature flags (empty where /proc/cpuinfo is not readable)."""
     try:
@@ -114,8 +121,7 @@ def _best_times(rounds: int = 12) -> tuple[float, float, float]:
 
 @functools.cache
 def _fastest_on_cpu() -> Precision:
-    flags = cpu_flags()
-    if flags and not flags & BF16_FLAGS:
+    if _flags_rule_out_bf16():
         return Precision(
             torch.float32, "CPU has no bf16 instructions: int8 linear layers", int8=True
         )
@@ -171,8 +177,7 @@ def pick_training_precision(
     chosen = pick_precision(device, requested)
     if not chosen.int8:
         return chosen
-    flags = cpu_flags()
-    if flags and not flags & BF16_FLAGS:
+    if _flags_rule_out_bf16():
         return Precision(torch.float32, "CPU has no bf16 instructions: fp32 to train")
     fp32, bf16, _ = _best_times()
     if bf16 < 0.9 * fp32:
