@@ -12,7 +12,9 @@ filled as whole-line holes; `real-cursor` the same lines as cursor holes.
 Exact match: a cursor or part-of-line fill against the truth, both stripped; a whole-line
 or block fill line by line with its indentation (trailing spaces aside) and the same
 number of line breaks. `--no-line-holes` leaves a whole-line span's indentation and line
-break to the model (the ablation of infill/core/lines.py).
+break to the model (the ablation of infill/core/lines.py); `--no-selection-lines` lets a
+selection of k lines end before k lines. `--rewrite-length` starts the engine's length from
+the span's own token count, as the server's "rewrite selection" does.
 
 `--editor-excerpt` gives each hole what the language server sends instead of a window:
 its excerpt of the file (lsp/excerpt.py: 12,000 characters each side by default, whole
@@ -92,6 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         "line_holes": options.line_holes,
         "statement_ends": options.statement_ends,
         "indent_pass": options.indent_pass,
+        "selection_lines": options.selection_lines,
+        "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
         "shapes": {},
     }
@@ -124,6 +128,7 @@ def _options(
             line_holes=not args.no_line_holes,
             statement_ends=not args.no_statement_ends,
             indent_pass=not args.no_indent_pass,
+            selection_lines=not args.no_selection_lines,
             default_span_tokens=args.default_span_tokens,
             **cli,
         )
@@ -144,6 +149,8 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         ("_no_line_holes" if args.no_line_holes else "")
         + ("_no_statement_ends" if args.no_statement_ends else "")
         + ("_no_indent_pass" if args.no_indent_pass else "")
+        + ("_no_selection_lines" if args.no_selection_lines else "")
+        + ("_rewrite_length" if args.rewrite_length else "")
         + (f"_checks_{args.checks.replace(',', '_')}" if args.checks != DEFAULT_CHECKS else "")
         + (
             f"_span{args.default_span_tokens}"
@@ -190,6 +197,7 @@ def _shape_row(
             options=options,
             same=same,
             truth_tokens=truth_tokens,
+            rewrite_length=args.rewrite_length,
         )
     return row
 
@@ -231,21 +239,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no checks, one length, exact passes (the engine's defaults)",
     )
-    parser.add_argument(
-        "--no-line-holes",
-        action="store_true",
-        help="leave a whole-line span's indentation and line break to the model",
-    )
-    parser.add_argument(
-        "--no-indent-pass",
-        action="store_true",
-        help="a whole-line span's depth from the code around it alone, no model pass",
-    )
-    parser.add_argument(
-        "--no-statement-ends",
-        action="store_true",
-        help="do not end a hole at a line's end with its statement",
-    )
+    _engine_rules(parser)
     parser.add_argument(
         "--lengths-only",
         choices=("engine", "true"),
@@ -254,6 +248,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, default=None)
     return parser
+
+
+_RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leaves
+    "--no-line-holes": "leave a whole-line span's indentation and line break to the model",
+    "--no-selection-lines": "let a selection of k lines end before its k lines "
+    "(one line, as the model would)",
+    "--no-indent-pass": "a whole-line span's depth from the code around it alone, no model pass",
+    "--no-statement-ends": "do not end a hole at a line's end with its statement",
+}
+
+
+def _engine_rules(parser: argparse.ArgumentParser) -> None:
+    """The ablations (`--no-...`) and the length a rewrite starts from."""
+    for flag, help_text in _RULES_OFF.items():
+        parser.add_argument(flag, action="store_true", help=help_text)
+    parser.add_argument(
+        "--rewrite-length",
+        action="store_true",
+        help="the engine's length starts from the span's own token count, as the server's "
+        "rewrite selection does, not from a hole's default",
+    )
 
 
 def checkpoint(model: Path) -> str:

@@ -58,16 +58,22 @@ def infill_scores(
     options: infill.SamplerOptions,
     same=same_code,
     truth_tokens=None,
+    rewrite_length: bool = False,
 ) -> dict[str, float]:
     """Exact match and cost of filling each example's span, and what the checks say of
     the fills. The span is filled as a hole: the checks see the text with the span
     neutralised, never the truth; a rejected fill is a miss. `same(fill, truth)` decides
-    a match; `truth_tokens(ex)` is the true length given (default: the truth's tokens)."""
+    a match; `truth_tokens(ex)` is the true length given (default: the truth's tokens).
+    With `rewrite_length` the engine's length starts from what a rewrite of the span
+    allocates (the token count of the text it replaces, nulls and growth allowed) instead
+    of a hole's default."""
     tally = _Tally()
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
         if true_length:
             n_true = truth_tokens(ex) if truth_tokens is not None else len(den.encode(ex.truth))
             span = infill.Span(ex.start, ex.end, length=n_true, exact=True)
+        elif rewrite_length:  # what "rewrite selection" gets: the replaced text's count
+            span = infill.Span(ex.start, ex.end)
         else:  # what a hole marker gets: the default allocation, nulls and growth
             span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
         before = neutralise(ex.text, [span])

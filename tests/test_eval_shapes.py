@@ -106,6 +106,7 @@ def test_end_to_end_with_and_without_line_holes(
     [
         ("part-of-line", "--no-statement-ends", "statement_ends"),
         ("whole-line", "--no-indent-pass", "indent_pass"),
+        ("block", "--no-selection-lines", "selection_lines"),
     ],
 )
 def test_end_to_end_with_an_engine_rule_off(
@@ -117,6 +118,18 @@ def test_end_to_end_with_an_engine_rule_off(
     )  # fmt: skip
     assert result[key] is False
     assert result["shapes"][shape]["engine_length"]["n"] == 2
+
+
+@pytest.mark.slow
+def test_end_to_end_with_a_rewrite_length(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
+    _, result = _shapes(
+        run_benchmark, tiny_model_dir, modules_corpus, tmp_path / "rewrite.json",
+        "--shapes", "block", "--lengths-only", "engine", "--rewrite-length",
+    )  # fmt: skip
+    assert result["rewrite_length"] is True
+    assert result["shapes"]["block"]["engine_length"]["n"] == 2
 
 
 def test_indent_study_end_to_end(

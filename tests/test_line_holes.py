@@ -59,6 +59,26 @@ def test_selected_lines_may_be_filled_with_several_lines():
     assert r.text == FUNC.replace("t += x", "t += 2 * x")
 
 
+def test_selected_lines_are_not_ended_before_their_line_count():
+    # the model would end a 3-line selection after one line; it must go on writing
+    den = TargetDenoiser(["a = 1"])
+    r = fill_spans(FUNC, [_line(FUNC, "t = 0", count=3)], denoiser=den)
+    code = r.fills[0].text.removeprefix("    ").removesuffix("\n")
+    assert code.startswith("a = 1") and len(code) == 64  # no line break came: to the cap
+    off = fill_spans(FUNC, [_line(FUNC, "t = 0", count=3)], denoiser=den, selection_lines=False)
+    assert off.fills[0].text == "    a = 1\n"
+
+
+def test_selected_lines_end_once_their_lines_are_written():
+    # two lines for a two-line selection end there; more lines than selected are the model's
+    two = TargetDenoiser(["a = 1\n    b = 2"])
+    r = fill_spans(FUNC, [_line(FUNC, "t = 0", count=2)], denoiser=two)
+    assert r.fills[0].text == "    a = 1\n    b = 2\n"
+    four = TargetDenoiser(["a = 1\n    b = 2\n    c = 3\n    d = 4"])
+    r = fill_spans(FUNC, [_line(FUNC, "t = 0", count=2)], denoiser=four)
+    assert r.fills[0].text.count("\n") == 4
+
+
 @pytest.mark.parametrize(
     ("text", "needle", "indent"),
     [
@@ -112,9 +132,10 @@ def test_fill_ids_never_hold_the_framed_text():
     )
 
 
-def test_line_holes_option_must_be_a_bool():
-    with pytest.raises(OptionError, match="line_holes must be true or false"):
-        fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=TargetDenoiser(["x"]), line_holes="yes")
+@pytest.mark.parametrize("name", ["line_holes", "selection_lines"])
+def test_line_options_must_be_bools(name):
+    with pytest.raises(OptionError, match=f"{name} must be true or false"):
+        fill_spans(FUNC, [_line(FUNC, "t = 0")], denoiser=TargetDenoiser(["x"]), **{name: "yes"})
 
 
 def test_checks_see_a_selected_line_where_its_indentation_puts_it():

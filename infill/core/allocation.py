@@ -82,9 +82,12 @@ def window_canvas(
     forbidden: list[tuple[int, ...]],
     decided: Sequence[list[int] | None],
     frames: Sequence[Frame | None],
+    breaks: frozenset[int] = frozenset(),
 ) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots (or the
-    tokens `decided` for a span); a framed span's indentation and line break are context."""
+    tokens `decided` for a span); a framed span's indentation and line break are context.
+    With `breaks` (the ids that hold a line break), a framed span of k lines may not end
+    before its fill holds k - 1 of them."""
 
     def encode(piece: str) -> list[int]:
         return list(denoiser.encode(piece)) if piece else []
@@ -107,6 +110,8 @@ def window_canvas(
                 allocs[i].exact,
                 forbidden=forbidden[i],
                 raced=allocs[i].raced,
+                min_breaks=frames[i].lines - 1 if breaks and frames[i] is not None else 0,
+                breaks=breaks,
             )
             for i in idx
         ],
@@ -130,12 +135,15 @@ def window_canvases(
     budget: int,
     decided: Sequence[list[int] | None],
     frames: Sequence[Frame | None],
+    selection_lines: bool = False,
 ) -> list[Canvas]:
     """Each window's canvas, with the tokens each span's fill may not hold forbidden: the
     quote of a string literal it sits in (and a line break in a one-line literal, or in a
-    one-line selection)."""
+    one-line selection); with `selection_lines`, a selection of k lines ends after k."""
     limits = one_line_limits(fill_limits(spans, layout.scopes), frames)
     forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
+    several = selection_lines and any(f is not None and f.lines > 1 for f in frames)
+    breaks = frozenset(ids_with(denoiser, "\n")) if several else frozenset()
     return [
         window_canvas(
             text,
@@ -147,6 +155,7 @@ def window_canvases(
             forbidden=[forbidden.get(chars, ()) for chars in limits],
             decided=decided,
             frames=frames,
+            breaks=breaks,
         )
         for w in windows
     ]

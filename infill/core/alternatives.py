@@ -80,7 +80,14 @@ def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:
     or with nulls and growth."""
     n = max(1, n)
     return SpanSlots(
-        s.index, [mask] * n, n if exact else s.cap, exact, forbidden=s.forbidden, raced=s.raced
+        s.index,
+        [mask] * n,
+        n if exact else s.cap,
+        exact,
+        forbidden=s.forbidden,
+        raced=s.raced,
+        min_breaks=s.min_breaks,
+        breaks=s.breaks,
     )
 
 

@@ -34,6 +34,18 @@ class SpanSlots:
     can_grow: bool = True  # False once the canvas had no room left to grow it
     forbidden: tuple[int, ...] = ()  # ids the span may not take (a string's closing quote)
     raced: bool = False  # its length is the model's to choose: shorter allocations may race
+    min_breaks: int = 0  # line breaks its fill holds before it may end (a selection of lines)
+    breaks: frozenset[int] = frozenset()  # the ids that hold a line break (with min_breaks)
+
+    def may_end(self, j: int) -> bool:
+        """Whether the fill may end at slot j (a null there): never in an exact span; in a
+        selection of k whole lines, only after the k - 1 line breaks its first k lines
+        hold (a committed token that holds a line break counts one)."""
+        if self.exact:
+            return False
+        return not self.min_breaks or (
+            sum(t in self.breaks for t in self.ids[:j]) >= self.min_breaks
+        )
 
 
 @dataclass

@@ -104,6 +104,7 @@ def _planned(
         budget=budget,
         decided=decided,
         frames=frames,
+        selection_lines=options.selection_lines,
     )
     return allocs, windows, canvases
 

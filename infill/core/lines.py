@@ -8,9 +8,12 @@ lines where one was selected, or the right statement at the wrong depth. So the 
 frames such a span: its first line's indentation is worked out from the code around it
 and written before the fill (`head`), the line break after it (`tail`), and the model fills
 the code between, the shape it knows. A span of one line is filled with one line: its fill
-may not hold a line break.
+may not hold a line break. A span of k lines is filled with k lines or more
+(`SamplerOptions.selection_lines`): its fill may not end before it holds k - 1 line breaks
+(infill/core/canvas.py `SpanSlots.may_end`); left to itself the model wrote one line for
+188 of 200 held-out blocks of 2-8 lines (docs/ARCHITECTURE.md, "A selection of k lines").
 
-    frames = line_frames(text, spans)        # per span: Frame(head, tail, one_line) or None
+    frames = line_frames(text, spans)        # per span: Frame(head, tail, lines) or None
     text = frame.head + fill + frame.tail    # what replaces the span
 
 The indentation (`indentation`), from the nearest code lines before and after the span:
@@ -44,7 +47,12 @@ class Frame:
 
     head: str  # the indentation of the span's first line
     tail: str  # the line break that closes its last line ("" at the end of the text)
-    one_line: bool  # the span is one line: its fill may not hold a line break
+    lines: int  # the lines the span holds: one may not take a line break, k end after k
+
+    @property
+    def one_line(self) -> bool:
+        """The span is one line: its fill may not hold a line break."""
+        return self.lines == 1
 
 
 TRAILING_COMMENT = re.compile(r"""\s+#[^'"]*$""")  # a trailing comment with no quote in it
@@ -143,7 +151,7 @@ def line_frames(
             Frame(
                 indentation(text, span.start, span.end),
                 tail,
-                one_line="\n" not in inner[: len(inner) - len(tail)],
+                lines=inner[: len(inner) - len(tail)].count("\n") + 1,
             )
         )
     return out

@@ -68,6 +68,8 @@ class SamplerOptions:
     eager_ends: bool = True  # no pass on nulls alone; close a span whose slots all predict null
     line_holes: bool = True  # a span of whole lines: the engine writes its indentation and
     #                          line break, the model its code (infill/core/lines.py)
+    selection_lines: bool = True  # a span of k >= 2 whole lines: its fill may not end before
+    #                               k - 1 line breaks (infill/core/lines.py)
     indent_pass: bool = True  # Python: one pass lets the model choose a whole-line span's
     #                           depth where the code around it allows several
     #                           (infill/core/indents.py)
@@ -202,6 +204,16 @@ def _validate_entropy_bound(o: SamplerOptions) -> None:
         raise OptionError(f"threshold for order 'entropy-bound' must be > 0, got {o.threshold}")
 
 
+_SWITCHES = (  # the options that are true or false
+    "eager_ends",
+    "line_holes",
+    "selection_lines",
+    "indent_pass",
+    "statement_ends",
+    "exact_length",
+)
+
+
 def _validate(o: SamplerOptions) -> None:
     if o.order not in STRATEGIES:
         raise OptionError(
@@ -216,7 +228,7 @@ def _validate(o: SamplerOptions) -> None:
     _int("window_tokens", o.window_tokens, 8, optional=True)
     _validate_cache(o)
     _validate_checks(o)
-    for name in ("eager_ends", "line_holes", "indent_pass", "statement_ends", "exact_length"):
+    for name in _SWITCHES:
         if not isinstance(value := getattr(o, name), bool):
             raise OptionError(f"{name} must be true or false, got {value!r}")
     if _real("temperature", o.temperature) < 0:

@@ -257,14 +257,14 @@ class DenoiseJob:
         self, p: _Pending, arr: np.ndarray, by_index: dict[int, SpanSlots]
     ) -> tuple[np.ndarray, np.ndarray]:
         """(logits, probabilities) of the rows, over the ids a slot may take: never mask or
-        pad, no null in an exact span, none of a span's forbidden ids."""
+        pad, no null where the span may not end there, none of its forbidden ids."""
         sp = self.special
         x = arr.astype(np.float32, copy=True)  # (rows, V)
         x[:, [sp.mask, sp.pad]] = -np.inf
         rows = p.masked + p.committed
-        exact_rows = [r for r, (k, _) in enumerate(rows) if by_index[k].exact]
-        if exact_rows:
-            x[exact_rows, sp.null] = -np.inf
+        no_end = [r for r, (k, j) in enumerate(rows) if not by_index[k].may_end(j)]
+        if no_end:
+            x[no_end, sp.null] = -np.inf
         for r, (k, _) in enumerate(rows):
             if by_index[k].forbidden:
                 x[r, list(by_index[k].forbidden)] = -np.inf
