@@ -1,6 +1,7 @@
 """How should the engine choose a hole's length? A study on held-out single-line holes.
 
     python -m benchmarks.length_study [--split valid] [--n 100] [--lengths 1,2,...,16]
+                                      [--shape single-line|part-of-line]
 
 For every example it records:
 - the engine's own fill (the default allocation, nulls and growth) and its length;
@@ -38,6 +39,7 @@ from benchmarks.heldout import (
     infill_examples,
 )
 from benchmarks.results_file import write_results
+from benchmarks.shapes import shape_examples
 from diffusion_infill import infill
 from diffusion_infill.infill.core.engine import prepare_fill
 from diffusion_infill.infill.core.scoring import log_softmax
@@ -168,6 +170,7 @@ RULES = {
     "mean + 0.5 prior": lambda c: c["mean"] + 0.5 * c["prior"],
     "mean + 0.25 prior": lambda c: c["mean"] + 0.25 * c["prior"],
     "sum + prior": lambda c: c["sum"] + c["prior"],
+    "commit sum + 0.1 prior": lambda c: c["csum"] + 0.1 * c["prior"],
 }
 
 
@@ -245,13 +248,19 @@ def main(argv: list[str] | None = None) -> None:
     else:
         files = heldout_files(p, args)
         den = load_denoiser(args.model or default_model_dir())
-        examples = infill_examples(
-            files,
-            "single-line",
-            args.n,
-            seed=args.seed,
-            window_chars=args.window_chars,
-            draw_chars=HELDOUT_WINDOW_CHARS,
+        examples = (
+            shape_examples(
+                files, args.shape, args.n, seed=args.seed, window_chars=args.window_chars
+            )
+            if args.shape != "single-line"
+            else infill_examples(
+                files,
+                "single-line",
+                args.n,
+                seed=args.seed,
+                window_chars=args.window_chars,
+                draw_chars=HELDOUT_WINDOW_CHARS,
+            )
         )
         records = study(den, examples, lengths, infill.SamplerOptions())
         if args.records:
@@ -264,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         args.model,
         {
             "split": args.split,
+            "shape": args.shape,
             "lengths": args.lengths,
             "window_chars": args.window_chars,
             "seconds": round(time.perf_counter() - t0, 1),
@@ -287,6 +297,12 @@ def _parser() -> argparse.ArgumentParser:
         "size, as in benchmarks.eval_model)",
     )
     p.add_argument("--lengths", default="1,2,3,4,5,6,7,8,10,12,14,16")
+    p.add_argument(
+        "--shape",
+        choices=("single-line", "part-of-line"),
+        default="single-line",
+        help="one-line holes (the line's code), or part of a line (benchmarks.eval_shapes)",
+    )
     p.add_argument("--records", type=Path, default=None, help="replay saved records")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))
     return p

@@ -47,3 +47,26 @@ def test_refuses_bad_arguments(run_benchmark) -> None:
     for args in (("--window-chars", "0"), ("--n", "0"), ("--lengths", "1,x"), ("--lengths", "0,2")):
         done = run_benchmark("length_study", *args)
         assert done.returncode == 2 and "must" in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.slow
+def test_part_of_line_holes(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
+) -> None:
+    out, records = tmp_path / "study.json", tmp_path / "records.json"
+    done = run_benchmark(
+        "length_study",
+        *("--model", str(tiny_model_dir), "--corpus", str(modules_corpus), "--split", "test"),
+        *("--n", "2", "--lengths", "1,2", "--shape", "part-of-line"),
+        *("--records", str(records), "--out", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["shape"] == "part-of-line" and result["n"] == 2
+    assert "commit sum + 0.1 prior" in result
+    assert len(json.loads(records.read_text())) == 2
+
+
+def test_refuses_an_unknown_shape(run_benchmark) -> None:
+    done = run_benchmark("length_study", "--shape", "block")
+    assert done.returncode == 2 and "invalid choice" in done.stderr
