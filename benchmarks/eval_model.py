@@ -36,7 +36,7 @@ from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
     bug_examples,
     heldout_arguments,
-    infill_examples,
+    heldout_holes,
     load_test_files,
 )
 from benchmarks.infill_scores import argument_examples, closeness, infill_scores
@@ -110,21 +110,10 @@ def _examples(
     """The held-out examples drawn from `files` with the run's seed: single-line holes,
     multi-line holes, injected bugs, and holes inside a line ("arguments", only when that
     part runs)."""
-    single = infill_examples(
-        files,
-        "single-line",
-        args.n,
-        seed=args.seed,
-        window_chars=args.window_chars,
-        draw_chars=HELDOUT_WINDOW_CHARS,
-    )
-    multi = infill_examples(
-        files,
-        "multi-line",
-        args.n_multi,
-        seed=args.seed + 1,
-        window_chars=args.window_chars,
-        draw_chars=HELDOUT_WINDOW_CHARS,
+    window = args.window_chars
+    single = heldout_holes(files, "single-line", args.n, seed=args.seed, window_chars=window)
+    multi = heldout_holes(
+        files, "multi-line", args.n_multi, seed=args.seed + 1, window_chars=window
     )
     bugs = bug_examples(files, args.n_bugs, seed=args.seed + 2)
     args_ex = (

@@ -192,6 +192,16 @@ def infill_examples(
     return out
 
 
+def heldout_holes(
+    files: list[str], kind: str, n: int, *, seed: int, window_chars: int
+) -> list[Example]:
+    """`n` holes of `kind` as the held-out figures draw them (in 700-character windows),
+    each cut from `window_chars` of its file: the same holes at any window size."""
+    return infill_examples(
+        files, kind, n, seed=seed, window_chars=window_chars, draw_chars=HELDOUT_WINDOW_CHARS
+    )
+
+
 def first_line(text: str) -> str:
     """The first line of a completion or its truth, stripped: what an offer that runs on
     past a deleted line can be compared on."""

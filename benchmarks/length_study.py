@@ -36,7 +36,7 @@ from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
     heldout_arguments,
     heldout_files,
-    infill_examples,
+    heldout_holes,
 )
 from benchmarks.results_file import write_results
 from benchmarks.shapes import shape_examples
@@ -253,13 +253,8 @@ def main(argv: list[str] | None = None) -> None:
                 files, args.shape, args.n, seed=args.seed, window_chars=args.window_chars
             )
             if args.shape != "single-line"
-            else infill_examples(
-                files,
-                "single-line",
-                args.n,
-                seed=args.seed,
-                window_chars=args.window_chars,
-                draw_chars=HELDOUT_WINDOW_CHARS,
+            else heldout_holes(
+                files, "single-line", args.n, seed=args.seed, window_chars=args.window_chars
             )
         )
         records = study(den, examples, lengths, infill.SamplerOptions())
