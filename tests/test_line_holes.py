@@ -69,6 +69,17 @@ def test_selected_lines_are_not_ended_before_their_line_count():
     assert off.fills[0].text == "    a = 1\n"
 
 
+def test_lines_selected_after_their_indentation_are_not_ended_before_their_line_count():
+    # from the first line's code to the last line's end, as a drag selects: not framed,
+    # but a rewrite of three lines all the same
+    a, b = FUNC.index("t = 0"), FUNC.index("t += x") + len("t += x")
+    den = TargetDenoiser(["a = 1"])
+    on = fill_spans(FUNC, [Span(a, b)], denoiser=den)
+    assert on.fills[0].text.startswith("a = 1") and len(on.fills[0].text) == 64
+    off = fill_spans(FUNC, [Span(a, b)], denoiser=den, selection_lines=False)
+    assert off.fills[0].text == "a = 1"
+
+
 def test_selected_lines_end_once_their_lines_are_written():
     # two lines for a two-line selection end there; more lines than selected are the model's
     two = TargetDenoiser(["a = 1\n    b = 2"])

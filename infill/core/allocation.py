@@ -83,11 +83,12 @@ def window_canvas(
     decided: Sequence[list[int] | None],
     frames: Sequence[Frame | None],
     breaks: frozenset[int] = frozenset(),
+    min_breaks: Sequence[int] = (),
 ) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots (or the
     tokens `decided` for a span); a framed span's indentation and line break are context.
-    With `breaks` (the ids that hold a line break), a framed span of k lines may not end
-    before its fill holds k - 1 of them."""
+    With `breaks` (the ids that hold a line break), span i may not end before its fill
+    holds `min_breaks[i]` of them."""
 
     def encode(piece: str) -> list[int]:
         return list(denoiser.encode(piece)) if piece else []
@@ -110,7 +111,7 @@ def window_canvas(
                 allocs[i].exact,
                 forbidden=forbidden[i],
                 raced=allocs[i].raced,
-                min_breaks=frames[i].lines - 1 if breaks and frames[i] is not None else 0,
+                min_breaks=min_breaks[i] if min_breaks else 0,
                 breaks=breaks,
             )
             for i in idx
@@ -142,8 +143,11 @@ def window_canvases(
     one-line selection); with `selection_lines`, a selection of k lines ends after k."""
     limits = one_line_limits(fill_limits(spans, layout.scopes), frames)
     forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
-    several = selection_lines and any(f is not None and f.lines > 1 for f in frames)
-    breaks = frozenset(ids_with(denoiser, "\n")) if several else frozenset()
+    lines = [
+        selected_breaks(text, s, f) if selection_lines else 0
+        for s, f in zip(spans, frames, strict=True)
+    ]
+    breaks = frozenset(ids_with(denoiser, "\n")) if any(lines) else frozenset()
     return [
         window_canvas(
             text,
@@ -156,6 +160,17 @@ def window_canvases(
             decided=decided,
             frames=frames,
             breaks=breaks,
+            min_breaks=lines if breaks else (),
         )
         for w in windows
     ]
+
+
+def selected_breaks(text: str, span: Span, frame: Frame | None) -> int:
+    """The line breaks a fill of `span` must hold before it may end: those of the text it
+    replaces (a selection of k lines is filled with k lines or more), but a framed span's
+    closing one, which the engine writes; none for a hole marker or an insertion."""
+    inner = text[span.start : span.end]
+    if frame is not None:
+        inner = inner[: len(inner) - len(frame.tail)]
+    return inner.count("\n")

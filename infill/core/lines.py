@@ -9,9 +9,11 @@ frames such a span: its first line's indentation is worked out from the code aro
 and written before the fill (`head`), the line break after it (`tail`), and the model fills
 the code between, the shape it knows. A span of one line is filled with one line: its fill
 may not hold a line break. A span of k lines is filled with k lines or more
-(`SamplerOptions.selection_lines`): its fill may not end before it holds k - 1 line breaks
-(infill/core/canvas.py `SpanSlots.may_end`); left to itself the model wrote one line for
-188 of 200 held-out blocks of 2-8 lines (docs/ARCHITECTURE.md, "A selection of k lines").
+(`SamplerOptions.selection_lines`), as is any span over k lines of text, framed or not: its
+fill may not end before it holds k - 1 line breaks (infill/core/allocation.py
+`selected_breaks`, infill/core/canvas.py `SpanSlots.may_end`); left to itself the model
+wrote one line for 188 of 200 held-out blocks of 2-8 lines (docs/ARCHITECTURE.md, "A
+selection of k lines").
 
     frames = line_frames(text, spans)        # per span: Frame(head, tail, lines) or None
     text = frame.head + fill + frame.tail    # what replaces the span

@@ -68,8 +68,8 @@ class SamplerOptions:
     eager_ends: bool = True  # no pass on nulls alone; close a span whose slots all predict null
     line_holes: bool = True  # a span of whole lines: the engine writes its indentation and
     #                          line break, the model its code (infill/core/lines.py)
-    selection_lines: bool = True  # a span of k >= 2 whole lines: its fill may not end before
-    #                               k - 1 line breaks (infill/core/lines.py)
+    selection_lines: bool = True  # a span over k >= 2 lines of text (a selection): its fill
+    #                               may not end before k - 1 line breaks (infill/core/lines.py)
     indent_pass: bool = True  # Python: one pass lets the model choose a whole-line span's
     #                           depth where the code around it allows several
     #                           (infill/core/indents.py)
