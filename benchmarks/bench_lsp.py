@@ -20,6 +20,9 @@ corpus) and times, from request sent to response received:
 - code action list: `textDocument/codeAction` (no model; the cost of listing);
 - fill holes: a line's content replaced by `<mask>`, the action resolved;
 - rewrite selection: a line's content selected and rewritten;
+- rewrite selection (lines): 2-8 lines selected from the first one's code to the last
+  one's end and rewritten (the fill holds as many lines: docs/ARCHITECTURE.md, "A
+  selection of k lines");
 - insert docstring: a function without a docstring, the action resolved;
 - fix selection: a line with one injected bug (operator, comparison, variable,
   off-by-one) selected and fixed.
@@ -88,6 +91,7 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
     else:
         files = [Path(textwrap.__file__).read_text()]
     lines = infill_examples(files, "single-line", n, seed=seed, window_chars=WINDOW_CHARS)
+    blocks = infill_examples(files, "multi-line", n, seed=seed + 1, window_chars=WINDOW_CHARS)
     bugs = bug_examples(files, n, seed=seed, window_chars=WINDOW_CHARS)
     docstrings = []  # whole files: the server decides what to send
     for text in files:
@@ -96,7 +100,7 @@ def documents(n: int, seed: int) -> dict[str, list[Any]]:
             docstrings.append((text, slots[len(slots) // 2].start))
         if len(docstrings) >= n:
             break
-    return {"lines": lines, "bugs": bugs, "docstrings": docstrings}
+    return {"lines": lines, "blocks": blocks, "bugs": bugs, "docstrings": docstrings}
 
 
 INLINE = ["inline completion", "inline completion (empty line)", "inline completion (typing)"]
@@ -106,6 +110,7 @@ CASES = [
     "code action list",
     "fill holes",
     "rewrite selection",
+    "rewrite selection (lines)",
     "insert docstring",
     "fix selection",
 ]
@@ -197,6 +202,9 @@ async def _run_cases(b: Bench, docs: dict[str, list[Any]], args: argparse.Namesp
             ex.end,
             "refactor.rewrite.infill.rewriteSelection",
         )
+    for ex in [] if args.only_completion else docs["blocks"]:
+        rewrite = "refactor.rewrite.infill.rewriteSelection"
+        await b.action("rewrite selection (lines)", ex.text, ex.start, ex.end, rewrite)
     for text, at in [] if args.only_completion else docs["docstrings"]:
         await b.action("insert docstring", text, at, at, "refactor.rewrite.infill.insertDocstring")
     for bug in [] if args.only_completion else docs["bugs"]:

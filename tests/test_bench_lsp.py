@@ -9,7 +9,7 @@ import pytest
 from lsp_fake_worker import fake_worker
 from lsprotocol import types
 
-from benchmarks.bench_lsp import INLINE, VS, Bench, main
+from benchmarks.bench_lsp import CASES, INLINE, VS, Bench, main
 
 
 def _list(text: str) -> types.InlineCompletionList:
@@ -43,6 +43,15 @@ def test_two_configurations_are_timed_interleaved_in_one_session(tmp_path, capsy
         assert got["vs_over_base_p50"][case] > 0
     assert all(len(got["vs_exact_won_lost"][case]) == 2 for case in INLINE)
     assert "p50 with {'completionSteps': 2} / without" in capsys.readouterr().out
+
+
+def test_every_case_is_timed(tmp_path) -> None:
+    out = tmp_path / "lsp.json"
+    with fake_worker() as address:
+        main(["--worker", address, "--requests", "1", "--keystrokes", "1", "--out", str(out)])
+    got = json.loads(out.read_text())["cases"]
+    assert "rewrite selection (lines)" in CASES
+    assert all(got[case]["n"] > 0 for case in CASES), {c: got.get(c) for c in CASES}
 
 
 def test_a_configuration_that_is_not_key_equals_value_is_refused() -> None:
