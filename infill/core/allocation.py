@@ -13,7 +13,12 @@ from itertools import pairwise
 from diffusion_infill.infill.core.canvas import Canvas, SpanSlots
 from diffusion_infill.infill.core.errors import SpanError, line_col
 from diffusion_infill.infill.core.limits import fill_limits, ids_with
-from diffusion_infill.infill.core.lines import Frame, framed_code, one_line_limits
+from diffusion_infill.infill.core.lines import (
+    Frame,
+    framed_code,
+    one_line_limits,
+    selected_breaks,
+)
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.window import Layout, Window
@@ -82,8 +87,8 @@ def window_canvas(
     forbidden: list[tuple[int, ...]],
     decided: Sequence[list[int] | None],
     frames: Sequence[Frame | None],
-    breaks: frozenset[int] = frozenset(),
-    min_breaks: Sequence[int] = (),
+    breaks: frozenset[int],
+    min_breaks: Sequence[int],
 ) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots (or the
     tokens `decided` for a span); a framed span's indentation and line break are context.
@@ -111,7 +116,7 @@ def window_canvas(
                 allocs[i].exact,
                 forbidden=forbidden[i],
                 raced=allocs[i].raced,
-                min_breaks=min_breaks[i] if min_breaks else 0,
+                min_breaks=min_breaks[i],
                 breaks=breaks,
             )
             for i in idx
@@ -160,17 +165,7 @@ def window_canvases(
             decided=decided,
             frames=frames,
             breaks=breaks,
-            min_breaks=lines if breaks else (),
+            min_breaks=lines,
         )
         for w in windows
     ]
-
-
-def selected_breaks(text: str, span: Span, frame: Frame | None) -> int:
-    """The line breaks a fill of `span` must hold before it may end: those of the text it
-    replaces (a selection of k lines is filled with k lines or more), but a framed span's
-    closing one, which the engine writes; none for a hole marker or an insertion."""
-    inner = text[span.start : span.end]
-    if frame is not None:
-        inner = inner[: len(inner) - len(frame.tail)]
-    return inner.count("\n")

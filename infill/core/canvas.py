@@ -39,8 +39,8 @@ class SpanSlots:
 
     def may_end(self, j: int) -> bool:
         """Whether the fill may end at slot j (a null there): never in an exact span; in a
-        selection of k whole lines, only after the k - 1 line breaks its first k lines
-        hold (a committed token that holds a line break counts one)."""
+        selection over k lines, only after the k - 1 line breaks its first k lines hold
+        (a committed token that holds a line break counts one)."""
         if self.exact:
             return False
         return not self.min_breaks or (

@@ -10,8 +10,8 @@ and written before the fill (`head`), the line break after it (`tail`), and the 
 the code between, the shape it knows. A span of one line is filled with one line: its fill
 may not hold a line break. A span of k lines is filled with k lines or more
 (`SamplerOptions.selection_lines`), as is any span over k lines of text, framed or not: its
-fill may not end before it holds k - 1 line breaks (infill/core/allocation.py
-`selected_breaks`, infill/core/canvas.py `SpanSlots.may_end`); left to itself the model
+fill may not end before it holds k - 1 line breaks (`selected_breaks`,
+infill/core/canvas.py `SpanSlots.may_end`); left to itself the model
 wrote one line for 188 of 200 held-out blocks of 2-8 lines (docs/ARCHITECTURE.md, "A
 selection of k lines").
 
@@ -157,6 +157,15 @@ def line_frames(
             )
         )
     return out
+
+
+def selected_breaks(text: str, span: Span, frame: Frame | None) -> int:
+    """The line breaks a fill of `span` must hold before it may end: those of the text it
+    replaces (a selection of k lines is filled with k lines or more), but a framed span's
+    closing one, which the engine writes; none for a hole marker or an insertion."""
+    if frame is not None:
+        return frame.lines - 1
+    return text[span.start : span.end].count("\n")
 
 
 def one_line_limits(limits: Sequence[str], frames: Sequence[Frame | None]) -> list[str]:
