@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         "statement_ends": options.statement_ends,
         "indent_pass": options.indent_pass,
         "selection_lines": options.selection_lines,
+        "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
         "shapes": {},
@@ -129,6 +130,7 @@ def _options(
             statement_ends=not args.no_statement_ends,
             indent_pass=not args.no_indent_pass,
             selection_lines=not args.no_selection_lines,
+            length_head=not args.no_length_head,
             default_span_tokens=args.default_span_tokens,
             **cli,
         )
@@ -150,6 +152,7 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         + ("_no_statement_ends" if args.no_statement_ends else "")
         + ("_no_indent_pass" if args.no_indent_pass else "")
         + ("_no_selection_lines" if args.no_selection_lines else "")
+        + ("_no_length_head" if args.no_length_head else "")
         + ("_rewrite_length" if args.rewrite_length else "")
         + (f"_checks_{args.checks.replace(',', '_')}" if args.checks != DEFAULT_CHECKS else "")
         + (
@@ -256,6 +259,7 @@ _RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leav
     "(one line, as the model would)",
     "--no-indent-pass": "a whole-line span's depth from the code around it alone, no model pass",
     "--no-statement-ends": "do not end a hole at a line's end with its statement",
+    "--no-length-head": "leave every hole's length to the network (no length head)",
 }
 
 

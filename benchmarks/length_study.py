@@ -47,6 +47,26 @@ from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 
+def head_profile(den, text: str, span: infill.Span, options) -> list[float] | None:
+    """log P(length = 0..15, 16 or more) by the model's length head (model/length_head.py)
+    from the first pass over the default allocation; None for a model without one."""
+    if not getattr(den, "length_slots", 0):
+        return None
+    fill = prepare_fill(
+        text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(text, [span]),
+    )
+    canvas = fill.job.canvases[0]
+    first = canvas.offsets()[0]
+    slots = list(range(first, first + den.length_slots))
+    (rows,) = den.fill_lengths([canvas.ids()], [[slots]])
+    return [float(v) for v in rows[0]]
+
+
 def null_profile(den, text: str, span: infill.Span, options) -> list[float]:
     """log p(<null>) of each slot in the first pass over the default allocation."""
     fill = prepare_fill(
@@ -128,9 +148,9 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
         own = _decode(
             den, ex.text, infill.Span(ex.start, ex.end, length=options.default_span_tokens), options
         )
-        null_lp = null_profile(
-            den, ex.text, infill.Span(ex.start, ex.end, length=options.default_span_tokens), options
-        )
+        default = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
+        null_lp = null_profile(den, ex.text, default, options)
+        head = head_profile(den, ex.text, default, options)
         cands = {}
         for L in sorted(set(lengths) | {true_len}):
             d = _decode(den, ex.text, infill.Span(ex.start, ex.end, length=L, exact=True), options)
@@ -153,6 +173,7 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
                 "own_mean": float(np.mean(own["logp"])) if own["logp"] else -99.0,
                 "own_cmean": float(np.mean(own["commit"])) if own["commit"] else -99.0,
                 "cands": cands,
+                **({"head": head} if head is not None else {}),
             }
         )
     return records
@@ -196,6 +217,48 @@ def replay(records: list[dict]) -> dict[str, object]:
         out[name] = {"exact_match": hits / n, "picked_true_length": picked_true / n}
     if all("own_mean" in r for r in records):
         out.update(_own_or_better(records))
+    if all("head" in r for r in records):
+        out.update(_head_rules(records))
+    return out
+
+
+def _head_rules(records: list[dict]) -> dict[str, object]:
+    """The length head's choices (records with "head"): its likeliest length, decoded
+    exactly (16 or more: the engine's own fill); the same only where it is at least p
+    sure, as the engine takes it (infill/core/head_lengths.py); the own fill against the
+    head's two likeliest lengths by the sum of log-probabilities at commit."""
+    out: dict[str, object] = {}
+
+    def likeliest(r: dict) -> tuple[int, float]:
+        best = max(range(len(r["head"])), key=r["head"].__getitem__)
+        return best, math.exp(r["head"][best])
+
+    for p in (0.0, 0.3, 0.5, 0.7):
+        hits = picked = switched = 0
+        for r in records:
+            best, sure = likeliest(r)
+            if 1 <= best < len(r["head"]) - 1 and sure >= p and best in r["cands"]:
+                hits += r["cands"][best]["hit"]
+                picked += best == r["true_len"]
+                switched += 1
+            else:
+                hits += r["own_hit"]
+                picked += r["own_len"] == r["true_len"]
+        out[f"length head's likeliest when p >= {p}"] = {
+            "exact_match": hits / len(records),
+            "picked_true_length": picked / len(records),
+            "switched": switched / len(records),
+        }
+    hits = 0
+    for r in records:
+        top = sorted(range(1, len(r["head"]) - 1), key=lambda L: -r["head"][L])[:2]
+        own = r["own_cmean"] * max(r["own_len"], 1)
+        best = max((L for L in top if L in r["cands"]), key=lambda L: r["cands"][L]["csum"])
+        hits += r["cands"][best]["hit"] if r["cands"][best]["csum"] > own else r["own_hit"]
+    out["own or the head's two likeliest, by commit sum"] = {"exact_match": hits / len(records)}
+    out["length head's likeliest = true length"] = sum(
+        likeliest(r)[0] == min(r["true_len"], len(r["head"]) - 1) for r in records
+    ) / len(records)
     return out
 
 
@@ -257,7 +320,8 @@ def main(argv: list[str] | None = None) -> None:
                 files, "single-line", args.n, seed=args.seed, window_chars=args.window_chars
             )
         )
-        records = study(den, examples, lengths, infill.SamplerOptions())
+        # the engine's own fill is the network's ending: the length head only as a rule
+        records = study(den, examples, lengths, infill.SamplerOptions(length_head=False))
         if args.records:
             args.records.write_text(json.dumps(records))
     figures = replay(records)

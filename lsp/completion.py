@@ -293,6 +293,7 @@ def completion_options(
     return s.sampler_options(
         default_span_tokens=s.completion_tokens,
         max_span_tokens=s.completion_tokens,
+        length_head=False,  # a pass more on every keystroke; not measured for completions
         window_tokens=window or completion_window(s, UNKNOWN),
         max_steps=steps,
         cache_refresh=steps,

@@ -70,7 +70,11 @@ class Denoiser(Protocol):
     (the shipped model or any AutoModelForMaskedLM) and the tests' fakes.
 
     A denoiser may also have `forget(key)`: the engine calls it with a CacheHint key once
-    that canvas is done, so cached entries can be dropped."""
+    that canvas is done, so cached entries can be dropped. And a length head
+    (model/length_head.py): `length_slots` > 0 and `fill_lengths(canvases, slots)`, the
+    log-probabilities of each hole's length (0..length_slots - 1 tokens, then "that many or
+    more") from one pass over canvases whose holes hold `length_slots` masked slots each;
+    the engine asks only a denoiser whose `length_slots` is its default allocation."""
 
     name: str  # shown in stats and `info`
     special: SpecialIds

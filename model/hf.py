@@ -31,6 +31,12 @@ from diffusion_infill.model.hf_loading import (
     set_threads,
     special_ids,
 )
+from diffusion_infill.model.length_head import (
+    SLOTS,
+    LengthHead,
+    load_length_head,
+    network_digest,
+)
 from diffusion_infill.model.precision import (
     Precision,
     cpu_bf16,
@@ -65,6 +71,8 @@ class HFDenoiser:
         name: str,
         device: torch.device,
         precision: Precision | None = None,
+        length_head: LengthHead | None = None,
+        network: str = "",
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -75,6 +83,11 @@ class HFDenoiser:
         self.vocab_size = int(model.config.vocab_size)
         # ModernBERT exposes body, head and decoder: the head then runs only where asked.
         self._sparse_head = all(hasattr(model, a) for a in ("model", "head", "decoder"))
+        # model/length_head.py: `fill_lengths` answers where the directory has one; the
+        # engine asks for the lengths of holes of `length_slots` slots (0: it never asks)
+        self.length_head = length_head if self._sparse_head else None
+        self.length_slots = SLOTS if self.length_head is not None else 0
+        self.network = network  # model/length_head.py `network_digest`, "" when unnamed
         # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA, but a
         # CPU without bf16 instructions runs it ~3x slower than fp32: chosen per machine.
         self.precision = precision or pick_precision(device)
@@ -121,6 +134,11 @@ class HFDenoiser:
             precision = pick_precision(dev, dtype)
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from exc
+        network = network_digest(model)  # before int8: the weights as stored
+        try:
+            head = load_length_head(path, int(config.hidden_size), network)
+        except ValueError as exc:
+            raise ModelLoadError(str(exc)) from exc
         if precision.int8:
             model = quantise_int8(model)
         set_threads(os.environ.get("INFILL_THREADS"))
@@ -140,6 +158,8 @@ class HFDenoiser:
             name=path.name if path.name != "weights" else "shipped",
             device=dev,
             precision=precision,
+            length_head=head,
+            network=network,
         )
 
     def encode(self, text: str) -> list[int]:
@@ -236,6 +256,57 @@ class HFDenoiser:
         bounds = np.cumsum([0] + [len(p) for p in positions])
         return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
+    def fill_lengths(
+        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
+    ) -> list[np.ndarray]:
+        """Log-probabilities of each hole's length (model/length_head.py): for canvas i, an
+        array (len(slots[i]), 17) over 0..15 tokens and "16 or more", one row per hole,
+        each hole given by the canvas positions of its 16 masked slots. One forward pass
+        per canvas. RuntimeError when the model has no length head."""
+        if self.length_head is None:
+            raise RuntimeError(f"{self.name} has no length head")
+        states, null = self.slot_features(canvases, slots)
+        with torch.inference_mode():
+            out = torch.log_softmax(self.length_head(states, null), dim=-1).numpy()
+        bounds = np.cumsum([0] + [len(per) for per in slots])
+        return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    @torch.inference_mode()
+    def slot_features(
+        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the length head reads of each hole (`slots` as in `fill_lengths`): the
+        prediction head's output at its 16 slots (holes, 16, width) and their `<null>`
+        log-probabilities (holes, 16), float32, in one forward pass per canvas."""
+        if not self._sparse_head:
+            raise RuntimeError(f"{self.name} has no prediction head to read slots from")
+        holes = [list(p) for per in slots for p in per]
+        if any(len(p) != SLOTS for p in holes):
+            raise ValueError(f"the length head reads exactly {SLOTS} slots per hole")
+        where = [[j for p in per for j in p] for per in slots]
+        ids, attn, rows, cols = self._padded(canvases, where)
+        with self._autocast:
+            hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
+            heads = self.model.head(hidden[rows, cols])
+            null = torch.log_softmax(self.model.decoder(heads).float(), dim=-1)
+        states = heads.float().reshape(len(holes), SLOTS, -1).cpu()
+        return states, null[:, self.special.null].reshape(len(holes), SLOTS).cpu()
+
+    def _padded(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, ...]:
+        """`canvases` as one padded batch: ids, attention mask, and the (row, column) of
+        every position asked for, on the device."""
+        width = max(len(c) for c in canvases)
+        ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
+        attn = torch.zeros((len(canvases), width), dtype=torch.long)
+        for i, c in enumerate(canvases):
+            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+            attn[i, : len(c)] = 1
+        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long)
+        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long)
+        return tuple(t.to(self.device) for t in (ids, attn, rows, cols))
+
     def _project(self, hidden: torch.Tensor) -> np.ndarray:
         """Logits (N, V) from final hidden states (N, H)."""
         return self.model.decoder(self.model.head(hidden)).float().cpu().numpy()
@@ -284,17 +355,7 @@ class HFDenoiser:
     ) -> list[np.ndarray]:
         if not canvases:
             return []
-        width = max(len(c) for c in canvases)
-        ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
-        attn = torch.zeros((len(canvases), width), dtype=torch.long)
-        for i, c in enumerate(canvases):
-            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
-            attn[i, : len(c)] = 1
-        ids, attn = ids.to(self.device), attn.to(self.device)
-        rows = torch.tensor(
-            [i for i, p in enumerate(positions) for _ in p], dtype=torch.long, device=self.device
-        )
-        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long, device=self.device)
+        ids, attn, rows, cols = self._padded(canvases, positions)
         with self._autocast:
             if self._sparse_head:
                 hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from diffusion_infill.infill.core.allocation import Allocation, allocate, window_canvases
@@ -26,6 +27,7 @@ from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
+from diffusion_infill.infill.core.head_lengths import head_lengths
 from diffusion_infill.infill.core.indents import model_indents
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
@@ -107,6 +109,31 @@ def _planned(
         selection_lines=options.selection_lines,
     )
     return allocs, windows, canvases
+
+
+def _head_planned(
+    text: str,
+    spans: list[Span],
+    frames: Sequence[Frame | None],
+    decided: Sequence[list[int] | None],
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    rewrite: bool,
+    parse_text: str | None,
+) -> tuple[list[Span], tuple[list[Allocation], list[Window], list[Canvas]], int]:
+    """`_planned`, again with exactly the length the model's length head chose for the
+    holes it is sure of (infill/core/head_lengths.py); the spans as planned and the
+    forward passes the head took."""
+    plan = _planned(text, spans, frames, decided, denoiser, options, rewrite, parse_text)
+    lengths, passes = head_lengths(plan[2], plan[0], frames, denoiser, options)
+    if not lengths:
+        return spans, plan, passes
+    spans = [
+        replace(s, length=lengths[i], exact=True) if i in lengths else s
+        for i, s in enumerate(spans)
+    ]
+    plan = _planned(text, spans, frames, decided, denoiser, options, rewrite, parse_text)
+    return spans, plan, passes
 
 
 def _job(
@@ -218,10 +245,10 @@ def prepare_fill(
     before = parse_text if parse_text is not None else text
     frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language)
     parse = before if language == PYTHON else None  # scope-aware windows for Python
-    allocs, windows, canvases = _planned(
+    planned, (allocs, windows, canvases), passes = _head_planned(
         text, ordered, frames, chosen, denoiser, options, rewrite, parse
     )
-    ends = _ends(text, ordered, allocs, frames, options, language)
+    ends = _ends(text, planned, allocs, frames, options, language)
     job = _job(
         text,
         before,
@@ -243,7 +270,7 @@ def prepare_fill(
         started=started,
         ends=ends,
         frames=frames,
-        probes=probes,
+        probes=probes + passes,
     )
 
 

@@ -73,6 +73,9 @@ class SamplerOptions:
     indent_pass: bool = True  # Python: one pass lets the model choose a whole-line span's
     #                           depth where the code around it allows several
     #                           (infill/core/indents.py)
+    length_head: bool = True  # a hole the model's length head is sure of is decoded with
+    #                           exactly its length (infill/core/head_lengths.py); a model
+    #                           without a length head ignores it
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
@@ -209,6 +212,7 @@ _SWITCHES = (  # the options that are true or false
     "line_holes",
     "selection_lines",
     "indent_pass",
+    "length_head",
     "statement_ends",
     "exact_length",
 )
