@@ -17,7 +17,8 @@ benchmarks/results/real_fix_lines_<tokens seen>.json (or --out). Two passes per 
 about 0.6 s a window of 17 lines on two CPU threads. `--injected N` ranks the lines of
 the injected-bug windows the fixer's held-out figure comes from instead
 (`eval_model --parts bugs --n-bugs N`), to _injected_<split>.json. Each line keeps the
-fixer's worst preference too (`worst`), for benchmarks/line_gate.py.
+fixer's worst preference too (`worst`), for benchmarks/line_gate.py, and its regret
+(`masked_regret`: how much likelier the masked pass's own token is, summed over the line).
 """
 
 from __future__ import annotations
@@ -44,14 +45,18 @@ from diffusion_infill.model.loading import default_model_dir, load_denoiser
 BUG_SEED = 2  # the injected bugs' seed: eval_model's (--seed 0 + 2), the fixer's figure
 
 # rule -> score of a line (higher: more suspicious) from its masked and in-view token
-# log-probabilities
-RULES: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-    "most tokens (baseline)": lambda m, v: float(len(m)),
-    "in view, sum": lambda m, v: -float(v.sum()),
-    "masked, mean": lambda m, v: -float(m.mean()),
-    "masked, sum": lambda m, v: -float(m.sum()),
-    "masked, worst 3 tokens": lambda m, v: -float(np.sort(m)[:3].sum()),
-    "masked - in view, sum": lambda m, v: float(v.sum() - m.sum()),
+# log-probabilities, and the masked pass's likeliest token's log-probability at each slot
+# (its regret: how much likelier the model's own choice is than what is written)
+RULES: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], float]] = {
+    "most tokens (baseline)": lambda m, v, b: float(len(m)),
+    "in view, sum": lambda m, v, b: -float(v.sum()),
+    "masked, mean": lambda m, v, b: -float(m.mean()),
+    "masked, sum": lambda m, v, b: -float(m.sum()),
+    "masked, worst 3 tokens": lambda m, v, b: -float(np.sort(m)[:3].sum()),
+    "masked - in view, sum": lambda m, v, b: float(v.sum() - m.sum()),
+    "masked regret, sum": lambda m, v, b: float((b - m).sum()),
+    "masked regret, worst token": lambda m, v, b: float((b - m).max()),
+    "masked regret, mean": lambda m, v, b: float((b - m).mean()),
 }
 
 
@@ -88,6 +93,7 @@ def window_lines(den, ex: dict) -> dict:  # noqa: ANN001
                 "comment": text[i].lstrip().startswith("#"),
                 "worst": worst.get(i),  # the fixer's worst preference; None: prose only
                 "masked": np.round(log_softmax(am)[rows, tokens], 4).tolist(),
+                "masked_best": np.round(log_softmax(am).max(axis=1), 4).tolist(),
                 "in_view": np.round(log_softmax(av)[rows, tokens], 4).tolist(),
             }
         )
@@ -102,7 +108,10 @@ def summary(records: list[dict], *, code_only: bool = False) -> dict[str, dict[s
     for name, rule in RULES.items():
         top1 = top3 = 0
         for r, pool in zip(records, pools, strict=True):
-            scores = [rule(np.array(x["masked"]), np.array(x["in_view"])) for x in pool]
+            scores = [
+                rule(np.array(x["masked"]), np.array(x["in_view"]), np.array(x["masked_best"]))
+                for x in pool
+            ]
             order = [pool[k]["line"] for k in np.argsort(-np.array(scores), kind="stable")]
             top1 += order[0] == r["truth"]
             top3 += r["truth"] in order[:3]
@@ -119,7 +128,7 @@ def compact(record: dict) -> dict:
     sums the rules read, not every token's log-probability."""
     lines = []
     for x in record["lines"]:
-        m, v = np.array(x["masked"]), np.array(x["in_view"])
+        m, v, b = np.array(x["masked"]), np.array(x["in_view"]), np.array(x["masked_best"])
         lines.append(
             {
                 "line": x["line"],
@@ -129,6 +138,7 @@ def compact(record: dict) -> dict:
                 "masked_sum": round(float(m.sum()), 3),
                 "masked_worst3": round(float(np.sort(m)[:3].sum()), 3),
                 "in_view_sum": round(float(v.sum()), 3),
+                "masked_regret": round(float((b - m).sum()), 3),
             }
         )
     return {"truth": record["truth"], "package": record["package"], "lines": lines}

@@ -258,7 +258,9 @@ def test_the_masked_line_ranking_runs_end_to_end(
         assert record["truth"] in window_lines
         for x in record["lines"]:
             assert x["tokens"] > 0 and x["masked_worst3"] >= x["masked_sum"]
-    assert "masked, sum" in done.stdout and "random" in done.stdout
+            assert x["masked_regret"] >= 0  # the likeliest token is never less likely
+    assert "masked, sum" in done.stdout and "masked regret, sum" in done.stdout
+    assert "random" in done.stdout
 
 
 @pytest.mark.slow
