@@ -47,41 +47,35 @@ from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 
+def first_canvas(den, text: str, span: infill.Span, options) -> tuple[list[int], list[int]]:
+    """The canvas of the first pass over one span's allocation, and the span's slots."""
+    fill = prepare_fill(
+        text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(text, [span]),
+    )
+    canvas = fill.job.canvases[0]
+    first = canvas.offsets()[0]
+    return canvas.ids(), list(range(first, first + len(canvas.spans[0].ids)))
+
+
 def head_profile(den, text: str, span: infill.Span, options) -> list[float] | None:
     """log P(length = 0..15, 16 or more) by the model's length head (model/length_head.py)
     from the first pass over the default allocation; None for a model without one."""
     if not getattr(den, "length_slots", 0):
         return None
-    fill = prepare_fill(
-        text,
-        [span],
-        denoiser=den,
-        options=options,
-        rewrite=True,
-        parse_text=neutralise(text, [span]),
-    )
-    canvas = fill.job.canvases[0]
-    first = canvas.offsets()[0]
-    slots = list(range(first, first + den.length_slots))
-    (rows,) = den.fill_lengths([canvas.ids()], [[slots]])
+    ids, slots = first_canvas(den, text, span, options)
+    (rows,) = den.fill_lengths([ids], [[slots]])
     return [float(v) for v in rows[0]]
 
 
 def null_profile(den, text: str, span: infill.Span, options) -> list[float]:
     """log p(<null>) of each slot in the first pass over the default allocation."""
-    fill = prepare_fill(
-        text,
-        [span],
-        denoiser=den,
-        options=options,
-        rewrite=True,
-        parse_text=neutralise(text, [span]),
-    )
-    (req,) = fill.job.requests()[:1]
-    canvas = fill.job.canvases[0]
-    first = canvas.offsets()[0]
-    slots = list(range(first, first + len(canvas.spans[0].ids)))
-    (logits,) = den.logits([req.canvas], [slots])
+    ids, slots = first_canvas(den, text, span, options)
+    (logits,) = den.logits([ids], [slots])
     return [float(v) for v in log_softmax(logits)[:, den.special.null]]
 
 

@@ -72,9 +72,11 @@ def _planned(
     options: SamplerOptions,
     rewrite: bool,
     parse_text: str | None,
-) -> tuple[list[Allocation], list[Window], list[Canvas]]:
+) -> tuple[list[Span], list[Allocation], list[Window], list[Canvas], int]:
     """Each span's allocation, the windows that hold the spans (scope-aware when
-    `parse_text` is given: the text to parse), and each window's canvas."""
+    `parse_text` is given: the text to parse), and each window's canvas; the spans as
+    planned (a length head may fix some holes' lengths: infill/core/head_lengths.py) and
+    the forward passes that took."""
     budget = denoiser.max_length
     if options.window_tokens is not None:
         budget = min(budget, options.window_tokens)
@@ -108,32 +110,17 @@ def _planned(
         frames=frames,
         selection_lines=options.selection_lines,
     )
-    return allocs, windows, canvases
-
-
-def _head_planned(
-    text: str,
-    spans: list[Span],
-    frames: Sequence[Frame | None],
-    decided: Sequence[list[int] | None],
-    denoiser: Denoiser,
-    options: SamplerOptions,
-    rewrite: bool,
-    parse_text: str | None,
-) -> tuple[list[Span], tuple[list[Allocation], list[Window], list[Canvas]], int]:
-    """`_planned`, again with exactly the length the model's length head chose for the
-    holes it is sure of (infill/core/head_lengths.py); the spans as planned and the
-    forward passes the head took."""
-    plan = _planned(text, spans, frames, decided, denoiser, options, rewrite, parse_text)
-    lengths, passes = head_lengths(plan[2], plan[0], frames, denoiser, options)
-    if not lengths:
-        return spans, plan, passes
-    spans = [
-        replace(s, length=lengths[i], exact=True) if i in lengths else s
-        for i, s in enumerate(spans)
-    ]
-    plan = _planned(text, spans, frames, decided, denoiser, options, rewrite, parse_text)
-    return spans, plan, passes
+    lengths, passes = head_lengths(canvases, allocs, frames, denoiser, options)
+    if lengths:  # the holes the length head is sure of: exactly its length, planned again
+        spans = [
+            replace(s, length=lengths[i], exact=True) if i in lengths else s
+            for i, s in enumerate(spans)
+        ]
+        again = replace(options, length_head=False)
+        spans, allocs, windows, canvases, _ = _planned(
+            text, spans, frames, decided, denoiser, again, rewrite, parse_text
+        )
+    return spans, allocs, windows, canvases, passes
 
 
 def _job(
@@ -223,8 +210,8 @@ def prepare_fill(
     parse_text: str | None = None,
     decided: Sequence[list[int] | None] | None = None,
 ) -> PreparedFill:
-    """Validate spans, choose windows, build canvases and the job. No forward pass yet
-    but one where the model chooses a whole-line span's depth (infill/core/indents.py).
+    """Validate spans, choose windows, build canvases and the job. No forward pass yet but
+    a whole-line span's depth (indents.py) and holes' lengths by a length head (head_lengths.py).
 
     Args:
         text: the original text.
@@ -245,7 +232,7 @@ def prepare_fill(
     before = parse_text if parse_text is not None else text
     frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language)
     parse = before if language == PYTHON else None  # scope-aware windows for Python
-    planned, (allocs, windows, canvases), passes = _head_planned(
+    planned, allocs, windows, canvases, passes = _planned(
         text, ordered, frames, chosen, denoiser, options, rewrite, parse
     )
     ends = _ends(text, planned, allocs, frames, options, language)
