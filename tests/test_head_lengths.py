@@ -58,6 +58,17 @@ def test_an_unsure_head_leaves_the_length_to_the_network():
     assert len(den.asked) == 1
 
 
+def test_where_the_head_is_unsure_a_failing_fill_races_its_likeliest_lengths():
+    # "w * h)" does not parse; the head is unsure but likes 5 tokens best
+    den = HeadDenoiser(["w * h)"], length=5, probability=MIN_PROBABILITY - 0.2)
+    r = fill_text(CODE, denoiser=den, checks="parse", lengths=4)
+    assert r.fills[0].text == "w * h"
+    assert [len(p) for p in den.calls[1][1]] == [5, 1, 2]  # the head's order, not 4, 2, 1
+    off = HeadDenoiser(["w * h)"], length=5, probability=MIN_PROBABILITY - 0.2)
+    fill_text(CODE, denoiser=off, checks="parse", lengths=4, length_head=False)
+    assert [len(p) for p in off.calls[1][1]] == [4, 2, 1]
+
+
 def test_sixteen_or_more_leaves_the_length_to_the_network():
     den = HeadDenoiser(["w * h  # the area"], length=SLOTS, probability=MIN_PROBABILITY + 0.059)
     assert fill_text(CODE, denoiser=den).fills[0].text == "w * h  # the area"

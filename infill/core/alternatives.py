@@ -51,7 +51,11 @@ def alternative_canvases(
                         spans=[
                             shorter(
                                 s,
-                                _length(initial[s.index], k, s.index in raced, options.lengths),
+                                s.race[k - 1]
+                                if s.index in raced and k <= len(s.race)
+                                else _length(
+                                    initial[s.index], k, s.index in raced, options.lengths
+                                ),
                                 exact=s.index in raced,
                                 mask=mask,
                             )
@@ -88,6 +92,7 @@ def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:
         raced=s.raced,
         min_breaks=s.min_breaks,
         breaks=s.breaks,
+        race=s.race,
     )
 
 

@@ -27,7 +27,7 @@ from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
-from diffusion_infill.infill.core.head_lengths import head_lengths
+from diffusion_infill.infill.core.head_lengths import head_lengths, set_races, sure_spans
 from diffusion_infill.infill.core.indents import model_indents
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
@@ -110,16 +110,13 @@ def _planned(
         frames=frames,
         selection_lines=options.selection_lines,
     )
-    lengths, passes = head_lengths(canvases, allocs, frames, denoiser, options)
-    if lengths:  # the holes the length head is sure of: exactly its length, planned again
-        spans = [
-            replace(s, length=lengths[i], exact=True) if i in lengths else s
-            for i, s in enumerate(spans)
-        ]
+    chosen, passes = head_lengths(canvases, allocs, frames, denoiser, options)
+    if (sure := sure_spans(spans, chosen)) is not None:  # planned again, those exact
         again = replace(options, length_head=False)
         spans, allocs, windows, canvases, _ = _planned(
-            text, spans, frames, decided, denoiser, again, rewrite, parse_text
+            text, sure, frames, decided, denoiser, again, rewrite, parse_text
         )
+    set_races(canvases, chosen)
     return spans, allocs, windows, canvases, passes
 
 

@@ -6,29 +6,32 @@ five. A denoiser with a length head (model/length_head.py, `length_slots` > 0) a
 more question, `fill_lengths`: from one pass over a hole's default allocation, how likely
 each length is. Where the head is sure enough (its likeliest length, below the allocation,
 at least `MIN_PROBABILITY`), the hole is decoded with exactly that many tokens; elsewhere
-the network keeps the choice, as before.
+the network keeps the choice, as before, and should its fill fail its checks, the
+lengths raced (`lengths` > 1) are the head's likeliest instead of the allocation's
+halvings.
 
 The head reads a one-line hole of the default allocation, all masked: a hole marker with
 no hint, or a span given that allocation. A rewrite's own length, a hint, an exact span, a
 selection of several lines and a span whose tokens are decided are left as they are.
 
-    lengths, passes = head_lengths(canvases, allocs, frames, denoiser, options)
+    chosen, passes = head_lengths(canvases, allocs, frames, denoiser, options)
 
 Measured with the shipped network: docs/ARCHITECTURE.md, "A length head read from the first
-pass": the head finds the true length more often than the network's nulls and fills no more
-holes right, so none ships and this changes nothing until a model directory holds one
-(`python -m benchmarks.fit_length_head`).
+pass" (part-of-line holes gain most; more holes are left as they were). A model directory
+without a head (`python -m benchmarks.fit_length_head` fits one) is never asked.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from diffusion_infill.infill.core.allocation import Allocation
 from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.denoiser import Denoiser
 
 MIN_PROBABILITY = 0.5  # the head's likeliest length is taken when it is at least this likely
@@ -41,8 +44,10 @@ def head_lengths(
     denoiser: Denoiser,
     options: SamplerOptions,
 ) -> tuple[dict[int, int], int]:
-    """The length the head chose for each span it reads (span index -> tokens), and the
-    forward passes that took (0 or 1: one batched call over the canvases that hold one)."""
+    """What the head chose for each span it reads (span index -> its length in tokens, or
+    where it is not sure, the lengths to race should the fill fail, likeliest first), and
+    the forward passes that took (0 or 1: one batched call over the canvases that hold
+    one)."""
     slots = getattr(denoiser, "length_slots", 0)
     if not options.length_head or not slots:
         return {}, 0
@@ -65,12 +70,13 @@ def head_lengths(
     rows = denoiser.fill_lengths(  # type: ignore[attr-defined]
         [canvases[ci].ids() for ci in order], [[p for _, p in asked[ci]] for ci in order]
     )
-    chosen: dict[int, int] = {}
+    chosen: dict[int, int | tuple[int, ...]] = {}
     for ci, logp in zip(order, rows, strict=True):
         for (index, _), row in zip(asked[ci], logp, strict=True):
             length = choose(list(row), slots)
-            if length is not None:
-                chosen[index] = length
+            # else the network's own ending; should it fail, the head's lengths race
+            ranked = sorted(range(1, slots), key=lambda n: -row[n])
+            chosen[index] = length or tuple(ranked[: max(0, options.lengths - 1)])
     return chosen, 1
 
 
@@ -81,3 +87,24 @@ def choose(logp: list[float], slots: int) -> int | None:
     if not 1 <= best < slots or math.exp(logp[best]) < MIN_PROBABILITY:
         return None
     return best
+
+
+def sure_spans(
+    spans: Sequence[Span], chosen: dict[int, int | tuple[int, ...]]
+) -> list[Span] | None:
+    """`spans` with exactly the head's length where it is sure (`head_lengths`), or None
+    where it is sure of none."""
+    if not any(isinstance(v, int) for v in chosen.values()):
+        return None
+    return [
+        replace(s, length=n, exact=True) if isinstance(n := chosen.get(i), int) else s
+        for i, s in enumerate(spans)
+    ]
+
+
+def set_races(canvases: Sequence[Canvas], chosen: dict[int, int | tuple[int, ...]]) -> None:
+    """Give each span the head is not sure of the lengths to race should its fill fail."""
+    for canvas in canvases:
+        for slots in canvas.spans:
+            if isinstance(race := chosen.get(slots.index), tuple):
+                slots.race = race
