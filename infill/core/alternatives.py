@@ -51,11 +51,7 @@ def alternative_canvases(
                         spans=[
                             shorter(
                                 s,
-                                s.race[k - 1]
-                                if s.index in raced and k <= len(s.race)
-                                else _length(
-                                    initial[s.index], k, s.index in raced, options.lengths
-                                ),
+                                _length(initial[s.index], k, s.index in raced, options, s.race),
                                 exact=s.index in raced,
                                 mask=mask,
                             )
@@ -70,13 +66,17 @@ def alternative_canvases(
     return out
 
 
-def _length(initial: int, k: int, raced: bool, lengths: int) -> int:
+def _length(
+    initial: int, k: int, raced: bool, options: SamplerOptions, race: tuple[int, ...]
+) -> int:
     """Alternative k's slots: `initial >> k`, or for a raced span (exactly that many
-    tokens) the last `lengths - 1` halvings before one token (16 slots, lengths 4: 4, 2,
-    1)."""
-    if raced:
-        k += max(0, initial.bit_length() - lengths)
-    return initial >> k
+    tokens) the k-th of the lengths a length head ranked (`race`), else the last
+    `lengths - 1` halvings before one token (16 slots, lengths 4: 4, 2, 1)."""
+    if not raced:
+        return initial >> k
+    if k <= len(race):
+        return race[k - 1]
+    return initial >> (k + max(0, initial.bit_length() - options.lengths))
 
 
 def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:

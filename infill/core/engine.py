@@ -111,12 +111,12 @@ def _planned(
         selection_lines=options.selection_lines,
     )
     chosen, passes = head_lengths(canvases, allocs, frames, denoiser, options)
-    if (sure := sure_spans(spans, chosen)) is not None:  # planned again, those exact
+    if (sure := sure_spans(spans, chosen.sure)) is not None:  # planned again, those exact
         again = replace(options, length_head=False)
         spans, allocs, windows, canvases, _ = _planned(
             text, sure, frames, decided, denoiser, again, rewrite, parse_text
         )
-    set_races(canvases, chosen)
+    set_races(canvases, chosen.race)
     return spans, allocs, windows, canvases, passes
 
 

@@ -15,6 +15,8 @@ no hint, or a span given that allocation. A rewrite's own length, a hint, an exa
 selection of several lines and a span whose tokens are decided are left as they are.
 
     chosen, passes = head_lengths(canvases, allocs, frames, denoiser, options)
+    spans = sure_spans(spans, chosen.sure) or spans  # exact where sure: plan them again
+    set_races(canvases, chosen.race)  # the others race its lengths should they fail
 
 Measured with the shipped network: docs/ARCHITECTURE.md, "A length head read from the first
 pass" (part-of-line holes gain most; more holes are left as they were). A model directory
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from diffusion_infill.infill.core.allocation import Allocation
 from diffusion_infill.infill.core.canvas import Canvas
@@ -37,20 +39,27 @@ from diffusion_infill.model.denoiser import Denoiser
 MIN_PROBABILITY = 0.5  # the head's likeliest length is taken when it is at least this likely
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """What the length head chose, per span index."""
+
+    sure: dict[int, int] = field(default_factory=dict)  # exactly this many tokens
+    race: dict[int, tuple[int, ...]] = field(default_factory=dict)  # should its fill fail
+
+
 def head_lengths(
     canvases: Sequence[Canvas],
     allocs: Sequence[Allocation],
     frames: Sequence[Frame | None],
     denoiser: Denoiser,
     options: SamplerOptions,
-) -> tuple[dict[int, int], int]:
-    """What the head chose for each span it reads (span index -> its length in tokens, or
-    where it is not sure, the lengths to race should the fill fail, likeliest first), and
-    the forward passes that took (0 or 1: one batched call over the canvases that hold
-    one)."""
+) -> tuple[Chosen, int]:
+    """What the head chose for each span it reads (its length in tokens where it is sure,
+    else the lengths to race should the fill fail, likeliest first), and the forward
+    passes that took (0 or 1: one batched call over the canvases that hold one)."""
     slots = getattr(denoiser, "length_slots", 0)
     if not options.length_head or not slots:
-        return {}, 0
+        return Chosen(), 0
     mask = denoiser.special.mask
     asked: dict[int, list[tuple[int, list[int]]]] = {}  # canvas -> (span, its slots)
     for ci, canvas in enumerate(canvases):
@@ -65,18 +74,20 @@ def head_lengths(
             ):
                 asked.setdefault(ci, []).append((span.index, list(range(first, first + slots))))
     if not asked:
-        return {}, 0
+        return Chosen(), 0
     order = sorted(asked)
     rows = denoiser.fill_lengths(  # type: ignore[attr-defined]
         [canvases[ci].ids() for ci in order], [[p for _, p in asked[ci]] for ci in order]
     )
-    chosen: dict[int, int | tuple[int, ...]] = {}
+    chosen = Chosen()
     for ci, logp in zip(order, rows, strict=True):
         for (index, _), row in zip(asked[ci], logp, strict=True):
             length = choose(list(row), slots)
-            # else the network's own ending; should it fail, the head's lengths race
-            ranked = sorted(range(1, slots), key=lambda n: -row[n])
-            chosen[index] = length or tuple(ranked[: max(0, options.lengths - 1)])
+            if length is not None:
+                chosen.sure[index] = length
+            else:  # the network's own ending; should it fail, the head's lengths race
+                ranked = sorted(range(1, slots), key=lambda n: -row[n])
+                chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
     return chosen, 1
 
 
@@ -89,22 +100,17 @@ def choose(logp: list[float], slots: int) -> int | None:
     return best
 
 
-def sure_spans(
-    spans: Sequence[Span], chosen: dict[int, int | tuple[int, ...]]
-) -> list[Span] | None:
-    """`spans` with exactly the head's length where it is sure (`head_lengths`), or None
+def sure_spans(spans: Sequence[Span], sure: dict[int, int]) -> list[Span] | None:
+    """`spans` with exactly the head's length where it is sure (`Chosen.sure`), or None
     where it is sure of none."""
-    if not any(isinstance(v, int) for v in chosen.values()):
+    if not sure:
         return None
-    return [
-        replace(s, length=n, exact=True) if isinstance(n := chosen.get(i), int) else s
-        for i, s in enumerate(spans)
-    ]
+    return [replace(s, length=sure[i], exact=True) if i in sure else s for i, s in enumerate(spans)]
 
 
-def set_races(canvases: Sequence[Canvas], chosen: dict[int, int | tuple[int, ...]]) -> None:
+def set_races(canvases: Sequence[Canvas], race: dict[int, tuple[int, ...]]) -> None:
     """Give each span the head is not sure of the lengths to race should its fill fail."""
     for canvas in canvases:
         for slots in canvas.spans:
-            if isinstance(race := chosen.get(slots.index), tuple):
-                slots.race = race
+            if slots.index in race:
+                slots.race = race[slots.index]

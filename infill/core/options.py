@@ -74,8 +74,9 @@ class SamplerOptions:
     #                           depth where the code around it allows several
     #                           (infill/core/indents.py)
     length_head: bool = True  # a hole the model's length head is sure of is decoded with
-    #                           exactly its length (infill/core/head_lengths.py); a model
-    #                           without a length head ignores it
+    #                           exactly its length, another whose fill fails its checks
+    #                           races the head's likeliest lengths
+    #                           (infill/core/head_lengths.py); a model without one ignores it
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
