@@ -57,6 +57,13 @@ ALL = (*SHAPES, "real", "real-cursor")
 LINE_SHAPES = {"whole-line", "block", "real"}  # indentation and line break in the hole
 
 
+def truth_token_count(den, ex, options: infill.SamplerOptions) -> int:  # noqa: ANN001
+    """What the model writes of a hole's truth, in tokens: its code alone where the engine
+    frames a span of whole lines (its indentation and line break are the engine's)."""
+    framed = options.line_holes and is_whole_lines(ex.text, Span(ex.start, ex.end))
+    return len(den.encode(framed_code(ex.truth) if framed else ex.truth))
+
+
 def same_lines(fill: str, truth: str) -> bool:
     """Exact match of a hole that holds its indentation and line breaks."""
     return [ln.rstrip() for ln in fill.split("\n")] == [ln.rstrip() for ln in truth.split("\n")]
@@ -78,9 +85,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
     den = load_denoiser(args.model)
 
-    def truth_tokens(ex) -> int:  # noqa: ANN001 - what the model writes of the truth
-        framed = options.line_holes and is_whole_lines(ex.text, Span(ex.start, ex.end))
-        return len(den.encode(framed_code(ex.truth) if framed else ex.truth))
+    def truth_tokens(ex) -> int:  # noqa: ANN001
+        return truth_token_count(den, ex, options)
 
     command = ["python -m benchmarks.eval_shapes", *(sys.argv[1:] if argv is None else argv)]
     results: dict = {

@@ -30,14 +30,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from benchmarks.eval_shapes import checkpoint
+from benchmarks.eval_shapes import checkpoint, truth_token_count
 from benchmarks.heldout import EDITOR_WINDOW, HELDOUT_WINDOW_CHARS, load_test_files
+from benchmarks.length_study import first_canvas, length_prior
 from benchmarks.results_file import write_results
 from benchmarks.shapes import shape_examples
 from diffusion_infill import infill
-from diffusion_infill.infill.core.engine import prepare_fill
-from diffusion_infill.infill.core.lines import framed_code, is_whole_lines
-from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.model.length_head import (
     CLASSES,
     SLOTS,
@@ -49,7 +47,8 @@ from diffusion_infill.model.loading import default_model_dir, load_denoiser
 SHAPES = ("cursor", "whole-line", "part-of-line")
 WINDOWS = {"700": HELDOUT_WINDOW_CHARS, "editor": EDITOR_WINDOW}
 # chosen on validation loss among widths 32-256, learning rates 1e-4-1e-3, decay 0.05-0.1
-# (docs/ARCHITECTURE.md, "The length head"): the smallest learnt as much as any
+# (docs/ARCHITECTURE.md, "A length head read from the first pass"): the smallest learnt
+# as much as any
 HIDDEN, LR, WEIGHT_DECAY = 32, 1e-3, 0.1
 
 
@@ -57,23 +56,16 @@ def hole_features(den, ex, options: infill.SamplerOptions) -> tuple | None:  # n
     """(slot states, null log-probs, true length) of one hole's default allocation, or
     None where the engine gives it another (a window too tight to hold 16 slots)."""
     span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
-    before = neutralise(ex.text, [span])
-    fill = prepare_fill(
-        ex.text, [span], denoiser=den, options=options, rewrite=True, parse_text=before
-    )
-    canvas = fill.job.canvases[0]
-    first = canvas.offsets()[0]
-    if len(canvas.spans[0].ids) != SLOTS:
+    ids, slots = first_canvas(den, ex.text, span, options)
+    if len(slots) != SLOTS:
         return None
-    states, null = den.slot_features([canvas.ids()], [[list(range(first, first + SLOTS))]])
-    framed = options.line_holes and is_whole_lines(ex.text, infill.Span(ex.start, ex.end))
-    true_len = len(den.encode(framed_code(ex.truth) if framed else ex.truth))
-    return states[0].half(), null[0], true_len
+    states, null = den.slot_features([ids], [[slots]])
+    return states[0].half(), null[0], truth_token_count(den, ex, options)
 
 
 def collect(den, files: list[str], n: int, seed: int) -> dict[str, torch.Tensor]:  # noqa: ANN001
     """Features of `n` holes per shape and window, with each hole's shape and window."""
-    options = infill.SamplerOptions()
+    options = infill.SamplerOptions(length_head=False)  # a head already there: its slots
     states, nulls, lengths, groups = [], [], [], []
     for wi, (wname, chars) in enumerate(WINDOWS.items()):
         for si, shape in enumerate(SHAPES):
@@ -134,11 +126,9 @@ def classes(lengths: torch.Tensor) -> torch.Tensor:
 
 
 def first_pass_prior(nulls: torch.Tensor) -> torch.Tensor:
-    """log P(length) from the network's own null probabilities at the first pass: the
-    first null at slot L + 1 after L slots that are not."""
-    not_null = torch.log1p(-nulls.exp().clamp(max=1 - 1e-6))
-    before = torch.cumsum(torch.cat([torch.zeros(len(nulls), 1), not_null], dim=1), dim=1)
-    return torch.cat([before[:, :SLOTS] + nulls, before[:, SLOTS:]], dim=1)
+    """log P(length = 0..16) from the network's own null probabilities at the first pass
+    (benchmarks/length_study.py `length_prior`), one row per hole."""
+    return torch.tensor([[length_prior(row, n) for n in range(CLASSES)] for row in nulls.tolist()])
 
 
 def accuracy(head: LengthHead, valid: dict[str, torch.Tensor]) -> dict[str, dict]:

@@ -125,7 +125,7 @@ def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
     }
 
 
-def _length_prior(null_lp: list[float], length: int) -> float:
+def length_prior(null_lp: list[float], length: int) -> float:
     """log P(fill length = L) from the first pass's null probabilities."""
     not_null = [math.log1p(-min(math.exp(v), 1 - 1e-9)) for v in null_lp]
     if length > len(null_lp):
@@ -154,7 +154,7 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
                 "mean": float(np.mean(d["logp"])) if d["logp"] else -99.0,
                 "csum": float(sum(d["commit"])),
                 "cmean": float(np.mean(d["commit"])) if d["commit"] else -99.0,
-                "prior": _length_prior(null_lp, L),
+                "prior": length_prior(null_lp, L),
                 "nfe": d["nfe"],
                 "in_set": L in lengths,
             }
