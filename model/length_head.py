@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 log = logging.getLogger(__name__)
@@ -71,13 +71,17 @@ def save_length_head(head: LengthHead, directory: Path, network: str) -> Path:
 
 def load_length_head(directory: Path, width: int, network: str) -> LengthHead | None:
     """The length head beside a model's weights, or None when the directory has none or
-    the head was fit on another network (logged). ValueError when the file does not fit
-    a network of this `width`."""
+    the head was fit on another network (logged). ValueError when the file cannot be read
+    or does not fit a network of this `width`."""
     path = Path(directory) / LENGTH_HEAD
     if not path.is_file():
         return None
-    with safe_open(str(path), "pt") as fh:
-        fitted = (fh.metadata() or {}).get("network")
+    try:
+        with safe_open(str(path), "pt") as fh:
+            fitted = (fh.metadata() or {}).get("network")
+            tensors = {name: fh.get_tensor(name) for name in fh.keys()}  # noqa: SIM118
+    except Exception as exc:  # not a safetensors file, truncated, unreadable
+        raise ValueError(f"{path} cannot be read as a length head: {exc}") from exc
     if fitted != network:
         log.warning(
             "%s was fit on other weights (%s, these are %s): no length head; refit it with "
@@ -87,11 +91,9 @@ def load_length_head(directory: Path, width: int, network: str) -> LengthHead | 
             network or "unnamed",
         )
         return None
-    tensors = load_file(str(path))
-    hidden = tensors["features.1.weight"].shape[0]
-    head = LengthHead(width, hidden)
     try:
+        head = LengthHead(width, tensors["features.1.weight"].shape[0])
         head.load_state_dict(tensors)
-    except RuntimeError as exc:
+    except (KeyError, RuntimeError) as exc:
         raise ValueError(f"{path} does not fit this model (width {width}): {exc}") from exc
     return head.eval()

@@ -128,6 +128,16 @@ def test_a_head_of_another_width_is_refused_with_the_file_named(
         load_denoiser(model)
 
 
+def test_an_unreadable_head_file_is_refused_with_the_file_named(
+    tiny_model_dir: Path, tmp_path: Path
+):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "length_head.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ModelLoadError, match="length_head.safetensors cannot be read"):
+        load_denoiser(model)
+
+
 def test_a_head_fit_on_other_weights_is_not_used_and_the_log_says_so(
     tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ):
