@@ -25,6 +25,12 @@ from torch.nn.utils.rnn import pad_sequence
 
 from diffusion_infill.model.cache import CachedModernBert, ContextCache, LayerKV, rope
 
+# Canvases of one call whose cached passes run as one batch, in padded tokens (canvases
+# times the longest): a partial pass holds every layer's padded keys and values of its
+# batch, a full pass its (canvases x heads x T x T) attention scores.
+PARTIAL_BATCH_TOKENS = 1 << 16
+FULL_BATCH_TOKENS = 1 << 12
+
 
 def _masks(
     cached: CachedModernBert, positions: torch.Tensor, lengths: torch.Tensor, dtype: torch.dtype
@@ -164,3 +170,18 @@ def _fresh_caches(
         )
         for i, t in enumerate(ids)
     ]
+
+
+def chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """`indices` in runs whose count times longest length stays within `budget` (a run of
+    one where a single canvas is over it)."""
+    out: list[list[int]] = []
+    longest = 0
+    for i, n in zip(indices, lengths, strict=True):
+        if out and (len(out[-1]) + 1) * max(longest, n) <= budget:
+            out[-1].append(i)
+            longest = max(longest, n)
+        else:
+            out.append([i])
+            longest = n
+    return out

@@ -71,10 +71,12 @@ class Denoiser(Protocol):
 
     A denoiser may also have `forget(key)`: the engine calls it with a CacheHint key once
     that canvas is done, so cached entries can be dropped. And a length head
-    (model/length_head.py): `length_slots` > 0 and `fill_lengths(canvases, slots)`, the
-    log-probabilities of each hole's length (0..length_slots - 1 tokens, then "that many or
-    more") from one pass over canvases whose holes hold `length_slots` masked slots each;
-    the engine asks only a denoiser whose `length_slots` is its default allocation."""
+    (model/length_head.py): `length_slots` > 0 and `first_pass(canvases, positions, hints,
+    slots)`, the logits `logits` gives and, from the same pass, the log-probabilities of
+    each hole's length (0..length_slots - 1 tokens, then "that many or more"), each hole
+    given by the positions of its `length_slots` masked slots (model/first_pass.py); the
+    engine asks it for a job's first step, and only where `length_slots` is its default
+    allocation."""
 
     name: str  # shown in stats and `info`
     special: SpecialIds

@@ -24,6 +24,7 @@ from tokenizers import Tokenizer
 from diffusion_infill.model import cache_batch
 from diffusion_infill.model.cache import CachedModernBert, ContextCache
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
+from diffusion_infill.model.first_pass import FirstPass
 from diffusion_infill.model.hf_loading import (
     load_network,
     load_tokenizer,
@@ -52,14 +53,9 @@ CARRY_LIMIT = 8
 # Memory the context entries may hold: a 512-token canvas of the shipped model takes 6 MiB
 # in fp32 (6 layers of keys and values), so about 170 canvases.
 CACHE_BYTES = 1 << 30
-# Canvases of one call whose cached passes run as one batch, in padded tokens (canvases
-# times the longest): a partial pass holds every layer's padded keys and values of its
-# batch, a full pass its (canvases x heads x T x T) attention scores.
-PARTIAL_BATCH_TOKENS = 1 << 16
-FULL_BATCH_TOKENS = 1 << 12
 
 
-class HFDenoiser:
+class HFDenoiser(FirstPass):
     """A masked diffusion LM on one device, answering logits at requested positions."""
 
     def __init__(
@@ -190,9 +186,12 @@ class HFDenoiser:
             out[i] = arr
         # Canvases whose passes are alike run as one batch (model/cache_batch.py): a step
         # of a request of many windows is then a few passes, not one per window.
-        for kind, budget in (("partial", PARTIAL_BATCH_TOKENS), ("full", FULL_BATCH_TOKENS)):
+        for kind, budget in (
+            ("partial", cache_batch.PARTIAL_BATCH_TOKENS),
+            ("full", cache_batch.FULL_BATCH_TOKENS),
+        ):
             alike = sorted(groups[kind], key=lambda i: len(canvases[i]))  # less padding
-            for chunk in _chunks(alike, [len(canvases[i]) for i in alike], budget):
+            for chunk in cache_batch.chunks(alike, [len(canvases[i]) for i in alike], budget):
                 arrays = self._many(
                     [canvases[i] for i in chunk],
                     [positions[i] for i in chunk],
@@ -255,57 +254,6 @@ class HFDenoiser:
                 self._keep(hint.carry, entry)  # for the next request of that name
         bounds = np.cumsum([0] + [len(p) for p in positions])
         return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-    def fill_lengths(
-        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
-    ) -> list[np.ndarray]:
-        """Log-probabilities of each hole's length (model/length_head.py): for canvas i, an
-        array (len(slots[i]), 17) over 0..15 tokens and "16 or more", one row per hole,
-        each hole given by the canvas positions of its 16 masked slots. One forward pass
-        per canvas. RuntimeError when the model has no length head."""
-        if self.length_head is None:
-            raise RuntimeError(f"{self.name} has no length head")
-        states, null = self.slot_features(canvases, slots)
-        with torch.inference_mode():
-            out = torch.log_softmax(self.length_head(states, null), dim=-1).numpy()
-        bounds = np.cumsum([0] + [len(per) for per in slots])
-        return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-    @torch.inference_mode()
-    def slot_features(
-        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """What the length head reads of each hole (`slots` as in `fill_lengths`): the
-        prediction head's output at its 16 slots (holes, 16, width) and their `<null>`
-        log-probabilities (holes, 16), float32, in one forward pass per canvas."""
-        if not self._sparse_head:
-            raise RuntimeError(f"{self.name} has no prediction head to read slots from")
-        holes = [list(p) for per in slots for p in per]
-        if any(len(p) != SLOTS for p in holes):
-            raise ValueError(f"the length head reads exactly {SLOTS} slots per hole")
-        where = [[j for p in per for j in p] for per in slots]
-        ids, attn, rows, cols = self._padded(canvases, where)
-        with self._autocast:
-            hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
-            heads = self.model.head(hidden[rows, cols])
-            null = torch.log_softmax(self.model.decoder(heads).float(), dim=-1)
-        states = heads.float().reshape(len(holes), SLOTS, -1).cpu()
-        return states, null[:, self.special.null].reshape(len(holes), SLOTS).cpu()
-
-    def _padded(
-        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
-    ) -> tuple[torch.Tensor, ...]:
-        """`canvases` as one padded batch: ids, attention mask, and the (row, column) of
-        every position asked for, on the device."""
-        width = max(len(c) for c in canvases)
-        ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
-        attn = torch.zeros((len(canvases), width), dtype=torch.long)
-        for i, c in enumerate(canvases):
-            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
-            attn[i, : len(c)] = 1
-        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long)
-        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long)
-        return tuple(t.to(self.device) for t in (ids, attn, rows, cols))
 
     def _project(self, hidden: torch.Tensor) -> np.ndarray:
         """Logits (N, V) from final hidden states (N, H)."""
@@ -370,18 +318,3 @@ class HFDenoiser:
             result.append(flat[start : start + len(p)])
             start += len(p)
         return result
-
-
-def _chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
-    """`indices` in runs whose count times longest length stays within `budget` (a run of
-    one where a single canvas is over it)."""
-    out: list[list[int]] = []
-    longest = 0
-    for i, n in zip(indices, lengths, strict=True):
-        if out and (len(out[-1]) + 1) * max(longest, n) <= budget:
-            out[-1].append(i)
-            longest = max(longest, n)
-        else:
-            out.append([i])
-            longest = n
-    return out

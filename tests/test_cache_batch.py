@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import ModernBertForMaskedLM
 
-from diffusion_infill.model import cache_batch, hf
+from diffusion_infill.model import cache_batch
 from diffusion_infill.model.cache import CachedModernBert, ContextCache
 from diffusion_infill.model.denoiser import CacheHint, SpecialIds
 from diffusion_infill.model.hf import HFDenoiser
@@ -153,8 +153,8 @@ def test_mixed_calls_and_small_budgets_still_match(monkeypatch: pytest.MonkeyPat
     # a budget that splits the batches (into pairs and singles) serves each as alone.
     model = _model()
     alone, together = _denoiser(model), _denoiser(model)
-    monkeypatch.setattr(hf, "PARTIAL_BATCH_TOKENS", 2 * 90)
-    monkeypatch.setattr(hf, "FULL_BATCH_TOKENS", 2 * 90)
+    monkeypatch.setattr(cache_batch, "PARTIAL_BATCH_TOKENS", 2 * 90)
+    monkeypatch.setattr(cache_batch, "FULL_BATCH_TOKENS", 2 * 90)
     doc = _canvases(1)[2]
     for den in (alone, together):  # an earlier request left entries under "doc"
         den.logits([doc], [[5]], [CacheHint(("old", 0), (5,), True, carry="doc")])

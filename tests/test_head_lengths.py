@@ -17,6 +17,7 @@ from fakes import MASK, TargetDenoiser
 
 from diffusion_infill.infill import OptionError, Span, fill_spans, fill_text
 from diffusion_infill.infill.core.head_lengths import MIN_PROBABILITY
+from diffusion_infill.model.denoiser import CacheHint
 from diffusion_infill.model.length_head import CLASSES, SLOTS, LengthHead, save_length_head
 from diffusion_infill.model.loading import ModelLoadError, load_denoiser
 
@@ -33,13 +34,18 @@ class HeadDenoiser(TargetDenoiser):
         self.length, self.probability = length, probability
         self.asked: list[tuple[list[list[int]], list[list[list[int]]]]] = []
 
-    def fill_lengths(
-        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
-    ) -> list[np.ndarray]:
+    def first_pass(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None,
+        slots: Sequence[Sequence[Sequence[int]]],
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         self.asked.append(([list(c) for c in canvases], [[list(p) for p in s] for s in slots]))
         row = np.full(CLASSES, (1 - self.probability) / (CLASSES - 1))
         row[self.length] = self.probability
-        return [np.log(np.tile(row, (len(s), 1))) for s in slots]
+        lengths = [np.log(np.tile(row, (len(s), 1))) for s in slots]
+        return self.logits(canvases, positions, hints), lengths
 
 
 def test_a_hole_the_head_is_sure_of_gets_exactly_its_length():
@@ -49,13 +55,16 @@ def test_a_hole_the_head_is_sure_of_gets_exactly_its_length():
     ((canvases, slots),) = den.asked  # one pass over the default allocation, all masked
     (positions,) = slots[0]
     assert len(positions) == SLOTS and {canvases[0][p] for p in positions} == {MASK}
-    assert r.stats.nfe == den.nfe + 1  # the head's pass is counted
+    assert r.stats.nfe == den.nfe == 2  # the head's pass (then planned again) and one step
 
 
-def test_an_unsure_head_leaves_the_length_to_the_network():
+def test_an_unsure_head_leaves_the_length_to_the_network_at_no_pass_of_its_own():
     den = HeadDenoiser(["w * h  # the area"], length=5, probability=MIN_PROBABILITY - 0.05)
-    assert fill_text(CODE, denoiser=den).fills[0].text == "w * h  # the area"
+    r = fill_text(CODE, denoiser=den)
+    assert r.fills[0].text == "w * h  # the area"
     assert len(den.asked) == 1
+    off = fill_text(CODE, denoiser=den, length_head=False)
+    assert r.stats.nfe == off.stats.nfe == den.nfe // 2  # its pass was the first step
 
 
 def test_where_the_head_is_unsure_a_failing_fill_races_its_likeliest_lengths():
@@ -177,3 +186,43 @@ def test_fit_length_head_refuses_bad_arguments(run_benchmark, tmp_path: Path):
     assert done.returncode == 2 and "must be >= 1" in done.stderr
     done = run_benchmark("fit_length_head", "--corpus", str(tmp_path))
     assert done.returncode == 2 and "train.jsonl not found" in done.stderr
+
+
+def test_the_heads_pass_is_the_decodes_first_step_with_the_tiny_model(
+    tiny_model_dir: Path, tmp_path: Path
+):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    plain = load_denoiser(model, dtype="fp32")
+    torch.manual_seed(0)  # an untrained head: about 1/17 on each length, never sure
+    save_length_head(LengthHead(plain.model.config.hidden_size), model, plain.network)
+    den = load_denoiser(model, dtype="fp32")
+    asked = []
+    first_pass = den.first_pass
+    den.first_pass = lambda *a: asked.append(a[3]) or first_pass(*a)  # type: ignore[method-assign]
+    text = "def f(a, b):\n    c = <mask>\n    return c\n\nx = <mask>\n"
+    for refresh in (0, 4):  # the network's forward, and the cached model's full pass
+        on = fill_text(text, denoiser=den, cache_refresh=refresh)
+        off = fill_text(text, denoiser=den, cache_refresh=refresh, length_head=False)
+        assert on.text == off.text
+        assert on.stats.nfe == off.stats.nfe and on.trace == off.trace
+    assert [sum(map(len, slots)) for slots in asked] == [2, 2]  # both holes read, each time
+
+
+def test_a_first_pass_reads_no_kept_entries(tiny_model_dir: Path, tmp_path: Path):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    plain = load_denoiser(model, dtype="fp32")
+    save_length_head(LengthHead(plain.model.config.hidden_size), model, plain.network)
+    den = load_denoiser(model, dtype="fp32")
+    canvas = den.encode("x = ") + [den.special.mask] * SLOTS + den.encode("\n")
+    hole, slots = list(range(4, 4 + SLOTS)), [[list(range(4, 4 + SLOTS))]]
+    full = CacheHint(key="a", active=tuple(hole), refresh=True)
+    logits, lengths = den.first_pass([canvas], [hole], [full], slots)
+    assert logits[0].shape == (SLOTS, den.vocab_size) and lengths[0].shape == (1, CLASSES)
+    np.testing.assert_allclose(logits[0], den.logits([canvas], [hole])[0], atol=1e-4)
+    again = CacheHint(key="a", active=tuple(hole), refresh=False)  # would read "a"'s entries
+    with pytest.raises(ValueError, match="every hint must ask a full pass"):
+        den.first_pass([canvas], [hole], [again], slots)
+    with pytest.raises(ValueError, match="for every canvas or for none"):
+        den.first_pass([canvas, canvas], [hole, hole], [full, None], slots * 2)

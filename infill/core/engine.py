@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from diffusion_infill.infill.core.allocation import Allocation, allocate, window_canvases
@@ -27,7 +26,12 @@ from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
-from diffusion_infill.infill.core.head_lengths import head_lengths, set_races, sure_spans
+from diffusion_infill.infill.core.head_lengths import (
+    asked_holes,
+    first_step,
+    set_races,
+    sure_spans,
+)
 from diffusion_infill.infill.core.indents import model_indents
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
@@ -44,6 +48,8 @@ from diffusion_infill.infill.core.spans import (
 from diffusion_infill.infill.core.spans import check_decided as _check_decided
 from diffusion_infill.infill.core.window import Layout, Window, plan_windows
 from diffusion_infill.model.denoiser import Denoiser
+
+Job = DenoiseJob | CandidateJob
 
 PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines
 
@@ -72,11 +78,9 @@ def _planned(
     options: SamplerOptions,
     rewrite: bool,
     parse_text: str | None,
-) -> tuple[list[Span], list[Allocation], list[Window], list[Canvas], int]:
+) -> tuple[list[Allocation], list[Window], list[Canvas]]:
     """Each span's allocation, the windows that hold the spans (scope-aware when
-    `parse_text` is given: the text to parse), and each window's canvas; the spans as
-    planned (a length head may fix some holes' lengths: infill/core/head_lengths.py) and
-    the forward passes that took."""
+    `parse_text` is given: the text to parse), and each window's canvas."""
     budget = denoiser.max_length
     if options.window_tokens is not None:
         budget = min(budget, options.window_tokens)
@@ -110,14 +114,7 @@ def _planned(
         frames=frames,
         selection_lines=options.selection_lines,
     )
-    chosen, passes = head_lengths(canvases, allocs, frames, denoiser, options)
-    if (sure := sure_spans(spans, chosen.sure)) is not None:  # planned again, those exact
-        again = replace(options, length_head=False)
-        spans, allocs, windows, canvases, _ = _planned(
-            text, sure, frames, decided, denoiser, again, rewrite, parse_text
-        )
-    set_races(canvases, chosen.race)
-    return spans, allocs, windows, canvases, passes
+    return allocs, windows, canvases
 
 
 def _job(
@@ -125,13 +122,12 @@ def _job(
     before: str,
     spans: list[Span],
     canvases: list[Canvas],
-    *,
     denoiser: Denoiser,
     options: SamplerOptions,
     language: str | None,
     ends: Ends,
     frames: Sequence[Frame | None],
-) -> DenoiseJob | CandidateJob:
+) -> Job:
     """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
     (infill/core/candidates.py)."""
     # a span whose fill already writes the code after it, or its last line, again has
@@ -207,8 +203,8 @@ def prepare_fill(
     parse_text: str | None = None,
     decided: Sequence[list[int] | None] | None = None,
 ) -> PreparedFill:
-    """Validate spans, choose windows, build canvases and the job. No forward pass yet but
-    a whole-line span's depth (indents.py) and holes' lengths by a length head (head_lengths.py).
+    """Validate spans, choose windows, build canvases and the job. Passes made here: a
+    whole-line span's depth (indents.py); with a length head, the job's first (head_lengths.py).
 
     Args:
         text: the original text.
@@ -229,21 +225,21 @@ def prepare_fill(
     before = parse_text if parse_text is not None else text
     frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language)
     parse = before if language == PYTHON else None  # scope-aware windows for Python
-    planned, allocs, windows, canvases, passes = _planned(
-        text, ordered, frames, chosen, denoiser, options, rewrite, parse
-    )
-    ends = _ends(text, planned, allocs, frames, options, language)
-    job = _job(
-        text,
-        before,
-        ordered,
-        canvases,
-        denoiser=denoiser,
-        options=options,
-        language=language,
-        ends=ends,
-        frames=frames,
-    )
+
+    def plan(planned: list[Span]) -> tuple[list[Allocation], list[Window], list[Canvas], Ends, Job]:
+        allocs, windows, canvases = _planned(
+            text, planned, frames, chosen, denoiser, options, rewrite, parse
+        )
+        ends = _ends(text, planned, allocs, frames, options, language)
+        job = _job(text, before, ordered, canvases, denoiser, options, language, ends, frames)
+        return allocs, windows, canvases, ends, job
+
+    allocs, windows, canvases, ends, job = plan(ordered)
+    asked = asked_holes(canvases, allocs, frames, denoiser, options)
+    head, passes = first_step(job, canvases, asked, denoiser, options)  # job's step 1
+    if (sure := sure_spans(ordered, head.sure)) is not None:
+        _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
+        set_races(canvases, head.race)  # the others race its lengths should they fail
     return PreparedFill(
         text,
         ordered,

@@ -1,0 +1,173 @@
+"""A hole's length and a job's first step from one forward pass (HFDenoiser's length head).
+
+The length head (model/length_head.py) reads the first pass over a hole's 16 masked slots.
+That pass is the one the decode's first step makes anyway: the same canvas, every slot
+masked. `first_pass` answers both from it, the logits a job's first step asks for (with the
+context entries its cache hints name kept, as `HFDenoiser.logits` keeps them) and each
+hole's length log-probabilities, so that asking the head costs no pass of its own.
+`fill_lengths` is the head alone (what the benchmarks read), `slot_features` what it reads
+(what `benchmarks/fit_length_head.py` fits it on).
+
+A first step with cache hints runs the cached model's full pass (model/cache_batch.py), one
+without runs the network's own forward, as `logits` would; the head reads whichever ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from diffusion_infill.model import cache_batch
+from diffusion_infill.model.denoiser import CacheHint
+from diffusion_infill.model.length_head import SLOTS
+
+if TYPE_CHECKING:
+    from diffusion_infill.model.cache import CachedModernBert, ContextCache
+    from diffusion_infill.model.length_head import LengthHead
+
+
+class FirstPass:
+    """The length head's passes, mixed into model.hf.HFDenoiser."""
+
+    model: Any
+    device: torch.device
+    special: Any
+    name: str
+    length_head: LengthHead | None
+    _sparse_head: bool
+    _autocast: torch.autocast
+    _cached: CachedModernBert | None
+
+    if TYPE_CHECKING:  # HFDenoiser's
+
+        def _route(self, canvas: Sequence[int], hint: CacheHint) -> str: ...
+
+        def _keep(self, key: Any, entry: ContextCache) -> None: ...
+
+    def first_pass(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None,
+        slots: Sequence[Sequence[Sequence[int]]],
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """One forward pass per canvas: the logits `logits(canvases, positions, hints)`
+        gives, and for canvas i an array (len(slots[i]), 17) of its holes' length
+        log-probabilities (0..15 tokens and "16 or more"; each hole the canvas positions of
+        its 16 masked slots; none: an empty array). A hint whose canvas would read kept or
+        carried entries is a ValueError (a first step has none); hints are all given or
+        all None. RuntimeError when the model has no length head."""
+        if self.length_head is None:
+            raise RuntimeError(f"{self.name} has no length head")
+        holes = [list(p) for per in slots for p in per]
+        if any(len(p) != SLOTS for p in holes):
+            raise ValueError(f"the length head reads exactly {SLOTS} slots per hole")
+        wanted = [
+            [*p, *(j for s in per for j in s)] for p, per in zip(positions, slots, strict=True)
+        ]
+        with torch.inference_mode(), self._autocast:
+            flat = self._full_states(canvases, wanted, hints)
+            heads = self.model.head(flat)
+            logits = self.model.decoder(heads).float()
+            rows = np.cumsum([0] + [len(w) for w in wanted])
+            asked = torch.cat(
+                [
+                    torch.arange(a + len(p), b)
+                    for a, b, p in zip(rows[:-1], rows[1:], positions, strict=True)
+                ]
+            )
+            null = torch.log_softmax(logits[asked], dim=-1)[:, self.special.null]
+            states = heads[asked].float().reshape(len(holes), SLOTS, heads.shape[-1])
+        with torch.inference_mode():
+            lengths = torch.log_softmax(
+                self.length_head(states.cpu(), null.reshape(len(holes), SLOTS).cpu()), dim=-1
+            ).numpy()
+        out = logits.cpu().numpy()
+        per_hole = np.cumsum([0] + [len(per) for per in slots])
+        return (
+            [out[a : a + len(p)] for a, p in zip(rows[:-1], positions, strict=True)],
+            [lengths[a:b] for a, b in zip(per_hole[:-1], per_hole[1:], strict=True)],
+        )
+
+    def fill_lengths(
+        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
+    ) -> list[np.ndarray]:
+        """`first_pass`'s length log-probabilities alone, without cache hints."""
+        return self.first_pass(canvases, [[] for _ in canvases], None, slots)[1]
+
+    @torch.inference_mode()
+    def slot_features(
+        self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the length head reads of each hole (`slots` as in `first_pass`): the
+        prediction head's output at its 16 slots (holes, 16, width) and their `<null>`
+        log-probabilities (holes, 16), float32, from the pass `fill_lengths` makes."""
+        if not self._sparse_head:
+            raise RuntimeError(f"{self.name} has no prediction head to read slots from")
+        holes = [list(p) for per in slots for p in per]
+        if any(len(p) != SLOTS for p in holes):
+            raise ValueError(f"the length head reads exactly {SLOTS} slots per hole")
+        where = [[j for p in per for j in p] for per in slots]
+        with self._autocast:
+            heads = self.model.head(self._full_states(canvases, where, None))
+            null = torch.log_softmax(self.model.decoder(heads).float(), dim=-1)
+        states = heads.float().reshape(len(holes), SLOTS, -1).cpu()
+        return states, null[:, self.special.null].reshape(len(holes), SLOTS).cpu()
+
+    def _full_states(
+        self,
+        canvases: Sequence[Sequence[int]],
+        wanted: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None,
+    ) -> torch.Tensor:
+        """Final hidden states at the `wanted` positions of each canvas, concatenated, from
+        a full pass: the cached model's (its entries kept under the hints' keys) when
+        hints are given, else the network's forward."""
+        given = [h for h in hints or () if h is not None]
+        if not given or self._cached is None:
+            if given and len(given) != len(canvases):
+                raise ValueError("cache hints must be given for every canvas or for none")
+            ids, attn, rows, cols = self._padded(canvases, wanted)
+            hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
+            return hidden[rows, cols]
+        if len(given) != len(canvases):
+            raise ValueError("cache hints must be given for every canvas or for none")
+        if any(self._route(c, h) != "full" for c, h in zip(canvases, given, strict=True)):
+            raise ValueError("a first pass reads no kept entries: every hint must ask a full pass")
+        dev = self.device
+        out: list[torch.Tensor] = [torch.empty(0)] * len(canvases)
+        alike = sorted(range(len(canvases)), key=lambda i: len(canvases[i]))  # as `logits`
+        lengths = [len(canvases[i]) for i in alike]
+        for chunk in cache_batch.chunks(alike, lengths, cache_batch.FULL_BATCH_TOKENS):
+            states, fresh = cache_batch.many(
+                self._cached,
+                [torch.tensor(canvases[i], dtype=torch.long, device=dev) for i in chunk],
+                [torch.arange(len(canvases[i]), device=dev) for i in chunk],
+                None,
+                [torch.tensor(wanted[i], dtype=torch.long, device=dev) for i in chunk],
+            )
+            assert fresh is not None
+            for i, state, entry in zip(chunk, states, fresh, strict=True):
+                out[i] = state
+                self._keep(given[i].key, entry)
+                if given[i].refresh and given[i].carry is not None:
+                    self._keep(given[i].carry, entry)  # for the next request of that name
+        return torch.cat(out)
+
+    def _padded(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, ...]:
+        """`canvases` as one padded batch: ids, attention mask, and the (row, column) of
+        every position asked for, on the device."""
+        width = max(len(c) for c in canvases)
+        ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
+        attn = torch.zeros((len(canvases), width), dtype=torch.long)
+        for i, c in enumerate(canvases):
+            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+            attn[i, : len(c)] = 1
+        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long)
+        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long)
+        return tuple(t.to(self.device) for t in (ids, attn, rows, cols))
