@@ -62,35 +62,11 @@ class FirstPass:
         all None. RuntimeError when the model has no length head."""
         if self.length_head is None:
             raise RuntimeError(f"{self.name} has no length head")
-        holes = [list(p) for per in slots for p in per]
-        if any(len(p) != SLOTS for p in holes):
-            raise ValueError(f"the length head reads exactly {SLOTS} slots per hole")
-        wanted = [
-            [*p, *(j for s in per for j in s)] for p, per in zip(positions, slots, strict=True)
-        ]
-        with torch.inference_mode(), self._autocast:
-            flat = self._full_states(canvases, wanted, hints)
-            heads = self.model.head(flat)
-            logits = self.model.decoder(heads).float()
-            rows = np.cumsum([0] + [len(w) for w in wanted])
-            asked = torch.cat(
-                [
-                    torch.arange(a + len(p), b)
-                    for a, b, p in zip(rows[:-1], rows[1:], positions, strict=True)
-                ]
-            )
-            null = torch.log_softmax(logits[asked], dim=-1)[:, self.special.null]
-            states = heads[asked].float().reshape(len(holes), SLOTS, heads.shape[-1])
+        logits, (states, null) = self._pass(canvases, positions, hints, slots)
         with torch.inference_mode():
-            lengths = torch.log_softmax(
-                self.length_head(states.cpu(), null.reshape(len(holes), SLOTS).cpu()), dim=-1
-            ).numpy()
-        out = logits.cpu().numpy()
+            lengths = torch.log_softmax(self.length_head(states, null), dim=-1).numpy()
         per_hole = np.cumsum([0] + [len(per) for per in slots])
-        return (
-            [out[a : a + len(p)] for a, p in zip(rows[:-1], positions, strict=True)],
-            [lengths[a:b] for a, b in zip(per_hole[:-1], per_hole[1:], strict=True)],
-        )
+        return logits, [lengths[a:b] for a, b in zip(per_hole[:-1], per_hole[1:], strict=True)]
 
     def fill_lengths(
         self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
@@ -98,7 +74,6 @@ class FirstPass:
         """`first_pass`'s length log-probabilities alone, without cache hints."""
         return self.first_pass(canvases, [[] for _ in canvases], None, slots)[1]
 
-    @torch.inference_mode()
     def slot_features(
         self, canvases: Sequence[Sequence[int]], slots: Sequence[Sequence[Sequence[int]]]
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,15 +82,39 @@ class FirstPass:
         log-probabilities (holes, 16), float32, from the pass `fill_lengths` makes."""
         if not self._sparse_head:
             raise RuntimeError(f"{self.name} has no prediction head to read slots from")
-        holes = [list(p) for per in slots for p in per]
-        if any(len(p) != SLOTS for p in holes):
+        return self._pass(canvases, [[] for _ in canvases], None, slots)[1]
+
+    @torch.inference_mode()
+    def _pass(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None,
+        slots: Sequence[Sequence[Sequence[int]]],
+    ) -> tuple[list[np.ndarray], tuple[torch.Tensor, torch.Tensor]]:
+        """One full pass: the logits at `positions` per canvas, and what the head reads of
+        each hole of `slots` (as `slot_features` gives it)."""
+        holes = sum(len(per) for per in slots)
+        if any(len(p) != SLOTS for per in slots for p in per):
             raise ValueError(f"the length head reads exactly {SLOTS} slots per hole")
-        where = [[j for p in per for j in p] for per in slots]
+        wanted = [
+            [*p, *(j for s in per for j in s)] for p, per in zip(positions, slots, strict=True)
+        ]
+        rows = np.cumsum([0] + [len(w) for w in wanted])
         with self._autocast:
-            heads = self.model.head(self._full_states(canvases, where, None))
-            null = torch.log_softmax(self.model.decoder(heads).float(), dim=-1)
-        states = heads.float().reshape(len(holes), SLOTS, -1).cpu()
-        return states, null[:, self.special.null].reshape(len(holes), SLOTS).cpu()
+            heads = self.model.head(self._full_states(canvases, wanted, hints))
+            logits = self.model.decoder(heads).float()
+            read = torch.tensor(  # the slots' rows: after each canvas's positions
+                [j for i, p in enumerate(positions) for j in range(rows[i] + len(p), rows[i + 1])],
+                dtype=torch.long,
+            )
+            null = torch.log_softmax(logits[read], dim=-1)[:, self.special.null]
+            states = heads[read].float().reshape(holes, SLOTS, heads.shape[-1])
+        out = logits.cpu().numpy()
+        return (
+            [out[a : a + len(p)] for a, p in zip(rows[:-1], positions, strict=True)],
+            (states.cpu(), null.reshape(holes, SLOTS).cpu()),
+        )
 
     def _full_states(
         self,
