@@ -6,8 +6,9 @@
 Each shape (benchmarks/shapes.py) is filled twice, with the length left to the engine and
 with the true length given, with the command's defaults (`infill fill`: checks, raced
 lengths, context reuse) unless `--engine-only`. `real` is one line per file of packages
-outside the corpus (`python -m benchmarks.real_files` builds data/real_files.jsonl),
-filled as whole-line holes; `real-cursor` the same lines as cursor holes.
+outside the corpus (`python -m benchmarks.real_files` builds data/real_files.jsonl, the
+files benchmarks/real_files.json pins), filled as whole-line holes; `real-cursor` the
+same lines as cursor holes.
 
 Exact match: a cursor or part-of-line fill against the truth, both stripped; a whole-line
 or block fill line by line with its indentation (trailing spaces aside) and the same

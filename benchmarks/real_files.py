@@ -1,25 +1,31 @@
 """Real files: source files of pinned PyPI packages the corpus does not hold.
 
-    python -m benchmarks.real_files     # -> data/real_files.jsonl (once per machine)
+    python -m benchmarks.real_files            # -> data/real_files.jsonl (once per machine)
+    python -m benchmarks.real_files --select   # choose the files again (rewrites MANIFEST)
 
 The held-out test split is a few packages cut from the same pinned set as the training
 data; these are other packages, drawn by a user's eye (small pure-Python libraries in
-wide use), fetched as wheels with `pip download` into data/real_files_cache. A file is
-kept when it has at least 40 lines and at most a fifth of its distinctive lines (over 40
-characters) appear in the corpus's training split (not a vendored copy, say), checked by
-line hashes; at most PER_PACKAGE files of a package. One record per file: {"package",
-"path", "text"}.
+wide use), fetched as wheels with `pip download` into data/real_files_cache. Which files
+make the set is pinned in MANIFEST (benchmarks/real_files.json: package, path and sha256
+of each), so that every machine builds the same set from the wheels alone; a wheel whose
+file differs from the pinned one is an error that names it. `--select` chooses them
+again against the corpus's training split: a file is kept when it has at least 40 lines
+and at most a fifth of its distinctive lines (over 40 characters) appear in the training
+split (not a vendored copy, say), checked by line hashes; at most PER_PACKAGE files of a
+package. One record per file: {"package", "path", "text"}.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from diffusion_infill.model.training.corpus.sources import _download_wheels
+from diffusion_infill.model.training.corpus.sources import _download_wheels, archive_in
 
 # pinned: name -> version (licences: MIT / BSD / Apache-2.0 / PSF)
 PACKAGES = {
@@ -28,7 +34,6 @@ PACKAGES = {
     "xmltodict": "0.13.0",
     "sortedcontainers": "2.4.0",
     "tabulate": "0.9.0",
-    "docopt": "0.6.2",
     "semver": "3.0.2",
     "humanize": "4.9.0",
     "inflection": "0.5.1",
@@ -44,6 +49,7 @@ PACKAGES = {
     "chardet": "5.2.0",
     "docutils": "0.21.2",
 }
+MANIFEST = Path(__file__).with_name("real_files.json")  # the pinned set: package, path, sha256
 PER_PACKAGE = 8  # files kept from one package at most (the first in path order)
 SEEN_SHARE = 0.2  # a file with more of its distinctive lines in the training split is dropped
 
@@ -68,31 +74,68 @@ def mostly_in_training(text: str, seen: set[int]) -> bool:
     return sum(hash(s) in seen for s in lines) > SEEN_SHARE * len(lines)
 
 
-def build(out: Path, cache: Path, corpus: Path) -> list[dict[str, str]]:
+def build(out: Path, cache: Path, corpus: Path | None = None) -> list[dict[str, str]]:
+    """The set, from the wheels in `cache` (fetched when missing): the files MANIFEST
+    pins, or with `corpus` chosen again against its training split (MANIFEST rewritten)."""
     cache.mkdir(parents=True, exist_ok=True)
-    _download_wheels(cache, [f"{n}=={v}" for n, v in PACKAGES.items()])
-    seen = training_lines(corpus)
-    records = []
-    for wheel in sorted(cache.glob("*.whl")):
-        package = wheel.name.split("-")[0].lower()
-        with zipfile.ZipFile(wheel) as zf:
-            for name in sorted(zf.namelist()):
-                if not name.endswith(".py") or "/tests/" in f"/{name}":
-                    continue
-                text = zf.read(name).decode("utf-8", errors="replace")
-                if (
-                    text.count("\n") < 40
-                    or mostly_in_training(text, seen)
-                    or sum(r["package"] == package for r in records) >= PER_PACKAGE
-                ):
-                    continue
-                records.append({"package": package, "path": name, "text": text})
+    missing = [f"{n}=={v}" for n, v in PACKAGES.items() if archive_in(cache, n, v) is None]
+    if missing:
+        _download_wheels(cache, missing)
+    records = _select(cache, training_lines(corpus)) if corpus is not None else _pinned(cache)
+    if corpus is not None:
+        pins = [
+            {"package": r["package"], "path": r["path"], "sha256": _digest(r["text"])}
+            for r in records
+        ]
+        MANIFEST.write_text(json.dumps({"files": pins}, indent=1) + "\n")
     out.write_text("".join(json.dumps(r) + "\n" for r in records))
     print(
         f"{len(records)} files of {len({r['package'] for r in records})} packages -> {out}",
         file=sys.stderr,
     )
     return records
+
+
+def _select(cache: Path, seen: set[int]) -> list[dict[str, str]]:
+    records: list[dict[str, str]] = []
+    for package, name, text in _sources(cache):
+        if (
+            text.count("\n") < 40
+            or mostly_in_training(text, seen)
+            or sum(r["package"] == package for r in records) >= PER_PACKAGE
+        ):
+            continue
+        records.append({"package": package, "path": name, "text": text})
+    return records
+
+
+def _pinned(cache: Path) -> list[dict[str, str]]:
+    """MANIFEST's files, in its order; SystemExit naming a file absent or changed."""
+    found = {(p, n): t for p, n, t in _sources(cache)}
+    records = []
+    for pin in json.loads(MANIFEST.read_text())["files"]:
+        text = found.get((pin["package"], pin["path"]))
+        if text is None or _digest(text) != pin["sha256"]:
+            why = "absent" if text is None else "not the pinned file (sha256 differs)"
+            raise SystemExit(f"{pin['package']} {pin['path']}: {why} in {cache}")
+        records.append({"package": pin["package"], "path": pin["path"], "text": text})
+    return records
+
+
+def _sources(cache: Path) -> Iterator[tuple[str, str, str]]:
+    """(package, path, text) of each .py file outside tests/ of the pinned wheels."""
+    for name, version in sorted(PACKAGES.items()):
+        wheel = archive_in(cache, name, version)
+        if wheel is None:
+            continue
+        with zipfile.ZipFile(wheel) as zf:
+            for path in sorted(zf.namelist()):
+                if path.endswith(".py") and "/tests/" not in f"/{path}":
+                    yield name, path, zf.read(path).decode("utf-8", errors="replace")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def load(path: Path) -> list[str]:
@@ -104,13 +147,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("data/real_files.jsonl"))
     parser.add_argument("--cache", type=Path, default=Path("data/real_files_cache"))
+    parser.add_argument(
+        "--select",
+        action="store_true",
+        help=f"choose the files again against --corpus's training split (rewrites {MANIFEST})",
+    )
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     args = parser.parse_args(argv)
-    if not (args.corpus / "train.jsonl").is_file():
+    if args.select and not (args.corpus / "train.jsonl").is_file():
         parser.error(
             f"{args.corpus}/train.jsonl not found: python -m diffusion_infill.model.training.corpus"
         )
-    build(args.out, args.cache, args.corpus)
+    build(args.out, args.cache, args.corpus if args.select else None)
 
 
 if __name__ == "__main__":
