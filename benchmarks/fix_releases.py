@@ -8,6 +8,7 @@ one's sdist is fetched as well for its changelog.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -325,8 +326,12 @@ def _unseen(records: list[dict], corpus: Path, reasons: Counter) -> list[dict]:
     return out
 
 
-def build_set(out: Path, cache: Path, corpus: Path, pins: dict[str, list[str]]) -> list[dict]:
-    """Fetch, diff and filter (benchmarks/real_fixes.py); write the set to `out`."""
+def build_set(
+    out: Path, cache: Path, corpus: Path | None, pins: dict[str, list[str]], manifest: Path
+) -> list[dict]:
+    """Fetch, diff and filter (benchmarks/real_fixes.py); write the set to `out`: the
+    changes `manifest` pins, or with `corpus` those chosen again against its training
+    split (`manifest` rewritten)."""
     archives = fetch(cache, pins)
     records: list[dict] = []
     reasons: Counter = Counter()
@@ -339,7 +344,12 @@ def build_set(out: Path, cache: Path, corpus: Path, pins: dict[str, list[str]]) 
         sources = {v: read_sources(archives[name, v]) for v in have}
         for old, new in zip(have, have[1:], strict=False):
             records += pair_records(name, old, new, sources[old], sources[new], notes, reasons)
-    kept = _unseen(records, corpus, reasons)
+    if corpus is None:
+        kept = pinned(records, json.loads(manifest.read_text())["changes"])
+    else:
+        kept = _unseen(records, corpus, reasons)
+        changes = [{**_key(r), "sha256": _digest(r["window"])} for r in kept]
+        manifest.write_text(json.dumps({"changes": changes}, indent=1) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r) + "\n" for r in kept))
     by_package = Counter(r["package"] for r in kept)
@@ -347,3 +357,32 @@ def build_set(out: Path, cache: Path, corpus: Path, pins: dict[str, list[str]]) 
     print("  " + ", ".join(f"{p} {n}" for p, n in sorted(by_package.items())), file=sys.stderr)
     print("  dropped: " + ", ".join(f"{k} {n}" for k, n in reasons.most_common()), file=sys.stderr)
     return kept
+
+
+def pinned(records: list[dict], changes: list[dict]) -> list[dict]:
+    """The records `changes` pins, in its order; SystemExit naming those not found (or
+    whose window differs)."""
+    by_key = {tuple(_key(r).values()): r for r in records}
+    kept, missing = [], []
+    for change in changes:
+        r = by_key.get(tuple(change[k] for k in _KEY))
+        if r is None or _digest(r["window"]) != change["sha256"]:
+            missing.append(
+                f"{change['package']} {change['new_version']} {change['path']}:{change['line']}"
+            )
+        else:
+            kept.append(r)
+    if missing:
+        raise SystemExit(f"{len(missing)} pinned changes not found: " + ", ".join(missing[:5]))
+    return kept
+
+
+_KEY = ("package", "old_version", "new_version", "path", "line")
+
+
+def _key(r: dict) -> dict:
+    return {k: r[k] for k in _KEY}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

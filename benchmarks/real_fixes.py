@@ -1,6 +1,7 @@
 """Real one-line fixes: lines that a package's next release changed, and the fixer on them.
 
     python -m benchmarks.real_fixes build          # -> data/real_fixes.jsonl (once)
+    python -m benchmarks.real_fixes build --select # choose the changes again (rewrites MANIFEST)
     python -m benchmarks.real_fixes eval [--n N]   # -> benchmarks/results/real_fixes_<M>Mtok.json
 
 The set: for every pair of consecutive pinned releases (PINS) of small pure-Python
@@ -17,7 +18,11 @@ docs, setup and version files are not read. Then: a window most of whose long li
 (over 40 characters) are in the corpus's training split is dropped, one example is kept
 per (buggy line, fixed line), and at most PER_FILE per file and release pair (more reads
 as a sweep through the file, not as fixes). A package that ships a public benchmark
-(HumanEval, MBPP, QuixBugs, ...) is dropped. Nothing requires the release notes to
+(HumanEval, MBPP, QuixBugs, ...) is dropped. Which changes make the set is pinned in MANIFEST
+(benchmarks/real_fixes.json: release pair, path, line and the window's sha256), so that
+every machine builds the same set from the releases alone (a pinned change not found is
+an error that names it); `build --select` chooses them again against a corpus and
+rewrites the pins. Nothing requires the release notes to
 mention a fix: each record says whether the notes of the newer release (from its sdist's
 changelog) say "fix" (`notes_fix`), and the line of the notes that says it and names the
 changed function or a word of the line (`notes_line`), when there is one.
@@ -45,6 +50,7 @@ from benchmarks.fix_releases import PINS, build_set
 from benchmarks.results_file import write_results
 
 SET = Path("data/real_fixes.jsonl")
+MANIFEST = Path(__file__).with_name("real_fixes.json")  # the pinned changes
 CACHE = Path("data/real_fixes_cache")
 
 
@@ -57,10 +63,15 @@ def _arguments() -> argparse.ArgumentParser:
     build.add_argument("--out", type=Path, default=SET)
     build.add_argument("--cache", type=Path, default=CACHE)
     build.add_argument(
+        "--select",
+        action="store_true",
+        help=f"choose the changes again against --corpus (rewrites {MANIFEST})",
+    )
+    build.add_argument(
         "--corpus",
         type=Path,
         default=Path("data/corpus_v2"),
-        help="the corpus whose training split windows must not come from",
+        help="with --select: the corpus whose training split windows must not come from",
     )
     run = sub.add_parser("eval", help="run the fixer on the set")
     run.add_argument("--set", type=Path, default=SET, help=f"the set (default {SET})")
@@ -83,12 +94,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.command is None:
         parser.error("say what to do: build (write the set) or eval (run the fixer on it)")
     if args.command == "build":
-        if not (args.corpus / "train.jsonl").is_file():
+        if args.select and not (args.corpus / "train.jsonl").is_file():
             parser.error(
                 f"{args.corpus}/train.jsonl not found: "
                 "python -m diffusion_infill.model.training.corpus"
             )
-        build_set(args.out, args.cache, args.corpus, PINS)
+        build_set(args.out, args.cache, args.corpus if args.select else None, PINS, MANIFEST)
         return
     if args.n is not None and args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
 from worker_fake_main import WorkerFake
 
+from benchmarks import fix_releases
 from benchmarks.fix_eval import changed_range
-from benchmarks.fix_releases import SKIP_PATH, notes_mention, notes_section
+from benchmarks.fix_releases import SKIP_PATH, build_set, notes_mention, notes_section
 from benchmarks.one_line_fixes import one_line_changes
 from diffusion_infill.infill.core.results import TokenScore
 from diffusion_infill.infill.core.suspect_lines import rank_lines
@@ -69,6 +71,33 @@ def test_a_one_line_fix_is_kept_with_its_windows() -> None:
     assert [a for a, b in zip(lines, fixed, strict=True) if a != b] == [change.old_line]
     assert change.window in OLD and change.fixed_window in new
     assert change.words_changed == 1
+
+
+def test_the_set_is_the_changes_its_manifest_pins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wheels = {}
+    for version, text in (("1.0", OLD), ("1.1", _edit(OLD, "len(items) - 2", "len(items) - 1"))):
+        wheels["pkg", version] = tmp_path / f"pkg-{version}-py3-none-any.whl"
+        with zipfile.ZipFile(wheels["pkg", version], "w") as zf:
+            zf.writestr("pkg/mod.py", text)
+    monkeypatch.setattr(fix_releases, "fetch", lambda cache, pins: wheels)
+    corpus, manifest, pins = (
+        tmp_path / "corpus",
+        tmp_path / "real_fixes.json",
+        {"pkg": ["1.0", "1.1"]},
+    )
+    corpus.mkdir()
+    (corpus / "train.jsonl").write_text(json.dumps({"text": "x = 1\n"}) + "\n")
+    chosen = build_set(tmp_path / "a.jsonl", tmp_path, corpus, pins, manifest)  # --select
+    assert [r["fixed_line"] for r in chosen] == ["    return items[len(items) - 1]"]
+    assert build_set(tmp_path / "b.jsonl", tmp_path, None, pins, manifest) == chosen
+    assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "a.jsonl").read_text()
+    pinned = json.loads(manifest.read_text())
+    pinned["changes"][0]["line"] += 1  # a change these releases do not hold
+    manifest.write_text(json.dumps(pinned))
+    with pytest.raises(SystemExit, match="1 pinned changes not found: pkg 1.1 pkg/mod.py:"):
+        build_set(tmp_path / "c.jsonl", tmp_path, None, pins, manifest)
 
 
 def test_changes_that_are_not_fixes_are_dropped() -> None:
@@ -233,7 +262,7 @@ def test_bad_arguments_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     assert zero.returncode == 2 and "--n" in zero.stderr
     empty = run_benchmark("real_fixes", "eval", "--set", str(tmp_path / "fixes.jsonl"))
     assert empty.returncode == 2 and "no examples" in empty.stderr
-    corpus = run_benchmark("real_fixes", "build", "--corpus", str(tmp_path / "nowhere"))
+    corpus = run_benchmark("real_fixes", "build", "--select", "--corpus", str(tmp_path / "nowhere"))
     assert corpus.returncode == 2
     assert "python -m diffusion_infill.model.training.corpus" in corpus.stderr
 
