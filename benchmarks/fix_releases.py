@@ -8,7 +8,6 @@ one's sdist is fetched as well for its changelog.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
@@ -19,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.one_line_fixes import one_line_changes
-from benchmarks.real_files import mostly_in_training, training_lines
+from benchmarks.real_files import digest, mostly_in_training, training_lines
 from diffusion_infill.model.training.corpus.sources import _pip_download, archive_in
 
 _P = {
@@ -348,7 +347,7 @@ def build_set(
         kept = pinned(records, json.loads(manifest.read_text())["changes"])
     else:
         kept = _unseen(records, corpus, reasons)
-        changes = [{**_key(r), "sha256": _digest(r["window"])} for r in kept]
+        changes = [{**_key(r), "sha256": digest(r["window"])} for r in kept]
         manifest.write_text(json.dumps({"changes": changes}, indent=1) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r) + "\n" for r in kept))
@@ -366,7 +365,7 @@ def pinned(records: list[dict], changes: list[dict]) -> list[dict]:
     kept, missing = [], []
     for change in changes:
         r = by_key.get(tuple(change[k] for k in _KEY))
-        if r is None or _digest(r["window"]) != change["sha256"]:
+        if r is None or digest(r["window"]) != change["sha256"]:
             missing.append(
                 f"{change['package']} {change['new_version']} {change['path']}:{change['line']}"
             )
@@ -382,7 +381,3 @@ _KEY = ("package", "old_version", "new_version", "path", "line")
 
 def _key(r: dict) -> dict:
     return {k: r[k] for k in _KEY}
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

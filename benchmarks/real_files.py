@@ -84,7 +84,7 @@ def build(out: Path, cache: Path, corpus: Path | None = None) -> list[dict[str, 
     records = _select(cache, training_lines(corpus)) if corpus is not None else _pinned(cache)
     if corpus is not None:
         pins = [
-            {"package": r["package"], "path": r["path"], "sha256": _digest(r["text"])}
+            {"package": r["package"], "path": r["path"], "sha256": digest(r["text"])}
             for r in records
         ]
         MANIFEST.write_text(json.dumps({"files": pins}, indent=1) + "\n")
@@ -115,7 +115,7 @@ def _pinned(cache: Path) -> list[dict[str, str]]:
     records = []
     for pin in json.loads(MANIFEST.read_text())["files"]:
         text = found.get((pin["package"], pin["path"]))
-        if text is None or _digest(text) != pin["sha256"]:
+        if text is None or digest(text) != pin["sha256"]:
             why = "absent" if text is None else "not the pinned file (sha256 differs)"
             raise SystemExit(f"{pin['package']} {pin['path']}: {why} in {cache}")
         records.append({"package": pin["package"], "path": pin["path"], "text": text})
@@ -134,7 +134,8 @@ def _sources(cache: Path) -> Iterator[tuple[str, str, str]]:
                     yield name, path, zf.read(path).decode("utf-8", errors="replace")
 
 
-def _digest(text: str) -> str:
+def digest(text: str) -> str:
+    """The sha256 of `text` (its UTF-8), as the manifests pin it."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
