@@ -25,7 +25,7 @@ from diffusion_infill.model.denoiser import CacheHint
 from diffusion_infill.model.length_head import SLOTS
 
 if TYPE_CHECKING:
-    from diffusion_infill.model.cache import CachedModernBert, ContextCache
+    from diffusion_infill.model.cache import CachedModernBert
     from diffusion_infill.model.length_head import LengthHead
 
 
@@ -45,7 +45,13 @@ class FirstPass:
 
         def _route(self, canvas: Sequence[int], hint: CacheHint) -> str: ...
 
-        def _keep(self, key: Any, entry: ContextCache) -> None: ...
+        def _many_states(
+            self,
+            canvases: Sequence[Sequence[int]],
+            positions: Sequence[Sequence[int]],
+            hints: Sequence[CacheHint],
+            full: bool,
+        ) -> list[torch.Tensor]: ...
 
     def first_pass(
         self,
@@ -126,35 +132,33 @@ class FirstPass:
         a full pass: the cached model's (its entries kept under the hints' keys) when
         hints are given, else the network's forward."""
         given = [h for h in hints or () if h is not None]
-        if not given or self._cached is None:
-            if given and len(given) != len(canvases):
-                raise ValueError("cache hints must be given for every canvas or for none")
-            ids, attn, rows, cols = self._padded(canvases, wanted)
-            hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
-            return hidden[rows, cols]
-        if len(given) != len(canvases):
+        if given and len(given) != len(canvases):
             raise ValueError("cache hints must be given for every canvas or for none")
+        if not given or self._cached is None:
+            return self._plain_states(canvases, wanted)
         if any(self._route(c, h) != "full" for c, h in zip(canvases, given, strict=True)):
             raise ValueError("a first pass reads no kept entries: every hint must ask a full pass")
-        dev = self.device
         out: list[torch.Tensor] = [torch.empty(0)] * len(canvases)
         alike = sorted(range(len(canvases)), key=lambda i: len(canvases[i]))  # as `logits`
         lengths = [len(canvases[i]) for i in alike]
         for chunk in cache_batch.chunks(alike, lengths, cache_batch.FULL_BATCH_TOKENS):
-            states, fresh = cache_batch.many(
-                self._cached,
-                [torch.tensor(canvases[i], dtype=torch.long, device=dev) for i in chunk],
-                [torch.arange(len(canvases[i]), device=dev) for i in chunk],
-                None,
-                [torch.tensor(wanted[i], dtype=torch.long, device=dev) for i in chunk],
+            states = self._many_states(
+                [canvases[i] for i in chunk],
+                [wanted[i] for i in chunk],
+                [given[i] for i in chunk],
+                full=True,
             )
-            assert fresh is not None
-            for i, state, entry in zip(chunk, states, fresh, strict=True):
+            for i, state in zip(chunk, states, strict=True):
                 out[i] = state
-                self._keep(given[i].key, entry)
-                if given[i].refresh and given[i].carry is not None:
-                    self._keep(given[i].carry, entry)  # for the next request of that name
         return torch.cat(out)
+
+    def _plain_states(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> torch.Tensor:
+        """Final hidden states at `positions` of each canvas, concatenated, from the
+        network's own forward over the padded batch (no cache)."""
+        ids, attn, rows, cols = self._padded(canvases, positions)
+        return self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state[rows, cols]
 
     def _padded(
         self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]

@@ -227,6 +227,20 @@ class HFDenoiser(FirstPass):
     ) -> list[np.ndarray]:
         """Logits of several canvases with cache hints, all partial or all full, in one
         pass; their context entries kept under their keys (and carry names)."""
+        with self._autocast:
+            flat = self._project(torch.cat(self._many_states(canvases, positions, hints, full)))
+        bounds = np.cumsum([0] + [len(p) for p in positions])
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def _many_states(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint],
+        full: bool,
+    ) -> list[torch.Tensor]:
+        """`_many`'s final hidden states at `positions`, per canvas (the length head's
+        first pass reads them too: model/first_pass.py)."""
         assert self._cached is not None
         dev = self.device
         ids = [torch.tensor(c, dtype=torch.long, device=dev) for c in canvases]
@@ -245,15 +259,13 @@ class HFDenoiser(FirstPass):
         ]
         with self._autocast:
             states, fresh = cache_batch.many(self._cached, ids, actives, entries, wanted)
-            flat = self._project(torch.cat(states))
         kept = fresh if fresh is not None else entries
         assert kept is not None
         for hint, entry in zip(hints, kept, strict=True):
             self._keep(hint.key, entry)
             if hint.refresh and hint.carry is not None:
                 self._keep(hint.carry, entry)  # for the next request of that name
-        bounds = np.cumsum([0] + [len(p) for p in positions])
-        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return states
 
     def _project(self, hidden: torch.Tensor) -> np.ndarray:
         """Logits (N, V) from final hidden states (N, H)."""
@@ -303,12 +315,11 @@ class HFDenoiser(FirstPass):
     ) -> list[np.ndarray]:
         if not canvases:
             return []
-        ids, attn, rows, cols = self._padded(canvases, positions)
         with self._autocast:
             if self._sparse_head:
-                hidden = self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state
-                flat = self._project(hidden[rows, cols])  # (N, V)
+                flat = self._project(self._plain_states(canvases, positions))  # (N, V)
             else:
+                ids, attn, rows, cols = self._padded(canvases, positions)
                 full = self.model(input_ids=ids, attention_mask=attn).logits  # (B, T, V)
                 if self._shifted:
                     full = torch.cat([full[:, :1], full[:, :-1]], dim=1)
