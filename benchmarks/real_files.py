@@ -81,8 +81,10 @@ def build(out: Path, cache: Path, corpus: Path | None = None) -> list[dict[str, 
     missing = [f"{n}=={v}" for n, v in PACKAGES.items() if archive_in(cache, n, v) is None]
     if missing:
         _download_wheels(cache, missing)
-    records = _select(cache, training_lines(corpus)) if corpus is not None else _pinned(cache)
-    if corpus is not None:
+    if corpus is None:
+        records = _pinned(cache)
+    else:
+        records = _select(cache, training_lines(corpus))
         pins = [
             {"package": r["package"], "path": r["path"], "sha256": digest(r["text"])}
             for r in records
