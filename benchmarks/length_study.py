@@ -62,21 +62,25 @@ def first_canvas(den, text: str, span: infill.Span, options) -> tuple[list[int],
     return canvas.ids(), list(range(first, first + len(canvas.spans[0].ids)))
 
 
-def head_profile(den, text: str, span: infill.Span, options) -> list[float] | None:
-    """log P(length = 0..15, 16 or more) by the model's length head (model/length_head.py)
-    from the first pass over the default allocation; None for a model without one."""
-    if not getattr(den, "length_slots", 0):
-        return None
+def first_profiles(
+    den, text: str, span: infill.Span, options
+) -> tuple[list[float], list[float] | None]:
+    """From one first pass over the default allocation: log p(<null>) of each slot, and
+    for a model with a length head (model/length_head.py) log P(length = 0..15, 16 or
+    more) by it (None for a model without one)."""
     ids, slots = first_canvas(den, text, span, options)
-    (rows,) = den.fill_lengths([ids], [[slots]])
-    return [float(v) for v in rows[0]]
+    head = None
+    if getattr(den, "length_slots", 0):
+        (logits,), (rows,) = den.first_pass([ids], [slots], None, [[slots]])
+        head = [float(v) for v in rows[0]]
+    else:
+        (logits,) = den.logits([ids], [slots])
+    return [float(v) for v in log_softmax(logits)[:, den.special.null]], head
 
 
 def null_profile(den, text: str, span: infill.Span, options) -> list[float]:
     """log p(<null>) of each slot in the first pass over the default allocation."""
-    ids, slots = first_canvas(den, text, span, options)
-    (logits,) = den.logits([ids], [slots])
-    return [float(v) for v in log_softmax(logits)[:, den.special.null]]
+    return first_profiles(den, text, span, options)[0]
 
 
 def _decode(den, text: str, span: infill.Span, options) -> dict[str, object]:
@@ -143,8 +147,7 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
             den, ex.text, infill.Span(ex.start, ex.end, length=options.default_span_tokens), options
         )
         default = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
-        null_lp = null_profile(den, ex.text, default, options)
-        head = head_profile(den, ex.text, default, options)
+        null_lp, head = first_profiles(den, ex.text, default, options)
         cands = {}
         for L in sorted(set(lengths) | {true_len}):
             d = _decode(den, ex.text, infill.Span(ex.start, ex.end, length=L, exact=True), options)
@@ -247,8 +250,12 @@ def _head_rules(records: list[dict]) -> dict[str, object]:
     for r in records:
         top = sorted(range(1, len(r["head"]) - 1), key=lambda L: -r["head"][L])[:2]
         own = r["own_cmean"] * max(r["own_len"], 1)
-        best = max((L for L in top if L in r["cands"]), key=lambda L: r["cands"][L]["csum"])
-        hits += r["cands"][best]["hit"] if r["cands"][best]["csum"] > own else r["own_hit"]
+        decoded = [L for L in top if L in r["cands"]]  # --lengths may leave both out
+        best = max(decoded, key=lambda L: r["cands"][L]["csum"]) if decoded else None
+        if best is not None and r["cands"][best]["csum"] > own:
+            hits += r["cands"][best]["hit"]
+        else:
+            hits += r["own_hit"]
     out["own or the head's two likeliest, by commit sum"] = {"exact_match": hits / len(records)}
     out["length head's likeliest = true length"] = sum(
         likeliest(r)[0] == min(r["true_len"], len(r["head"]) - 1) for r in records
