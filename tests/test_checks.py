@@ -69,6 +69,80 @@ def test_what_pythons_parser_rejects_and_tree_sitter_reads_past_is_blamed(fill):
     assert problem.message.startswith("Python cannot parse it: ")
 
 
+def parse_messages(text: str, fill: str) -> list[str]:
+    """The `parse` problems' messages when the one hole of `text` gets `fill`."""
+    at = text.index(MARK)
+    ranges = [(at, at + len(MARK))]
+    after, filled = splice(text, ranges, [fill])
+    before = text.replace(MARK, "_" * len(MARK))
+    return [p.message for p in check_fills(before, after, ranges, filled, kinds=("parse",))]
+
+
+@pytest.mark.parametrize(
+    ("text", "right", "wrong", "error"),
+    [
+        # a hidden line before deeper lines opened a block: a header stands in
+        ("try:\n    x = 1\n<mask>\n    x = 2\n", "except OSError:", "else:", "expected 'except'"),
+        ("@property\n<mask>\n    return 1\n", "def name(self):", "name = 1", "invalid syntax"),
+        ("class A:\n    <mask>\n        return 1\n", "def f(self):", "def f(**a, b):", "cannot"),
+        # the end of a signature: the brackets closed, and the colon
+        ("def f(a,\n      <mask>\n    return a\n", "b):", "b=1, c):", "non-default"),
+        # an item with its comma, a keyword argument
+        ("f(a=1,\n  <mask>\n  c=3)\n", "b=2,", "b,", "positional argument"),
+        # a list that goes on over the next lines: the hole opens it
+        ("months = (\n    <mask>\n    'Jul', 'Aug'],\n)\n", "['Jan', 'Feb',", "x[2", "comma"),
+        # a list closed, then the next item: `_],`
+        ("d = dict(\n    a=[\n        1,\n        <mask>\n    b=[3],\n)\n", "2],", "2]", "comma"),
+        # one bracket closed and another opened: `_)[`
+        ("assert f(\n    1,\n<mask>\n    2,\n]\n", ") == [", "),", "unmatched"),
+    ],
+    ids=[
+        "except",
+        "decorated def",
+        "method",
+        "signature end",
+        "keyword",
+        "list opened",
+        "list closed",
+        "closed and opened",
+    ],
+)
+def test_where_a_name_cannot_stand_in_a_hole_a_stand_in_lets_pythons_parser_judge(
+    text, right, wrong, error
+):
+    # `_` in the hole breaks each text, so Python's parser had nothing to compare with,
+    # and tree-sitter reads past each wrong fill
+    assert parse_messages(text, right) == []
+    (message,) = parse_messages(text, wrong)
+    assert message.startswith("Python cannot parse it: ") and error in message
+
+
+def test_each_hole_gets_its_own_stand_in():
+    text = "try:\n    x = 1\n<mask>\n    x = 2\nf(a=1,\n  <mask>\n  c=3)\n"
+    assert problems(text, "except OSError:", "b=2,") == []
+    assert problems(text, "except OSError:", "b,") == [("parse", 1), ("name", 1)]
+    assert problems(text, "else:", "b=2,") == [("parse", 0)]
+
+
+def test_a_selection_python_cannot_parse_as_written_is_judged_against_a_stand_in():
+    # the selection lacks its colon; a rewrite that keeps the error is blamed by Python's
+    # parser (tree-sitter finds as many errors there as before), one that fixes it passes
+    text = "def f(x):\n    if x\n        return 1\n"
+    span = (text.index("if"), text.index("\n        "))
+    for fill, blamed in [("while x", True), ("if x:", False)]:
+        after, filled = splice(text, [span], [fill])
+        found = check_fills(text, after, [span], filled, kinds=("parse",))
+        assert bool(found) == blamed
+        assert all(p.message.startswith("Python cannot parse it") for p in found)
+
+
+def test_a_header_python_cannot_parse_loses_to_the_next_candidate():
+    text = "def f():\n    try:\n        x = 1\n    <mask>\n        x = 2\n"
+    d = ByLength({16: "else:", 8: "except:"})
+    r = fill_text(text, denoiser=d, checks=DEFAULT_CHECKS)
+    assert r.text == text.replace(MARK, "except:") and r.fills[0].rejected is None
+
+
 @pytest.mark.parametrize(
     ("text", "fill"),
     [

@@ -193,14 +193,21 @@ def test_python_parses_counts_fills_that_break_a_text_that_parsed() -> None:
     start = ok.index("return")
     holes = [Example(ok, start, start + len("return x"), "cursor")] * 3
     holes.append(Example("def f(:\n    return x\n", 12, 20, "cursor"))  # never parsed
+    header = "class A:\n    def f(self):\n        return 1\n"
+    start = header.index("def")
+    holes.append(Example(header, start, start + len("def f(self):"), "cursor"))
     records = [
         {"fill": "return x", "rejected": None},
         {"fill": "if x:", "rejected": None},  # a block with no body
         {"fill": None, "rejected": "1 new syntax error"},  # held back: not judged
         {"fill": "return", "rejected": None},
+        {"fill": "def f(**a, b):", "rejected": None},
     ]
     got = unparseable(holes, records)
-    assert (got["judged"], got["unparseable"]) == (2, 1)
+    assert (got["judged"], got["unparseable"]) == (3, 2)
+    # `_` stands in for `return x` (an expression statement), not for the header before
+    # its body: `if _:` does
+    assert got["parsing"] == {"texts": 4, "neutralised": 3, "stand_in": 4}
     assert got["examples"][0]["fill"] == "if x:" and "indented block" in got["examples"][0]["error"]
 
 

@@ -67,6 +67,15 @@ def test_an_unsure_head_leaves_the_length_to_the_network_at_no_pass_of_its_own()
     assert r.stats.nfe == off.stats.nfe == den.nfe // 2  # its pass was the first step
 
 
+def test_progress_reports_the_step_the_heads_pass_took():
+    den = HeadDenoiser(["w * h  # the area"], length=5, probability=MIN_PROBABILITY - 0.05)
+    on: list[tuple[int, int]] = []
+    off: list[tuple[int, int]] = []
+    fill_text(CODE, denoiser=den, progress=lambda *p: on.append(p))
+    fill_text(CODE, denoiser=den, length_head=False, progress=lambda *p: off.append(p))
+    assert on == off and len(on) >= 1
+
+
 def test_where_the_head_is_unsure_a_failing_fill_races_its_likeliest_lengths():
     # "w * h)" does not parse; the head is unsure but likes 5 tokens best
     den = HeadDenoiser(["w * h)"], length=5, probability=MIN_PROBABILITY - 0.2)

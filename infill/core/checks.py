@@ -11,7 +11,9 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   the text before had touching the span, or, where the statement around the span parsed,
   any inside the statement the fill touches (an error elsewhere in the file, or one that
   was there already, is not the fill's fault); and in Python, where the text before
-  parses with Python's own parser (`ast`), the text with this fill alone must too
+  parses with Python's own parser (`ast`), with a stand-in in each span if need be (a
+  header `if ___:` for a hidden line that opened a block, the brackets closed for one
+  that ended a call: infill/core/stand_ins.py), the text with this fill alone must too
   (tree-sitter reads past `if lines[0]` without its colon, a dedent that matches no
   block, a string left open to the next quote);
 - `comment`: a comment the fill opens runs on over code after it on the same line (the
@@ -44,17 +46,16 @@ infill/core/syntax_tree.py.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import importlib
 import re
-import warnings
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
+from diffusion_infill.infill.core.stand_ins import StandIn, first_error, parsing_stand_in
 from diffusion_infill.infill.core.syntax_tree import (
     binds,
     byte_ranges,
@@ -175,13 +176,7 @@ def _new_errors(
 
 def syntax_error(text: str) -> str | None:
     """Python's message for the first syntax error of `text` (None: it parses)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes and the like: still code
-            ast.parse(text)
-    except (SyntaxError, ValueError) as e:  # ValueError: a NUL byte
-        return getattr(e, "msg", None) or str(e)
-    return None
+    return None if (error := first_error(text)) is None else error[1]
 
 
 def _statement(node: Any) -> Any:
@@ -235,13 +230,16 @@ class _Before:
     data: bytes
     root: Any
     _spelled: set[str] | None = None
-    _compiles: bool | None = None
+    _parsing: dict[tuple[Range, ...], StandIn | None] = field(default_factory=dict)
 
-    def compiles(self) -> bool:
-        """Whether Python's own parser reads the text (asked once, when a fill needs it)."""
-        if self._compiles is None:
-            self._compiles = syntax_error(self.text) is None
-        return self._compiles
+    def parsing(self, ranges: Sequence[Range]) -> StandIn | None:
+        """The text, its spans stood in for, that Python's own parser reads (the text
+        itself when it does; None when no stand-in does: infill/core/stand_ins.py). Found
+        once per spans, when a fill needs it."""
+        key = tuple(ranges)
+        if key not in self._parsing:
+            self._parsing[key] = parsing_stand_in(self.text, key)
+        return self._parsing[key]
 
     def spelled(self) -> set[str]:
         """The code's identifiers, walked for once when a load needs them."""
@@ -302,9 +300,10 @@ def check_fills(
             problems.append(
                 Problem("parse", i, f"{added} new syntax error" + ("s" if added > 1 else ""))
             )
-        elif python and "parse" in kinds and prior.compiles():
-            a, b = before_ranges[i]
-            alone = before[:a] + after[after_ranges[i][0] : after_ranges[i][1]] + before[b:]
+        elif python and "parse" in kinds and (stood := prior.parsing(before_ranges)):
+            a, b = stood.ranges[i]
+            fill = after[after_ranges[i][0] : after_ranges[i][1]]
+            alone = stood.text[:a] + fill + stood.text[b:]
             if (error := syntax_error(alone)) is not None:
                 problems.append(Problem("parse", i, f"Python cannot parse it: {error}"))
         if "comment" in kinds and _swallowed(new_root, new_data, new):
