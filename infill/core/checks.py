@@ -300,11 +300,9 @@ def check_fills(
             problems.append(
                 Problem("parse", i, f"{added} new syntax error" + ("s" if added > 1 else ""))
             )
-        elif python and "parse" in kinds and (stood := prior.parsing(before_ranges)):
-            a, b = stood.ranges[i]
+        elif python and "parse" in kinds:
             fill = after[after_ranges[i][0] : after_ranges[i][1]]
-            alone = stood.text[:a] + fill + stood.text[b:]
-            if (error := syntax_error(alone)) is not None:
+            if (error := _python_refuses(prior, before_ranges, i, fill)) is not None:
                 problems.append(Problem("parse", i, f"Python cannot parse it: {error}"))
         if "comment" in kinds and _swallowed(new_root, new_data, new):
             problems.append(Problem("comment", i, "a comment hides the code after the fill"))
@@ -322,6 +320,15 @@ def check_fills(
             elif not _visible(word, old_root, old_data, old, new_root, new_data, new):
                 problems.append(Problem("name", i, f"{word!r} is local to another scope"))
     return problems
+
+
+def _python_refuses(prior: _Before, ranges: Sequence[Range], i: int, fill: str) -> str | None:
+    """Python's message where the text before, its spans stood in for, parses and does
+    not with `fill` alone in span `i`; None otherwise."""
+    if (stood := prior.parsing(ranges)) is None:
+        return None
+    a, b = stood.ranges[i]
+    return syntax_error(stood.text[:a] + fill + stood.text[b:])
 
 
 def _visible(
