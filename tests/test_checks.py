@@ -124,6 +124,27 @@ def test_each_hole_gets_its_own_stand_in():
     assert problems(text, "else:", "b=2,") == [("parse", 0)]
 
 
+def test_the_search_for_a_stand_in_is_bounded(monkeypatch):
+    # a file broken far from its holes (the user mid-edit) costs one parse; a bracket left
+    # open, which any hole might close, at most BUDGET
+    from diffusion_infill.infill.core import stand_ins
+
+    parsed: list[str] = []
+    first_error = stand_ins.first_error
+    monkeypatch.setattr(stand_ins, "first_error", lambda t: parsed.append(t) or first_error(t))
+    body = "".join(f"x{k} = _____\n" for k in range(30))
+    holes = [(at, at + 5) for at in range(len(body)) if body.startswith("_____", at)]
+    far = "def broken(:\n    pass\n" + "\n" * 10
+    assert (
+        stand_ins.parsing_stand_in(far + body, [(a + len(far), b + len(far)) for a, b in holes])
+        is None
+    )
+    assert len(parsed) == 1
+    parsed.clear()
+    assert stand_ins.parsing_stand_in(body + "y = (\n", holes) is None
+    assert 1 < len(parsed) <= stand_ins.BUDGET
+
+
 def test_a_selection_python_cannot_parse_as_written_is_judged_against_a_stand_in():
     # the selection lacks its colon; a rewrite that keeps the error is blamed by Python's
     # parser (tree-sitter finds as many errors there as before), one that fixes it passes

@@ -254,24 +254,43 @@ def first_error(text: str) -> tuple[int, str] | None:
     return None
 
 
-def _error_line(text: str) -> int | None:
-    return None if (error := first_error(text)) is None else error[0]
+_BRACKETS = ("never closed", "does not match", "unmatched")  # errors placed off the span
+_NEAR = 5  # lines around a span where an error it causes may surface (`unexpected indent`)
+BUDGET = 24  # parses one search may make (a file broken elsewhere, with many holes)
+
+
+def _may_fix(error: tuple[int, str], text: str, r: Range) -> bool:
+    """Whether a stand-in in `r` could move `error`: it lies within a few lines of the
+    span (a statement over lines is blamed where it starts), or concerns brackets (Python
+    places those at the opener or a closer, however far)."""
+    line, message = error
+    first = text.count("\n", 0, r[0]) + 1
+    last = first + text.count("\n", r[0], r[1])
+    return first - _NEAR <= line <= last + _NEAR or any(b in message for b in _BRACKETS)
 
 
 def parsing_stand_in(text: str, ranges: Sequence[Range]) -> StandIn | None:
     """`text` with the code of each (sorted, disjoint) range replaced by a stand-in so that
     Python parses it (`text` itself when it parses as it is), and the ranges' places in
-    it; None when no stand-in does. Range by range, in order: the first filler with which
-    the text parses, or else the one that moves Python's first error furthest down."""
+    it; None when no stand-in does. Range by range, in order, where Python's first error
+    is one the range could cause: the first filler with which the text parses, or else
+    the one that moves the error furthest down; at most BUDGET parses. Stand-ins keep
+    line breaks, so line numbers are the text's."""
     chosen: list[Filler | None] = [None] * len(ranges)
     stood = StandIn(text, list(ranges))
-    if (error := _error_line(text)) is None:
+    if (error := first_error(text)) is None:
         return stood
-    for i in range(len(ranges)):
+    parses = 1
+    for i, r in enumerate(ranges):
+        if not _may_fix(error, text, r):
+            continue
         for filler in FILLERS:
+            if parses >= BUDGET:
+                return None
             tried = _stood_in(text, ranges, [*chosen[:i], filler, *chosen[i + 1 :]])
-            if (line := _error_line(tried.text)) is None:
+            parses += 1
+            if (found := first_error(tried.text)) is None:
                 return tried
-            if line > error:
-                error, chosen[i], stood = line, filler, tried
+            if found[0] > error[0]:
+                error, chosen[i], stood = found, filler, tried
     return None
