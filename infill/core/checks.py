@@ -12,8 +12,8 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   any inside the statement the fill touches (an error elsewhere in the file, or one that
   was there already, is not the fill's fault); and in Python, where the text before
   parses with Python's own parser (`ast`), with a stand-in in each span if need be (a
-  header `if ___:` for a hidden line that opened a block, the brackets closed for one
-  that ended a call: infill/core/stand_ins.py), the text with this fill alone must too
+  header `if _:` for a hidden line that opened a block, `_):` for one that ended a
+  signature: infill/core/stand_ins.py), the text with this fill alone must too
   (tree-sitter reads past `if lines[0]` without its colon, a dedent that matches no
   block, a string left open to the next quote);
 - `comment`: a comment the fill opens runs on over code after it on the same line (the
