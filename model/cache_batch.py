@@ -185,3 +185,12 @@ def chunks(indices: list[int], lengths: list[int], budget: int) -> list[list[int
             out.append([i])
             longest = n
     return out
+
+
+def alike_chunks(
+    indices: Sequence[int], canvases: Sequence[Sequence[int]], budget: int
+) -> list[list[int]]:
+    """`indices` sorted by the length of their canvases (less padding), in `chunks` of
+    `budget` tokens: the batches of canvases whose passes are alike."""
+    order = sorted(indices, key=lambda i: len(canvases[i]))
+    return chunks(order, [len(canvases[i]) for i in order], budget)

@@ -139,9 +139,8 @@ class FirstPass:
         if any(self._route(c, h) != "full" for c, h in zip(canvases, given, strict=True)):
             raise ValueError("a first pass reads no kept entries: every hint must ask a full pass")
         out: list[torch.Tensor] = [torch.empty(0)] * len(canvases)
-        alike = sorted(range(len(canvases)), key=lambda i: len(canvases[i]))  # as `logits`
-        lengths = [len(canvases[i]) for i in alike]
-        for chunk in cache_batch.chunks(alike, lengths, cache_batch.FULL_BATCH_TOKENS):
+        budget = cache_batch.FULL_BATCH_TOKENS
+        for chunk in cache_batch.alike_chunks(range(len(canvases)), canvases, budget):
             states = self._many_states(
                 [canvases[i] for i in chunk],
                 [wanted[i] for i in chunk],

@@ -190,8 +190,7 @@ class HFDenoiser(FirstPass):
             ("partial", cache_batch.PARTIAL_BATCH_TOKENS),
             ("full", cache_batch.FULL_BATCH_TOKENS),
         ):
-            alike = sorted(groups[kind], key=lambda i: len(canvases[i]))  # less padding
-            for chunk in cache_batch.chunks(alike, [len(canvases[i]) for i in alike], budget):
+            for chunk in cache_batch.alike_chunks(groups[kind], canvases, budget):
                 arrays = self._many(
                     [canvases[i] for i in chunk],
                     [positions[i] for i in chunk],
