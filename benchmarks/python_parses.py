@@ -45,8 +45,9 @@ def unparseable(examples: Iterable[Any], records: Iterable[dict]) -> dict[str, A
             continue
         neutral = neutralise(ex.text, [Span(ex.start, ex.end)])
         parsing["texts"] += 1
-        parsing["neutralised"] += syntax_error(neutral) is None
-        parsing["stand_in"] += parsing_stand_in(neutral, [(ex.start, ex.end)]) is not None
+        stood = parsing_stand_in(neutral, [(ex.start, ex.end)])  # the text itself if it parses
+        parsing["neutralised"] += stood is not None and stood.text == neutral
+        parsing["stand_in"] += stood is not None
         if rec.get("rejected") is not None or rec.get("fill") is None:
             continue
         judged += 1
