@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tarfile
 import zipfile
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.one_line_fixes import one_line_changes
 from benchmarks.real_files import digest, mostly_in_training, training_lines
-from diffusion_infill.model.training.corpus.sources import _pip_download, archive_in
+from benchmarks.release_archives import fetch
 
 _P = {
     "wcwidth": "0.3.3 0.3.4 0.3.5 0.4.0 0.5.0 0.5.2 0.5.3 0.6.0 0.7.0 0.8.0 0.8.1 0.8.2 0.8.3 "
@@ -105,69 +104,6 @@ PUBLIC_BENCHMARK = re.compile(r"human_?eval|mbpp|quixbugs|safim|cruxeval", re.IG
 CHANGELOG = re.compile(
     r"(^|/)(changes|changelog|history|news|release[-_ ]?notes)[^/]*$", re.IGNORECASE
 )
-
-
-# --- fetching -----------------------------------------------------------------------------
-
-
-def _wheel(cache: Path, name: str, version: str) -> Path | None:
-    return archive_in(cache, name, version, frozenset())
-
-
-def _sdist(cache: Path, name: str, version: str) -> Path | None:
-    return archive_in(cache, name, version, frozenset({name}))
-
-
-def _download(cache: Path, specs: list[str], *options: str) -> None:
-    """All in one pip call; if that fails, each half in turn (some releases do not exist
-    in this form), down to the one spec that fails."""
-    if not specs:
-        return
-    try:
-        _pip_download(cache, specs, *options)
-    except subprocess.CalledProcessError:
-        if len(specs) > 1:
-            _download(cache, specs[: len(specs) // 2], *options)
-            _download(cache, specs[len(specs) // 2 :], *options)
-
-
-def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path]:
-    """Every pinned release's archive (the wheel, else the sdist) and each package's newest
-    sdist (key: (name, "notes")), downloaded into `cache` unless already there."""
-    cache.mkdir(parents=True, exist_ok=True)
-    for k in range(max(len(v) for v in pins.values())):
-        _download(
-            cache,
-            [
-                f"{n}=={v[k]}"
-                for n, v in pins.items()
-                if k < len(v) and _wheel(cache, n, v[k]) is None
-            ],
-            "--only-binary=:all:",
-        )
-    for name, versions in pins.items():  # releases without a wheel (none when pinned)
-        for v in versions:
-            if _wheel(cache, name, v) is None and _sdist(cache, name, v) is None:
-                _pip_download(cache, [f"{name}=={v}"], "--no-binary", name, check=False)
-    failed = cache / "notes-unavailable.txt"  # sdists pip could not prepare: not retried
-    skip = set(failed.read_text().split()) if failed.is_file() else set()
-    notes = [n for n, v in pins.items() if _sdist(cache, n, v[-1]) is None and n not in skip]
-    if notes:
-        print(f"fetching {len(notes)} sdists for their release notes", file=sys.stderr, flush=True)
-        _download(cache, [f"{n}=={pins[n][-1]}" for n in notes], "--no-binary", ",".join(notes))
-        failed.write_text(
-            "".join(f"{n}\n" for n, v in pins.items() if _sdist(cache, n, v[-1]) is None)
-        )
-    found: dict[tuple[str, str], Path] = {}
-    for name, versions in pins.items():
-        for v in versions:
-            path = _wheel(cache, name, v) or _sdist(cache, name, v)
-            if path is not None:
-                found[name, v] = path
-        notes = _sdist(cache, name, versions[-1])
-        if notes is not None:
-            found[name, "notes"] = notes
-    return found
 
 
 # --- reading ------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The fixer's line gate chosen on held-out data: when to read each line masked, and how
 much its surprise counts against the worst token's preference.
 
-    python -m benchmarks.line_gate REAL.json INJECTED.json [--out PATH]
+    python -m benchmarks.line_gate REAL.json INJECTED.json [--valid-real VALID.json] [--out PATH]
 
 Reads two results files of benchmarks/real_fix_lines.py (the real one-line fixes, and
 `--injected` validation bugs), which hold per line its masked sum and the fixer's worst
@@ -9,11 +9,13 @@ preference, and replays the rule of infill/core/suspect_lines.py `rank_lines` fo
 gate t and weight w: the lines (those with a scored token) by their worst preference when
 it exceeds t somewhere in the window, else by z(-masked sum) + w z(worst preference).
 
-The real set has no validation split of its own, so it is cut in two by package (crc32 of
-the name, even / odd). The choice: the best top-1 on the even half among the (t, w) whose
-injected top-1 is at most one point below the one-pass fixer's; the odd half is the
-held-out figure. Prints the grid and the choice; writes
-benchmarks/results/real_fixes_line_gate_<checkpoint>.json (or --out).
+With `--valid-real` (real_fix_lines on the validation real-fix set, `--set
+data/real_fixes_valid.jsonl`) the choice is the best top-1 there among the (t, w) whose
+injected top-1 is at most one point below the one-pass fixer's, and all of REAL (the test
+set) is the held-out figure. Without it, the real set is cut in two by package (crc32 of
+the name, even / odd), the choice made on the even half and the odd half held out. Prints
+the grid and the choice; writes benchmarks/results/real_fixes_line_gate_<checkpoint>.json
+(or --out).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import json
 import sys
 import zlib
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -64,13 +67,13 @@ def top(records: list[dict], gate: float | None, weight: float) -> dict[str, flo
     }
 
 
-def grid(real: list[dict], injected: list[dict]) -> dict:
-    """Every (gate, weight) on the two halves of `real` and on `injected`, the one-pass
-    fixer's row, and the choice (see the module docstring)."""
+def grid(real: list[dict], injected: list[dict], valid: list[dict] | None = None) -> dict:
+    """Every (gate, weight) on `real`, its two halves, `injected` and the validation real
+    set `valid`, the one-pass fixer's row, and the choice (see the module docstring)."""
     halves = [[r for r in real if half(r) == k] for k in (0, 1)]
 
     def row(gate: float | None, weight: float) -> dict:
-        return {
+        out = {
             "gate": gate,
             "weight": weight,
             "real": top(real, gate, weight),
@@ -78,14 +81,20 @@ def grid(real: list[dict], injected: list[dict]) -> dict:
             "real_odd": top(halves[1], gate, weight)["top1_line"],
             "injected": top(injected, gate, weight),
         }
+        if valid is not None:
+            out["real_valid"] = top(valid, gate, weight)
+        return out
 
     fixer = row(None, 0.0)
     shipped = row(LINE_GATE, WORST_WEIGHT)  # infill/core/suspect_lines.py's constants
     rows = [row(g, w) for g in GATES for w in WEIGHTS]
     floor = fixer["injected"]["top1_line"] - SLACK - 1e-9
     allowed = [r for r in rows if r["injected"]["top1_line"] >= floor]
-    choice = max(allowed, key=lambda r: r["real_even"]) if allowed else None
+    on = (lambda r: r["real_valid"]["top1_line"]) if valid is not None else itemgetter("real_even")
+    choice = max(allowed, key=on) if allowed else None
     sizes = {"real": len(real), "even": len(halves[0]), "odd": len(halves[1])}
+    if valid is not None:
+        sizes["real_valid"] = len(valid)
     return {
         "n": {**sizes, "injected": len(injected)},
         "fixer": fixer,
@@ -96,10 +105,12 @@ def grid(real: list[dict], injected: list[dict]) -> dict:
 
 
 def _line(name: str, r: dict) -> str:
+    valid = r.get("real_valid")
     return (
         f"{name:18} real {r['real']['top1_line']:6.1%} / {r['real']['top3_line']:6.1%}"
         f"  even {r['real_even']:6.1%}  odd {r['real_odd']:6.1%}"
-        f"  injected {r['injected']['top1_line']:6.1%} / {r['injected']['top3_line']:6.1%}"
+        + (f"  valid {valid['top1_line']:6.1%} / {valid['top3_line']:6.1%}" if valid else "")
+        + f"  injected {r['injected']['top1_line']:6.1%} / {r['injected']['top3_line']:6.1%}"
     )
 
 
@@ -107,10 +118,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("real", type=Path, help="real_fix_lines' results on the real set")
     parser.add_argument("injected", type=Path, help="real_fix_lines --injected results")
+    parser.add_argument(
+        "--valid-real", type=Path, default=None, help="real_fix_lines on the validation set"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     loaded = []
-    for path in (args.real, args.injected):
+    for path in (args.real, args.injected, *([args.valid_real] if args.valid_real else [])):
         if not path.is_file():
             parser.error(f"{path} not found: python -m benchmarks.real_fix_lines [--injected N]")
         records = json.loads(path.read_text()).get("records") or []

@@ -3,6 +3,7 @@
     python -m benchmarks.real_fixes build          # -> data/real_fixes.jsonl (once)
     python -m benchmarks.real_fixes build --select # choose the changes again (rewrites MANIFEST)
     python -m benchmarks.real_fixes eval [--n N]   # -> benchmarks/results/real_fixes_<M>Mtok.json
+    python -m benchmarks.real_fixes build --split valid   # the validation set (its own packages)
 
 The set: for every pair of consecutive pinned releases (PINS) of small pure-Python
 packages that the corpus does not hold (neither data/corpus_v2/split.json nor
@@ -47,11 +48,21 @@ import json
 from pathlib import Path
 
 from benchmarks.fix_releases import PINS, build_set
+from benchmarks.fix_releases_valid import VALID_PINS
 from benchmarks.results_file import write_results
 
 SET = Path("data/real_fixes.jsonl")
 MANIFEST = Path(__file__).with_name("real_fixes.json")  # the pinned changes
 CACHE = Path("data/real_fixes_cache")
+# the validation set: its own packages (benchmarks/fix_releases_valid.py), set and pins
+SPLITS = {
+    "test": (PINS, SET, MANIFEST),
+    "valid": (
+        VALID_PINS,
+        Path("data/real_fixes_valid.jsonl"),
+        Path(__file__).with_name("real_fixes_valid.json"),
+    ),
+}
 
 
 def _arguments() -> argparse.ArgumentParser:
@@ -60,12 +71,18 @@ def _arguments() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="{build,eval}")
     build = sub.add_parser("build", help="fetch the pinned releases and write the set")
-    build.add_argument("--out", type=Path, default=SET)
+    build.add_argument(
+        "--split",
+        choices=sorted(SPLITS),
+        default="test",
+        help="test (the figures reported) or valid (its own packages: to choose on)",
+    )
+    build.add_argument("--out", type=Path, default=None, help="default: the split's set")
     build.add_argument("--cache", type=Path, default=CACHE)
     build.add_argument(
         "--select",
         action="store_true",
-        help=f"choose the changes again against --corpus (rewrites {MANIFEST})",
+        help="choose the changes again against --corpus (rewrites the split's pins)",
     )
     build.add_argument(
         "--corpus",
@@ -74,7 +91,12 @@ def _arguments() -> argparse.ArgumentParser:
         help="with --select: the corpus whose training split windows must not come from",
     )
     run = sub.add_parser("eval", help="run the fixer on the set")
-    run.add_argument("--set", type=Path, default=SET, help=f"the set (default {SET})")
+    run.add_argument(
+        "--set",
+        type=Path,
+        default=SET,
+        help=f"the set (default {SET}; the validation set: {SPLITS['valid'][1]})",
+    )
     run.add_argument(
         "--model", type=Path, default=None, help="model directory (default: the shipped model)"
     )
@@ -99,7 +121,11 @@ def main(argv: list[str] | None = None) -> None:
                 f"{args.corpus}/train.jsonl not found: "
                 "python -m diffusion_infill.model.training.corpus"
             )
-        build_set(args.out, args.cache, args.corpus if args.select else None, PINS, MANIFEST)
+        pins, out, manifest = SPLITS[args.split]
+        if not args.select and not manifest.is_file():
+            parser.error(f"{manifest} not found: choose the changes with build --select")
+        corpus = args.corpus if args.select else None
+        build_set(args.out or out, args.cache, corpus, pins, manifest)
         return
     if args.n is not None and args.n < 1:
         parser.error(f"--n must be at least 1, got {args.n}")

@@ -346,6 +346,19 @@ def test_the_line_gate_is_chosen_on_one_half_and_the_injected_bugs(
     assert got["fixer"]["real"]["top1_line"] == pytest.approx(0.0)  # line 0's token first
     assert got["choice"]["real_odd"] == 1.0 and got["choice"]["injected"]["top1_line"] == 1.0
     assert "chosen" in done.stdout
+    # a validation real set chooses instead: there the line the model finds surprising is
+    # not the change, and only a large weight on the worst token keeps line 0 first
+    valid = tmp_path / "valid.json"
+    records = [{"truth": 0, "package": "v", "lines": [_line(0, 0.3, -1.0), _line(1, 0.2, -50.0)]}]
+    valid.write_text(json.dumps({"model": "model/weights", "records": records}))
+    done = run_benchmark(
+        "line_gate", *map(str, paths), "--valid-real", str(valid), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["n"]["real_valid"] == 1
+    assert got["choice"]["weight"] >= 1.0 and got["choice"]["real_valid"]["top1_line"] == 1.0
+    assert "valid " in done.stdout
 
 
 def test_the_line_gate_rejects_files_without_the_fixers_scores(
@@ -357,3 +370,59 @@ def test_the_line_gate_rejects_files_without_the_fixers_scores(
     old.write_text(json.dumps({"records": [{"truth": 0, "lines": [{"line": 0}]}]}))
     stale = run_benchmark("line_gate", str(old), str(old))
     assert stale.returncode == 2 and "worst preference" in stale.stderr
+
+
+def test_a_release_is_read_from_its_pure_wheel_else_any_wheel_else_its_sdist() -> None:
+    from benchmarks.release_archives import release_file
+
+    def named(*names: str, yanked: str = "") -> list[dict]:
+        return [{"filename": n, "url": f"u/{n}", "yanked": n == yanked} for n in names]
+
+    files = named(
+        "Pkg_Name-1.1.1-py3-none-any.whl",
+        "pkg_name-1.1-cp311-cp311-manylinux_2_17_x86_64.whl",
+        "pkg-name-1.1.tar.gz",
+        "pkg_name-1.1-py3-none-any.whl",
+        "pkg_name-1.2.tar.gz",
+        "pkg_name-1.3-py2.py3-none-any.whl",
+    )
+    assert release_file(files, "1.1")["filename"] == "pkg_name-1.1-py3-none-any.whl"
+    assert release_file(files[1:3], "1.1")["filename"].endswith("manylinux_2_17_x86_64.whl")
+    assert release_file(files, "1.2")["filename"] == "pkg_name-1.2.tar.gz"
+    assert release_file(files, "1.3")["filename"] == "pkg_name-1.3-py2.py3-none-any.whl"
+    assert release_file(files, "1.1.1")["filename"] == "Pkg_Name-1.1.1-py3-none-any.whl"
+    assert release_file(files, "2.0") is None
+    yanked = named("pkg-1.0.tar.gz", yanked="pkg-1.0.tar.gz")
+    assert release_file(yanked, "1.0") is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["build", "--split", "train"], "invalid choice: 'train'"),
+        (["eval", "--set", "no/such.jsonl"], "no/such.jsonl not found"),
+    ],
+)
+def test_the_command_refuses_an_unknown_split_and_a_missing_set(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import real_fixes
+
+    with pytest.raises(SystemExit) as stop:
+        real_fixes.main(argv)
+    assert stop.value.code == 2
+    assert error in capsys.readouterr().err
+
+
+def test_validation_packages_are_neither_the_test_sets_nor_the_corpus() -> None:
+    from benchmarks.fix_releases import PINS
+    from benchmarks.fix_releases_valid import VALID_PINS
+    from diffusion_infill.model.training.corpus.debian_packages import DEBIAN_PACKAGES
+    from diffusion_infill.model.training.corpus.packages import PACKAGES, canonical
+
+    valid = {canonical(n) for n in VALID_PINS}
+    assert len(valid) >= 50
+    assert not valid & {canonical(n) for n in PINS}
+    assert not valid & {canonical(n) for n in PACKAGES}
+    assert not valid & {canonical(n.removeprefix("python3-")) for n in DEBIAN_PACKAGES}
+    assert all(len(v) >= 3 for v in VALID_PINS.values())

@@ -30,6 +30,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(later device calls bring them, one part each: write each elsewhere, then rename "
         "it there); each one's texts join the training split's within MORE_CHECK_SECONDS",
     )
+    add(
+        "--fix-pairs",
+        type=Path,
+        default=None,
+        help="a .jsonl file of real fixes from training packages' releases "
+        "(model/training/fix_pairs.py); noise p_fix sets their share of the rows",
+    )
     add("--compile", action="store_true", help="run the encoder under torch.compile")
     add(
         "--noise",
@@ -39,7 +46,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     add("--seed", type=int, default=0, help="random seed")
     add("--quiet", action="store_true", help="no progress bar")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.noise.p_fix > 0 and args.fix_pairs is None:
+        parser.error("noise p_fix needs --fix-pairs (a .jsonl file of fix pairs)")
+    if args.fix_pairs is not None and not args.fix_pairs.is_file():
+        parser.error(
+            f"--fix-pairs {args.fix_pairs} not found: "
+            "python -m diffusion_infill.model.training.fix_pairs"
+        )
+    return args
 
 
 def _run_arguments(add: Callable[..., Any]) -> None:

@@ -44,6 +44,7 @@ class BatchStream(torch.utils.data.IterableDataset):
         self.sampler, self.tok, self.vocab = trainer.sampler, trainer.tok, trainer.vocab
         self.batch_size, self.seq_len = trainer.args.batch_size, trainer.seq_len
         self.noise, self.seed = trainer.noise, trainer.rng.randrange(2**31)
+        self.fixes = trainer.fixes
 
     def __iter__(self) -> Iterator[Batch]:
         info = torch.utils.data.get_worker_info()
@@ -52,7 +53,14 @@ class BatchStream(torch.utils.data.IterableDataset):
         self.sampler.rng = random.Random(rng.randrange(2**31))
         while True:
             yield make_batch(
-                self.sampler, self.tok, self.vocab, self.batch_size, self.seq_len, self.noise, rng
+                self.sampler,
+                self.tok,
+                self.vocab,
+                self.batch_size,
+                self.seq_len,
+                self.noise,
+                rng,
+                self.fixes,
             )
 
 
@@ -73,6 +81,7 @@ def _stream(trainer: Trainer) -> Iterator[Batch]:
                 trainer.seq_len,
                 trainer.noise,
                 trainer.rng,
+                trainer.fixes,
             )
     loader = torch.utils.data.DataLoader(
         BatchStream(trainer),

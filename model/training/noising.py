@@ -24,7 +24,7 @@ a clean buffer scores every token (bug finding). With `p_plausible`, some rows a
 bug-shaped swaps (model/training/swaps.py), the subtle corruptions the fixer must find, and
 with `p_negation` a ` not` where it does not belong, whose target is `<null>` (delete it).
 `end_weight` gives the slot where a hole's fill ends (its first `<null>`) a loss weight of
-its own.
+its own. With `p_fix` and fix pairs, some rows are real fixes (model/training/fix_rows.py).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from diffusion_infill.model.training.corruptions import (
     substitute,
     swaps_of,
 )
+from diffusion_infill.model.training.fix_rows import FixPair, draw_fix, fix_example
 from diffusion_infill.model.training.hole_spans import line_spans
 
 
@@ -91,6 +92,9 @@ class NoiseConfig:
     # loss weight of the decision where a hole's fill ends: the first `<null>` slot after
     # a span's content (1.0: like any other slot; the engine's length rests on this slot)
     end_weight: float = 1.0
+    # share of rows that are real fixes where the run has fix pairs (--fix-pairs;
+    # model/training/fix_rows.py): an older release's line in view, targeted at the next's
+    p_fix: float = 0.0
 
 
 @dataclass
@@ -275,6 +279,29 @@ def _masked_example(
     return ids, targets, weights
 
 
+def _row(
+    sampler: TextSampler,
+    tok: Tokenizer,
+    vocab: Vocab,
+    seq_len: int,
+    cfg: NoiseConfig,
+    rng: random.Random,
+    u: float,
+    fixes: Sequence[FixPair],
+) -> tuple[list[int], list[int], list[float]] | None:
+    """One training row: a real fix (a share `p_fix` where there are fix pairs), else a
+    window with token masks, a block mask or variable-length holes (None: none fit)."""
+    if fixes and rng.random() < cfg.p_fix:
+        return fix_example(draw_fix(fixes, rng), tok, seq_len, vocab.null, rng)
+    text = sampler.window()
+    kind = rng.random()
+    if kind < cfg.p_tokens:
+        return _masked_example(text, tok, vocab, seq_len, cfg, rng, block=False, u=u)
+    if kind < cfg.p_tokens + cfg.p_block:
+        return _masked_example(text, tok, vocab, seq_len, cfg, rng, block=True, u=u)
+    return _variable_example(text, tok, vocab, seq_len, cfg, rng)
+
+
 def make_batch(
     sampler: TextSampler,
     tok: Tokenizer,
@@ -283,19 +310,12 @@ def make_batch(
     seq_len: int,
     cfg: NoiseConfig,
     rng: random.Random,
+    fixes: Sequence[FixPair] = (),
 ) -> Batch:
     rows: list[tuple[list[int], list[int], list[float]]] = []
     rates = draw_rates(batch_size, cfg, rng)
     while len(rows) < batch_size:
-        text = sampler.window()
-        kind = rng.random()
-        u = rates[len(rows)]
-        if kind < cfg.p_tokens:
-            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=False, u=u)
-        elif kind < cfg.p_tokens + cfg.p_block:
-            row = _masked_example(text, tok, vocab, seq_len, cfg, rng, block=True, u=u)
-        else:
-            row = _variable_example(text, tok, vocab, seq_len, cfg, rng)
+        row = _row(sampler, tok, vocab, seq_len, cfg, rng, rates[len(rows)], fixes)
         if row is not None and len(row[0]) >= 8:
             rows.append(row)
 

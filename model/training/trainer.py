@@ -25,6 +25,7 @@ from diffusion_infill.model.training.checkpoint import (
     save_checkpoint,
 )
 from diffusion_infill.model.training.config import PRESETS
+from diffusion_infill.model.training.fix_rows import load_fix_pairs
 from diffusion_infill.model.training.init_model import build_model, init_record
 from diffusion_infill.model.training.noising import (
     Batch,
@@ -104,6 +105,7 @@ class Trainer:
             self._resume()
         seed = rank_seed(stream_seed(args.seed, self.state), group.rank)
         self.sampler = TextSampler(load_texts(args.corpus, "train"), self.seq_len * 6, seed=seed)
+        self.fixes = load_fix_pairs(args.fix_pairs) if args.fix_pairs else []
         # the parts --more-corpus added: name -> (files, the step they joined at)
         self.more_parts: dict[str, tuple[int, int]] = {}
         self.valid_batches = self._valid_batches()
@@ -201,6 +203,9 @@ class Trainer:
                 "parts": {n: {"files": f, "at_step": at} for n, (f, at) in self.more_parts.items()},
             }
             if a.more_corpus
+            else None,
+            "fix_pairs": {"path": str(a.fix_pairs), "pairs": len(self.fixes)}
+            if a.fix_pairs
             else None,
             "init_from": str(a.init_from or ""),
             "step": s.step,

@@ -1,9 +1,9 @@
 """What never enters training, whatever its licence: the packages whose files make up the
 evaluation sets kept outside the corpus (benchmarks/real_files.py, benchmarks/real_fixes.py
-and the releases it diffs, benchmarks/fix_releases.py), under any name that ships the same
-upstream project (a Debian python3-* package included), and public code benchmarks
-(HumanEval, MBPP, ...): a unit that bundles one is dropped, a training file that names one
-is dropped."""
+and the releases it diffs, benchmarks/fix_releases.py and fix_releases_valid.py), under any
+name that ships the same upstream project (a Debian python3-* package included), and public
+code benchmarks (HumanEval, MBPP, ...): a unit that bundles one is dropped, a training file
+that names one is dropped."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ EVAL_SCRIPTS = (
     "benchmarks/real_files.py",
     "benchmarks/real_fixes.py",
     "benchmarks/fix_releases.py",
+    "benchmarks/fix_releases_valid.py",
 )
 EVAL_NAMES = re.compile(r"(^_P$|PACKAGES|PINS)")
 
@@ -78,13 +79,93 @@ EVAL_PACKAGES = frozenset(
         "mistune",
         "python-slugify",
         "validators",
+        # the validation real-fix set's packages (benchmarks/fix_releases_valid.py)
+        "addict",
+        "anytree",
+        "appdirs",
+        "asciitree",
+        "astor",
+        "astroid",
+        "base58",
+        "bech32",
+        "blessed",
+        "blinker",
+        "coloredlogs",
+        "colorlog",
+        "commonmark",
+        "configargparse",
+        "cssutils",
+        "darglint",
+        "dataclasses-json",
+        "dateparser",
+        "deepdiff",
+        "deprecation",
+        "dictdiffer",
+        "docstring-parser",
+        "dpath",
+        "email-validator",
+        "emoji",
+        "entrypoints",
+        "environs",
+        "first",
+        "ftfy",
+        "funcy",
+        "furl",
+        "gast",
+        "glom",
+        "hashids",
+        "humanfriendly",
+        "intervaltree",
+        "jsonpath-ng",
+        "lizard",
+        "loguru",
+        "multipledispatch",
+        "numpydoc",
+        "pampy",
+        "plum-dispatch",
+        "portion",
+        "ptyprocess",
+        "pydash",
+        "pydispatcher",
+        "pydocstyle",
+        "pyee",
+        "pyperclip",
+        "python-box",
+        "python-dotenv",
+        "python-json-logger",
+        "pytoml",
+        "pyupgrade",
+        "radon",
+        "retrying",
+        "schedule",
+        "shortuuid",
+        "structlog",
+        "terminaltables",
+        "text-unidecode",
+        "transitions",
+        "treelib",
+        "unidecode",
+        "untangle",
+        "vulture",
+        "webencodings",
+        "xenon",
     }
 )
 # Import names that differ from the distribution's (a folder or module of this name in a
 # training unit is a copy of an evaluation package).
-IMPORT_NAMES = {"python-slugify": "slugify"}
+IMPORT_NAMES = {
+    "python-slugify": "slugify",
+    "python-dotenv": "dotenv",
+    "python-box": "box",
+    "plum-dispatch": "plum",
+    "python-json-logger": "pythonjsonlogger",
+    "pydispatcher": "pydispatch",
+}
 # Evaluation import names too common to mark a folder as a copy (nltk/parse/, poetry/toml/).
-GENERIC_NAMES = frozenset({"parse", "schema", "toml", "distro", "backoff", "munch", "validators"})
+GENERIC_NAMES = frozenset(
+    {"parse", "schema", "toml", "distro", "backoff", "munch", "validators"}
+    | {"first", "schedule", "box", "plum", "portion", "transitions", "events"}
+)
 # Evaluation projects that are (or were) one module, vendored as that file: a module of
 # this name is a copy. Other names say nothing as a module (cryptography's rsa.py,
 # torch_geometric's ply.py reader are their own code).

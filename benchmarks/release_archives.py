@@ -1,0 +1,121 @@
+"""Releases of packages fetched from the package index for the real-fix sets
+(benchmarks/fix_releases.py) and the training fix pairs (model/training/fix_pairs.py):
+each release's archive (a pure-Python wheel, else any wheel, else the sdist), read from
+the index's simple API and downloaded without pip, so that a release costs one HTTP
+request and no build."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from diffusion_infill.model.training.corpus.packages import canonical
+from diffusion_infill.model.training.corpus.sources import archive_in
+
+
+def _wheel(cache: Path, name: str, version: str) -> Path | None:
+    return archive_in(cache, name, version, frozenset())
+
+
+def _sdist(cache: Path, name: str, version: str) -> Path | None:
+    return archive_in(cache, name, version, frozenset({name}))
+
+
+INDEX = "https://pypi.org/simple"  # the package index's simple API (PEP 691, JSON)
+_ARCHIVE = re.compile(r"\.(whl|tar\.gz|tar\.bz2|zip)$")
+
+
+def index_page(name: str) -> dict:
+    """The package's page of the index: {"versions": [...], "files": [...]}."""
+    request = urllib.request.Request(
+        f"{INDEX}/{canonical(name)}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        return json.load(answer)
+
+
+def release_file(files: list[dict], version: str) -> dict | None:
+    """The file a release is read from: a pure-Python wheel, else any wheel, else the sdist."""
+    mine = []
+    for f in files:
+        stem = _ARCHIVE.sub("", f["filename"])
+        parts = stem.split("-") if f["filename"].endswith(".whl") else stem.rsplit("-", 1)
+        if len(parts) > 1 and canonical(parts[1]) == canonical(version) and not f.get("yanked"):
+            mine.append(f)
+    rank = lambda f: (  # noqa: E731
+        not f["filename"].endswith("-none-any.whl"),
+        not f["filename"].endswith(".whl"),
+        not f["filename"].endswith(".tar.gz"),
+    )
+    return min(mine, key=rank, default=None)
+
+
+def fetch_releases(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path]:
+    """Every pinned release's archive (`release_file`), downloaded into `cache` unless a
+    wheel or sdist of it is there, eight at a time."""
+    cache.mkdir(parents=True, exist_ok=True)
+    found = {}
+    for n, versions in pins.items():
+        for v in versions:
+            path = _wheel(cache, n, v) or _sdist(cache, n, v)
+            if path is not None:
+                found[n, v] = path
+    missing = sorted({n for n, versions in pins.items() for v in versions if (n, v) not in found})
+
+    def get(name: str) -> dict[tuple[str, str], Path]:
+        try:
+            files = index_page(name)["files"]
+        except OSError:
+            return {}
+        out = {}
+        for v in pins[name]:
+            f = release_file(files, v)
+            if (name, v) in found or f is None:
+                continue
+            path = cache / f["filename"]
+            if not path.is_file():
+                with urllib.request.urlopen(f["url"], timeout=300) as answer:
+                    path.write_bytes(answer.read())
+            out[name, v] = path
+        return out
+
+    with ThreadPoolExecutor(8) as pool:
+        for got in pool.map(get, missing):
+            found.update(got)
+    return found
+
+
+def _notes_sdist(cache: Path, name: str, version: str) -> None:
+    try:
+        files = index_page(name)["files"]
+    except OSError:
+        return
+    sdists = [f for f in files if release_file([f], version) and not f["filename"].endswith(".whl")]
+    if sdists:
+        with urllib.request.urlopen(sdists[0]["url"], timeout=300) as answer:
+            (cache / sdists[0]["filename"]).write_bytes(answer.read())
+
+
+def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path]:
+    """`fetch_releases`, and the newest release's sdist of each package for its release
+    notes (key: (name, "notes")); an sdist pip cannot fetch is not asked for again."""
+    found = fetch_releases(cache, pins)
+    failed = cache / "notes-unavailable.txt"
+    skip = set(failed.read_text().split()) if failed.is_file() else set()
+    notes = [n for n, v in pins.items() if _sdist(cache, n, v[-1]) is None and n not in skip]
+    if notes:
+        print(f"fetching {len(notes)} sdists for their release notes", file=sys.stderr, flush=True)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda n: _notes_sdist(cache, n, pins[n][-1]), notes))
+        failed.write_text(
+            "".join(f"{n}\n" for n, v in pins.items() if _sdist(cache, n, v[-1]) is None)
+        )
+    for name, versions in pins.items():
+        sdist = _sdist(cache, name, versions[-1])
+        if sdist is not None:
+            found[name, "notes"] = sdist
+    return found
