@@ -178,3 +178,27 @@ def test_fix_pairs_are_one_line_fixes_of_consecutive_releases_less_held_out_ones
     kept = fix_pairs.drop_held_out(records + records[:1], held, reasons)
     assert kept == records[:1]
     assert reasons == Counter({"held out": 1, "duplicate": 1})
+
+
+def test_fix_pairs_refuse_to_run_without_the_corpus_or_the_held_out_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from diffusion_infill.model.training import fix_pairs
+
+    monkeypatch.chdir(tmp_path)
+
+    def refused() -> str:
+        with pytest.raises(SystemExit) as stop:
+            fix_pairs.main([])
+        assert stop.value.code == 2
+        return capsys.readouterr().err
+
+    assert "build the corpus first" in refused()
+    (tmp_path / "data/corpus_v2").mkdir(parents=True)
+    (tmp_path / "data/corpus_v2/split.json").write_text('{"train": []}')
+    (tmp_path / "data/sources").mkdir()
+    (tmp_path / "data/real_fixes.jsonl").write_text("")
+    assert "data/real_fixes_valid.jsonl not found: build the real-fix sets first" in refused()
+    with pytest.raises(SystemExit):
+        fix_pairs.main(["--releases", "1"])
+    assert "--releases must be at least 2" in capsys.readouterr().err

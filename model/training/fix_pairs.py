@@ -4,18 +4,18 @@
 
 For each training package of model/training/corpus/packages.py whose pinned archive in
 data/sources is small (at most --max-archive-kb), the releases up to the pinned one (the
-last --releases of `pip index versions`) are fetched into data/fix_pairs_cache and every
+last --releases the package index lists) are fetched into data/fix_pairs_cache and every
 pair of consecutive releases is diffed as the real-fix sets are (benchmarks/fix_releases.py:
 one line became one other line, the window around it otherwise the same, and the change
 reads as a fix). Pairs whose (old line, new line) the validation or test real-fix set holds
 are dropped, so that a package vendored by a training package cannot carry a held-out fix
-into training. Writes data/fix_pairs.jsonl (the real-fix sets' record fields).
+into training; both sets must have been built (`python -m benchmarks.real_fixes build
+[--split valid]`). Writes data/fix_pairs.jsonl (the real-fix sets' record fields).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import multiprocessing
 import re
@@ -109,6 +109,10 @@ def _package_records(
     return records, reasons
 
 
+def _package_job(job: tuple[str, list[str], dict[tuple[str, str], Path]]) -> tuple:
+    return _package_records(*job)
+
+
 def harvest(
     pinned: dict[str, list[str]], cache: Path, processes: int = 1
 ) -> tuple[list[dict], Counter]:
@@ -120,11 +124,7 @@ def harvest(
     records: list[dict] = []
     reasons: Counter = Counter()
     with multiprocessing.Pool(processes) if processes > 1 else nullcontext() as pool:
-        mapped = (
-            pool.starmap(_package_records, jobs)
-            if pool
-            else itertools.starmap(_package_records, jobs)
-        )
+        mapped = pool.imap(_package_job, jobs) if pool else map(_package_job, jobs)
         for got, why in tqdm(mapped, total=len(jobs), desc="packages", file=sys.stderr):
             records += got
             reasons += why
@@ -160,6 +160,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--releases must be at least 2, got {args.releases}")
     if not (args.corpus / "split.json").is_file() or not SOURCES.is_dir():
         parser.error(f"{args.corpus}/split.json or {SOURCES} not found: build the corpus first")
+    missing = [str(p) for p in HELD_OUT if not p.is_file()]
+    if missing:
+        parser.error(
+            f"{', '.join(missing)} not found: build the real-fix sets first, whose fixes must "
+            "stay out of training (python -m benchmarks.real_fixes build [--split valid])"
+        )
     packages = small_training_packages(
         args.corpus / "split.json", SOURCES, args.max_archive_kb * 1024
     )
