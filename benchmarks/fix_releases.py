@@ -243,6 +243,34 @@ def pair_records(
     return out
 
 
+def package_records(
+    name: str,
+    versions: list[str],
+    archives: dict[tuple[str, str], Path],
+    notes: str,
+    reasons: Counter,
+    max_file_bytes: int | None = None,
+) -> list[dict] | None:
+    """The one-line fixes between the package's consecutive fetched releases (None when a
+    release ships a public benchmark); files over `max_file_bytes` are not diffed (each
+    counted in `reasons` as "large file")."""
+    have = [v for v in versions if (name, v) in archives]
+    if any(ships_benchmark(archives[name, v]) for v in have):
+        return None
+    sources = {}
+    for v in have:
+        files = read_sources(archives[name, v])
+        if max_file_bytes is not None:
+            kept = {p: t for p, t in files.items() if len(t) <= max_file_bytes}
+            reasons["large file"] += len(files) - len(kept)
+            files = kept
+        sources[v] = files
+    records: list[dict] = []
+    for old, new in zip(have, have[1:], strict=False):
+        records += pair_records(name, old, new, sources[old], sources[new], notes, reasons)
+    return records
+
+
 def _unseen(records: list[dict], corpus: Path, reasons: Counter) -> list[dict]:
     """Records whose window is not mostly lines of the training split, one per (buggy
     line, fixed line)."""
@@ -271,14 +299,12 @@ def build_set(
     records: list[dict] = []
     reasons: Counter = Counter()
     for name, versions in pins.items():
-        have = [v for v in versions if (name, v) in archives]
-        if any(ships_benchmark(archives[name, v]) for v in have):
+        notes = changelog(archives.get((name, "notes")))
+        got = package_records(name, versions, archives, notes, reasons)
+        if got is None:
             print(f"{name}: ships a public benchmark, dropped", file=sys.stderr)
             continue
-        notes = changelog(archives.get((name, "notes")))
-        sources = {v: read_sources(archives[name, v]) for v in have}
-        for old, new in zip(have, have[1:], strict=False):
-            records += pair_records(name, old, new, sources[old], sources[new], notes, reasons)
+        records += got
     if corpus is None:
         kept = pinned(records, json.loads(manifest.read_text())["changes"])
     else:

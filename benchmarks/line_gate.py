@@ -24,7 +24,6 @@ import argparse
 import json
 import sys
 import zlib
-from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +89,10 @@ def grid(real: list[dict], injected: list[dict], valid: list[dict] | None = None
     rows = [row(g, w) for g in GATES for w in WEIGHTS]
     floor = fixer["injected"]["top1_line"] - SLACK - 1e-9
     allowed = [r for r in rows if r["injected"]["top1_line"] >= floor]
-    on = (lambda r: r["real_valid"]["top1_line"]) if valid is not None else itemgetter("real_even")
+
+    def on(r: dict) -> float:  # the top-1 the choice is made on
+        return r["real_valid"]["top1_line"] if valid is not None else r["real_even"]
+
     choice = max(allowed, key=on) if allowed else None
     sizes = {"real": len(real), "even": len(halves[0]), "odd": len(halves[1])}
     if valid is not None:

@@ -74,13 +74,8 @@ def fetch_releases(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, s
         out = {}
         for v in pins[name]:
             f = release_file(files, v)
-            if (name, v) in found or f is None:
-                continue
-            path = cache / f["filename"]
-            if not path.is_file():
-                with urllib.request.urlopen(f["url"], timeout=300) as answer:
-                    path.write_bytes(answer.read())
-            out[name, v] = path
+            if (name, v) not in found and f is not None:
+                out[name, v] = _download(cache, f)
         return out
 
     with ThreadPoolExecutor(8) as pool:
@@ -89,20 +84,30 @@ def fetch_releases(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, s
     return found
 
 
+def _download(cache: Path, file: dict) -> Path:
+    """An index file (`release_file`'s) in `cache`, downloaded unless it is there."""
+    path = cache / file["filename"]
+    if not path.is_file():
+        with urllib.request.urlopen(file["url"], timeout=300) as answer:
+            path.write_bytes(answer.read())
+    return path
+
+
 def _notes_sdist(cache: Path, name: str, version: str) -> None:
     try:
         files = index_page(name)["files"]
     except OSError:
         return
-    sdists = [f for f in files if release_file([f], version) and not f["filename"].endswith(".whl")]
-    if sdists:
-        with urllib.request.urlopen(sdists[0]["url"], timeout=300) as answer:
-            (cache / sdists[0]["filename"]).write_bytes(answer.read())
+    sdists = (f for f in files if not f["filename"].endswith(".whl"))
+    sdist = next((f for f in sdists if release_file([f], version)), None)
+    if sdist is not None:
+        _download(cache, sdist)
 
 
 def fetch(cache: Path, pins: dict[str, list[str]]) -> dict[tuple[str, str], Path]:
     """`fetch_releases`, and the newest release's sdist of each package for its release
-    notes (key: (name, "notes")); an sdist pip cannot fetch is not asked for again."""
+    notes (key: (name, "notes")); a package whose sdist was not found is not asked again
+    (notes-unavailable.txt)."""
     found = fetch_releases(cache, pins)
     failed = cache / "notes-unavailable.txt"
     skip = set(failed.read_text().split()) if failed.is_file() else set()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from benchmarks.fix_releases import pair_records, read_sources, ships_benchmark
+from benchmarks.fix_releases import package_records
 from benchmarks.release_archives import fetch_releases, index_page
 from diffusion_infill.model.training.corpus.packages import PACKAGES
 
@@ -93,19 +93,11 @@ def _package_records(
 ) -> tuple[list[dict], Counter]:
     """The fix records of one package's consecutive releases; files over MAX_FILE_BYTES
     (generated tables, bundles) are not diffed."""
-    records: list[dict] = []
     reasons: Counter = Counter()
-    have = [v for v in versions if (name, v) in archives]
-    if any(ships_benchmark(archives[name, v]) for v in have):
+    records = package_records(name, versions, archives, "", reasons, MAX_FILE_BYTES)
+    if records is None:
         reasons["ships a public benchmark"] += 1
-        return records, reasons
-    sources = {}
-    for v in have:
-        files = read_sources(archives[name, v])
-        sources[v] = {p: t for p, t in files.items() if len(t) <= MAX_FILE_BYTES}
-        reasons["large file"] += len(files) - len(sources[v])
-    for old, new in zip(have, have[1:], strict=False):
-        records += pair_records(name, old, new, sources[old], sources[new], "", reasons)
+        return [], reasons
     return records, reasons
 
 
