@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from diffusion_infill.model.training.corpus.windows import HELDOUT_WINDOW_CHARS, window_around
+
 
 @dataclass(frozen=True)
 class Example:
@@ -71,11 +73,6 @@ def heldout_files(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return load_test_files(args.corpus, args.split)
 
 
-# Characters of a held-out window: what every checkpoint's figures were measured in. A
-# larger --window-chars keeps these windows' random draws (draw_chars), so the same holes.
-HELDOUT_WINDOW_CHARS = 700
-
-
 def load_test_files(corpus: Path, split: str = "test") -> list[str]:
     with (corpus / f"{split}.jsonl").open() as fh:
         return [json.loads(line)["text"] for line in fh]
@@ -93,28 +90,19 @@ def _window(
     window_chars: int,
     draw_chars: int | None = None,
 ) -> tuple[str, int]:
-    """A window of whole lines around [line_start, line_end); returns (window, offset).
-    With `draw_chars`, the random draw is the one a window of that size makes, scaled to
-    `window_chars`: the stream of draws, so every later pick, does not depend on the size.
-    `EDITOR_WINDOW` is the excerpt the language server sends (lsp/excerpt.py, its default
-    context: whole lines, cut where a definition starts), after the same draw."""
+    """A window of whole lines around [line_start, line_end); returns (window, offset)
+    (model/training/corpus/windows.py). `EDITOR_WINDOW` is the excerpt the language server
+    sends (lsp/excerpt.py, its default context: whole lines, cut where a definition
+    starts), after the same draw."""
     if window_chars == EDITOR_WINDOW:
-        _window(text, line_start, line_end, rng, draw_chars or HELDOUT_WINDOW_CHARS, draw_chars)
+        window_around(
+            text, line_start, line_end, rng, draw_chars or HELDOUT_WINDOW_CHARS, draw_chars
+        )
         from diffusion_infill.lsp.excerpt import excerpt  # pure Python, no torch
 
         ex = excerpt(text, line_start, line_end, context=EDITOR_CONTEXT)
         return ex.text, ex.offset
-    span = line_end - line_start
-    budget = max(0, window_chars - span)
-    drawn_budget = budget if draw_chars is None else max(0, draw_chars - span)
-    before = rng.randint(drawn_budget // 3, 2 * drawn_budget // 3)
-    if drawn_budget != budget:
-        before = round(before * budget / max(1, drawn_budget))
-    a = text.rfind("\n", 0, max(0, line_start - before))
-    a = 0 if a < 0 else a + 1
-    b = text.find("\n", min(len(text), line_end + (budget - before)))
-    b = len(text) if b < 0 else b + 1
-    return text[a:b], a
+    return window_around(text, line_start, line_end, rng, window_chars, draw_chars)
 
 
 def _lines(text: str) -> list[tuple[int, int]]:

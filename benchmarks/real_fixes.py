@@ -12,7 +12,7 @@ model/training/corpus/packages.py names them), both archives are fetched with `p
 present in both is diffed. A hunk is kept when one line became one other line with the
 same indentation, the rest of the file is the same within the window around it (~700
 characters of whole lines, as the held-out windows), and the change reads as a fix
-(benchmarks/one_line_fixes.py: not whitespace, a comment, a docstring or an annotation;
+(model/training/corpus/line_changes.py: not whitespace, a comment, a docstring or an annotation;
 not an import, a version string, a reworded message, a row of data, a signature that only
 grows or a rename); tests,
 docs, setup and version files are not read. Then: a window most of whose long lines

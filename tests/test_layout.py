@@ -106,6 +106,18 @@ def test_serving_never_imports_training() -> None:
     assert not wrong, wrong
 
 
+def test_installed_code_never_imports_the_repository_only_folders() -> None:
+    """benchmarks/ and tests/ are not installed (pyproject.toml): a module of lsp/, infill/
+    or model/ that imports them works from a checkout and fails after `pip install`."""
+    wrong = sorted(
+        f"{m} imports {i}"
+        for m, p in SOURCES.items()
+        for i in _imports(p)
+        if i.split(".")[0] in ("benchmarks", "tests")
+    )
+    assert not wrong, wrong
+
+
 def test_every_import_names_the_installed_package() -> None:
     """`import model` would find the folder only from the repository root, and load a second
     copy of a module beside the installed one."""

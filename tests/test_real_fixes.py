@@ -11,10 +11,15 @@ from worker_fake_main import WorkerFake
 
 from benchmarks import fix_releases
 from benchmarks.fix_eval import changed_range
-from benchmarks.fix_releases import SKIP_PATH, build_set, notes_mention, notes_section
-from benchmarks.one_line_fixes import one_line_changes
+from benchmarks.fix_releases import build_set
 from diffusion_infill.infill.core.results import TokenScore
 from diffusion_infill.infill.core.suspect_lines import rank_lines
+from diffusion_infill.model.training.corpus.line_changes import one_line_changes
+from diffusion_infill.model.training.corpus.release_diffs import (
+    SKIP_PATH,
+    notes_mention,
+    notes_section,
+)
 
 OLD = '''"""A small module."""
 
@@ -373,7 +378,7 @@ def test_the_line_gate_rejects_files_without_the_fixers_scores(
 
 
 def test_a_release_is_read_from_its_pure_wheel_else_any_wheel_else_its_sdist() -> None:
-    from benchmarks.release_archives import release_file
+    from diffusion_infill.model.training.corpus.releases import release_file
 
     def named(*names: str, yanked: str = "") -> list[dict]:
         return [{"filename": n, "url": f"u/{n}", "yanked": n == yanked} for n in names]

@@ -5,7 +5,7 @@
 For each training package of model/training/corpus/packages.py whose pinned archive in
 data/sources is small (at most --max-archive-kb), the releases up to the pinned one (the
 last --releases the package index lists) are fetched into data/fix_pairs_cache and every
-pair of consecutive releases is diffed as the real-fix sets are (benchmarks/fix_releases.py:
+pair of consecutive releases is diffed as the real-fix sets are (corpus/release_diffs.py:
 one line became one other line, the window around it otherwise the same, and the change
 reads as a fix). Pairs whose (old line, new line) the validation or test real-fix set holds
 are dropped, so that a package vendored by a training package cannot carry a held-out fix
@@ -27,9 +27,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from benchmarks.fix_releases import package_records
-from benchmarks.release_archives import fetch_releases, index_page
 from diffusion_infill.model.training.corpus.packages import PACKAGES
+from diffusion_infill.model.training.corpus.release_diffs import package_records
+from diffusion_infill.model.training.corpus.releases import fetch_releases, index_page
 
 OUT = Path("data/fix_pairs.jsonl")
 CACHE = Path("data/fix_pairs_cache")

@@ -38,7 +38,7 @@ class FixPair:
 
 
 def pair_of(record: dict) -> FixPair:
-    """The pair of a record of real fixes (benchmarks/fix_releases.py's fields)."""
+    """The pair of a record of real fixes (model/training/corpus/release_diffs.py's fields)."""
     lines = record["window"].split("\n")
     k = record["window_line"]
     if lines[k] != record["buggy_line"]:

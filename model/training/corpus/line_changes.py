@@ -29,7 +29,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, _window
+from diffusion_infill.model.training.corpus.windows import HELDOUT_WINDOW_CHARS, window_around
 
 _WORD = re.compile(r"\w+|[^\w\s]+")
 _VERSION = re.compile(r"version|\b\d+\.\d+\.\d+\b", re.IGNORECASE)
@@ -60,13 +60,13 @@ def _indent(line: str) -> str:
 
 
 def _window_lines(old: str, index: int, seed: str) -> tuple[str, int, int]:
-    """The window around line `index` (heldout's `_window`, its draw seeded by `seed`):
-    (window, first line, end line) of the old file."""
+    """The window around line `index` (a held-out example's window, its draw seeded by
+    `seed`): (window, first line, end line) of the old file."""
     starts = [0] + [m.end() for m in re.finditer("\n", old)]
     s = starts[index]
     e = old.find("\n", s)
     e = len(old) if e < 0 else e
-    window, offset = _window(old, s, e, random.Random(seed), HELDOUT_WINDOW_CHARS)
+    window, offset = window_around(old, s, e, random.Random(seed), HELDOUT_WINDOW_CHARS)
     first = old.count("\n", 0, offset)
     return window, first, first + len(window.splitlines())
 

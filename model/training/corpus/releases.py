@@ -1,5 +1,5 @@
-"""Releases of packages fetched from the package index for the real-fix sets
-(benchmarks/fix_releases.py) and the training fix pairs (model/training/fix_pairs.py):
+"""Releases of packages fetched from the package index for the training fix pairs
+(model/training/fix_pairs.py) and the real-fix sets (benchmarks/fix_releases.py):
 each release's archive (a pure-Python wheel, else any wheel, else the sdist), read from
 the index's simple API and downloaded without pip, so that a release costs one HTTP
 request and no build."""
