@@ -147,6 +147,30 @@ def total(items):
 '''
 
 
+def test_fix_pairs_read_the_training_packages_whose_pinned_archive_is_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package is found by its pinned archive's exact name and version, whatever the
+    spelling of the file (zope.interface as zope_interface, a dot kept in an sdist)."""
+    from diffusion_infill.model.training import fix_pairs
+
+    pinned = {"zope.interface": "6.0", "jaraco.classes": "3.2", "big": "1.0", "later": "1.1"}
+    monkeypatch.setattr(fix_pairs, "PACKAGES", pinned)
+    split = tmp_path / "split.json"
+    split.write_text(json.dumps({"train": [*pinned, "test-only"], "test": []}))
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for name, size in [
+        ("zope_interface-6.0-cp311-cp311-manylinux_2_17_x86_64.whl", 10),
+        ("jaraco.classes-3.2-py3-none-any.whl", 10),
+        ("big-1.0-py3-none-any.whl", 5000),
+        ("later-1.1.1-py3-none-any.whl", 10),  # not the pinned 1.1
+    ]:
+        (sources / name).write_bytes(b"x" * size)
+    found = fix_pairs.small_training_packages(split, sources, max_bytes=1000)
+    assert found == {"zope.interface": "6.0", "jaraco.classes": "3.2"}
+
+
 def test_fix_pairs_are_one_line_fixes_of_consecutive_releases_less_held_out_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

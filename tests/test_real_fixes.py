@@ -401,6 +401,31 @@ def test_a_release_is_read_from_its_pure_wheel_else_any_wheel_else_its_sdist() -
     assert release_file(yanked, "1.0") is None
 
 
+def test_a_cached_release_is_found_by_its_exact_version(tmp_path: Path) -> None:
+    """1.1 is neither 1.1.1 nor 1.1.post1: a release missing from the cache is fetched, not
+    read from a later release whose version starts the same."""
+    from diffusion_infill.model.training.corpus.sources import archive_in
+
+    for name in (
+        "pkg_name-1.1.1-py3-none-any.whl",
+        "pkg_name-1.2.post1-py3-none-any.whl",
+        "pkg-name-1.3.1.tar.gz",
+        "pkg-name-2.0.tar.gz",
+        "pkg_name-2.0-py3-none-any.whl",
+        "pkg_name_extra-2.0-py3-none-any.whl",
+    ):
+        (tmp_path / name).write_bytes(b"")
+    wheel, sdist = frozenset(), frozenset({"pkg-name"})
+    assert archive_in(tmp_path, "pkg-name", "1.1", wheel) is None
+    assert archive_in(tmp_path, "pkg-name", "1.1.1", wheel).name.startswith("pkg_name-1.1.1-")
+    assert archive_in(tmp_path, "Pkg.Name", "1.2", wheel) is None
+    assert archive_in(tmp_path, "pkg-name", "1.3", sdist) is None
+    assert archive_in(tmp_path, "pkg-name", "1.3.1", sdist).name == "pkg-name-1.3.1.tar.gz"
+    assert archive_in(tmp_path, "pkg-name", "2.0", sdist).name == "pkg-name-2.0.tar.gz"
+    assert archive_in(tmp_path, "pkg-name", "2.0", wheel).name == "pkg_name-2.0-py3-none-any.whl"
+    assert archive_in(tmp_path, "pkg", "2.0", wheel) is None
+
+
 @pytest.mark.parametrize(
     ("argv", "error"),
     [

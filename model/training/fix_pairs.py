@@ -30,6 +30,7 @@ from tqdm import tqdm
 from diffusion_infill.model.training.corpus.packages import PACKAGES
 from diffusion_infill.model.training.corpus.release_diffs import package_records
 from diffusion_infill.model.training.corpus.releases import fetch_releases, index_page
+from diffusion_infill.model.training.corpus.sources import archive_in
 
 OUT = Path("data/fix_pairs.jsonl")
 CACHE = Path("data/fix_pairs_cache")
@@ -55,12 +56,10 @@ def _version_key(version: str) -> tuple[int, ...]:
 def small_training_packages(split: Path, sources: Path, max_bytes: int) -> dict[str, str]:
     """Training packages (name -> pinned version) whose pinned archive is small."""
     train = {n.lower() for n in json.loads(split.read_text())["train"]}
-    sizes = {f.name.lower(): f.stat().st_size for f in sources.iterdir()}
     out = {}
     for name, version in PACKAGES.items():
-        stem = f"{name.lower().replace('-', '_')}-{version.lower()}"
-        size = [s for f, s in sizes.items() if f.startswith(stem)]
-        if name.lower() in train and size and size[0] <= max_bytes:
+        archive = archive_in(sources, name, version) if name.lower() in train else None
+        if archive is not None and archive.stat().st_size <= max_bytes:
             out[name] = version
     return out
 

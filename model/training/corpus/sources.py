@@ -31,18 +31,28 @@ from diffusion_infill.model.training.corpus.records import Source, SourceFile, i
 def archive_in(
     cache: Path, name: str, version: str, sdists: frozenset[str] = SDISTS
 ) -> Path | None:
-    """The cached archive of `name`==`version` in the form `sdists` asks for, if any."""
+    """The cached archive of `name`==`version` in the form `sdists` asks for, if any: that
+    version exactly (1.1 is not 1.1.1 or 1.1.post1)."""
     want_sdist = name in sdists
-    prefix = f"{canonical(name)}-{canonical(version)}-"
     for path in sorted(cache.iterdir()):
         is_wheel = path.name.endswith(".whl")
         is_sdist = path.name.endswith((".tar.gz", ".zip", ".tar.bz2"))
         if (want_sdist and not is_sdist) or (not want_sdist and not is_wheel):
             continue
-        stem = re.sub(r"\.(tar\.gz|tar\.bz2|zip|whl)$", "", path.name)
-        if canonical(stem + "-").startswith(prefix):
+        if _name_version(path.name) == (canonical(name), canonical(version)):
             return path
     return None
+
+
+def _name_version(filename: str) -> tuple[str, str] | None:
+    """(name, version) of an archive's file name, both canonical: a wheel's name holds no
+    `-` (name-version-[build-]python-abi-platform), an sdist's version follows its last."""
+    stem = re.sub(r"\.(tar\.gz|tar\.bz2|zip|whl)$", "", filename)
+    if filename.endswith(".whl"):
+        parts = stem.split("-")
+        return (canonical(parts[0]), canonical(parts[1])) if len(parts) >= 5 else None
+    name, dash, version = stem.rpartition("-")
+    return (canonical(name), canonical(version)) if dash else None
 
 
 def _pip_download(cache: Path, specs: list[str], *options: str, check: bool = True) -> None:
