@@ -95,6 +95,13 @@ def parse_messages(text: str, fill: str) -> list[str]:
         ("d = dict(\n    a=[\n        1,\n        <mask>\n    b=[3],\n)\n", "2],", "2]", "comma"),
         # one bracket closed and another opened: `_)[`
         ("assert f(\n    1,\n<mask>\n    2,\n]\n", ") == [", "),", "unmatched"),
+        # bytes beside bytes (implicit concatenation), a string left open by a backslash
+        (
+            "for c in (b'ab'\n          <mask>\n          b'ef'):\n    pass\n",
+            "b'cd'",
+            "b'c', 'd\\",
+            "unterminated",
+        ),
     ],
     ids=[
         "except",
@@ -105,6 +112,7 @@ def parse_messages(text: str, fill: str) -> list[str]:
         "list opened",
         "list closed",
         "closed and opened",
+        "bytes",
     ],
 )
 def test_where_a_name_cannot_stand_in_a_hole_a_stand_in_lets_pythons_parser_judge(

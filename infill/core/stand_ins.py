@@ -15,7 +15,7 @@ that moves Python's first error furthest down:
 
 - the text as it is;
 - a name per line (`_`), as a hole is neutralised: for a selection as written;
-- a string (`""`): implicit concatenation;
+- a string (`""`, `b""`): implicit concatenation;
 - an item (`_,`), a keyword argument or a parameter's default (`_=_,`), a dict entry
   (`_:_,`);
 - block headers where a line's code comes before deeper lines: `except:` after a `try:`
@@ -209,6 +209,7 @@ Filler = Callable[[str, Segment, bool, Range], str]
 FILLERS: tuple[Filler, ...] = (
     _fixed("_"),
     _fixed('""'),
+    _fixed('b""'),
     _fixed("_,"),
     _fixed("_=_,"),
     _fixed("_:_,"),
