@@ -105,11 +105,18 @@ def main(argv: list[str] | None = None) -> None:
         "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
+        "holes_containing": args.holes_containing,
         "shapes": {},
     }
     t0 = time.perf_counter()
     for shape in shapes:
         examples = _examples(files, shape, args)
+        if args.holes_containing is not None:
+            examples = [ex for ex in examples if args.holes_containing in ex.truth]
+            if not examples:
+                parser.error(
+                    f"no {shape} hole of the {args.n} drawn holds {args.holes_containing!r}"
+                )
         row = _shape_row(den, examples, shape, options, truth_tokens, args)
         results["shapes"][shape] = row
         _print_row(shape, row)
@@ -255,6 +262,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=("engine", "true"),
         default=None,
         help="only the engine's length or only the true length",
+    )
+    parser.add_argument(
+        "--holes-containing",
+        default=None,
+        metavar="TEXT",
+        help="only the drawn holes whose truth holds TEXT (the same draw: replays a few holes)",
     )
     parser.add_argument("--out", type=Path, default=None)
     return parser

@@ -68,6 +68,8 @@ def judge(results: dict[str, Any], files: list[str]) -> dict[str, Any]:
         examples = shape_examples(
             files, shape, results["n"], seed=results["seed"], window_chars=results["window_chars"]
         )
+        if (text := results.get("holes_containing")) is not None:
+            examples = [ex for ex in examples if text in ex.truth]
         out[shape] = {key: unparseable(examples, cell["records"]) for key, cell in row.items()}
     return out
 

@@ -121,6 +121,34 @@ def test_end_to_end_with_an_engine_rule_off(
 
 
 @pytest.mark.slow
+def test_end_to_end_on_the_holes_that_hold_a_text(
+    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path, files
+) -> None:
+    first, second = shape_examples(files, "whole-line", 2, seed=0, window_chars=700)
+    text = first.truth.strip()[:12]
+    _, result = _shapes(
+        run_benchmark, tiny_model_dir, modules_corpus, tmp_path / "some.json",
+        "--shapes", "whole-line", "--lengths-only", "engine", "--holes-containing", text,
+    )  # fmt: skip
+    row = result["shapes"]["whole-line"]["engine_length"]
+    assert result["holes_containing"] == text
+    assert row["n"] == 1 + (text in second.truth)
+    judged = run_benchmark(
+        "python_parses", str(tmp_path / "some.json"), "--corpus", str(modules_corpus),
+        "--out", str(tmp_path / "parses.json"),
+    )  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    cell = json.loads((tmp_path / "parses.json").read_text())["runs"]["some.json"]
+    assert cell["whole-line"]["engine_length"]["parsing"]["texts"] <= row["n"]
+    done = run_benchmark(
+        "eval_shapes", "--model", str(tiny_model_dir), "--corpus", str(modules_corpus),
+        "--n", "2", "--shapes", "whole-line", "--holes-containing", "no hole holds this",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "no whole-line hole of the 2 drawn holds 'no hole holds this'" in done.stderr
+
+
+@pytest.mark.slow
 def test_end_to_end_with_a_rewrite_length(
     run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
 ) -> None:
