@@ -20,6 +20,9 @@ from diffusion_infill.model.training.corpus.release_diffs import (
     notes_mention,
     notes_section,
 )
+from diffusion_infill.model.training.corpus.release_diffs import (
+    record as fix_record,
+)
 
 OLD = '''"""A small module."""
 
@@ -195,23 +198,7 @@ def _tiny_set(path: Path) -> None:
     ):
         ((c, why),) = _kept(OLD, _edit(OLD, a, b))
         assert why is None
-        records.append(
-            {
-                "package": "tiny",
-                "old_version": "1.0",
-                "new_version": "1.1",
-                "path": "tiny.py",
-                "line": c.line + 1,
-                "buggy_line": c.old_line,
-                "fixed_line": c.new_line,
-                "window": c.window,
-                "fixed_window": c.fixed_window,
-                "window_line": c.window_line,
-                "words_changed": c.words_changed,
-                "notes_fix": False,
-                "notes_line": None,
-            }
-        )
+        records.append(fix_record("tiny", "1.0", "1.1", "tiny.py", c))
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 

@@ -141,24 +141,36 @@ def pair_records(
             reasons["sweep"] += len(kept)
             continue
         for c in kept:
-            out.append(
-                {
-                    "package": name,
-                    "old_version": old,
-                    "new_version": new,
-                    "path": path,
-                    "line": c.line + 1,
-                    "buggy_line": c.old_line,
-                    "fixed_line": c.new_line,
-                    "window": c.window,
-                    "fixed_window": c.fixed_window,
-                    "window_line": c.window_line,
-                    "words_changed": c.words_changed,
-                    "notes_fix": "fix" in section.lower(),
-                    "notes_line": notes_mention(section, c, before[path]),
-                }
-            )
+            notes_line = notes_mention(section, c, before[path])
+            out.append(record(name, old, new, path, c, "fix" in section.lower(), notes_line))
     return out
+
+
+def record(
+    name: str,
+    old: str,
+    new: str,
+    path: str,
+    change: Change,
+    notes_fix: bool = False,
+    notes_line: str | None = None,
+) -> dict:
+    """The record of one one-line fix (a row of the real-fix sets and the fix pairs)."""
+    return {
+        "package": name,
+        "old_version": old,
+        "new_version": new,
+        "path": path,
+        "line": change.line + 1,
+        "buggy_line": change.old_line,
+        "fixed_line": change.new_line,
+        "window": change.window,
+        "fixed_window": change.fixed_window,
+        "window_line": change.window_line,
+        "words_changed": change.words_changed,
+        "notes_fix": notes_fix,
+        "notes_line": notes_line,
+    }
 
 
 def package_records(
