@@ -155,6 +155,17 @@ class Completions(Feature):
             if self.tasks.get(uri) is task:
                 del self.tasks[uri]
 
+    def _typed_through(self, uri: str, snap: Snapshot, at: int) -> Completion | None:
+        """The rest of the document's last offer where the user has typed its start since."""
+        offer = self.offers.pop(uri, None)
+        if offer is None or not self.host.settings.completion_typed_through:
+            return None
+        rest = typed_through(offer, snap.text, at)
+        if rest is None:
+            return None
+        self.offers[uri] = offer  # the user may type on through it
+        return Completion(snap, at, rest, offer.multiline)
+
     async def _complete(
         self, uri: str, position: types.Position, token: types.ProgressToken | None, started: float
     ) -> Completion | Late | None:
@@ -165,17 +176,15 @@ class Completions(Feature):
         line = snap.lines.line_of(at)
         typing = self.lines.get(uri) == line  # this line's completion was asked before
         self.lines[uri] = line
-        offer = self.offers.pop(uri, None)
-        if offer is not None and s.completion_typed_through:
-            rest = typed_through(offer, snap.text, at)
-            if rest is not None:  # no model: the user is typing what it offered
-                self.offers[uri] = offer  # and may type on through it
-                return Completion(snap, at, rest, offer.multiline)
+        if (typed := self._typed_through(uri, snap, at)) is not None:
+            return typed  # no model: the user is typing what it offered
         bounds = (snap.lines.start(line), snap.lines.end(line))
-        ask = completion_ask(
-            snap.text, at, bounds, s, uri, machine=host.worker.machine, typing=typing
-        )
-        if ask is None:
+        machine = host.worker.machine
+
+        def ask_on(m: Machine) -> CompletionAsk | None:
+            return completion_ask(snap.text, at, bounds, s, uri, machine=m, typing=typing)
+
+        if (ask := ask_on(machine)) is None:
             return None
 
         def deadline() -> float | None:  # the loop's time; the device is known once connected
@@ -185,6 +194,8 @@ class Completions(Feature):
         try:
             async with asyncio.timeout_at(deadline()) as timer:
                 await host.worker.connect()
+                if host.worker.machine != machine:  # it greeted meanwhile: its budgets
+                    ask = ask_on(host.worker.machine) or ask
                 timer.reschedule(deadline())
                 # Progress only with the request's own token: a server-created progress
                 # bar per keystroke would be noise.

@@ -4,6 +4,7 @@ for clients without it, supersession, $/cancelRequest reaching the worker, stale
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from lsp_fake_worker import (
@@ -14,6 +15,7 @@ from lsp_fake_worker import (
     lsp,
     open_doc,
     run,
+    watched_worker,
 )
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -339,6 +341,39 @@ def test_one_line_completion_window_follows_the_workers_machine(device, precisio
             assert canvases and window - 8 <= max(map(len, canvases)) <= window
 
     with fake_worker(fake) as address:
+        run(go())
+
+
+def test_a_completion_asked_before_the_worker_greets_gets_the_workers_budgets():
+    """The first completion of a session may be asked while the worker still loads its
+    model: its window is the one for the machine the worker then says it has (a slow CPU:
+    128 tokens), not the one for a machine not known yet (256)."""
+    fake = _on_machine("cpu", "int8")
+    greet = threading.Event()
+    above = "".join(f"value_{i} = {i}\n" for i in range(60))
+    below = "".join(f"other_{i} = {i}\n" for i in range(60))
+
+    async def go():
+        async with lsp(address) as (client, _):
+            uri = open_doc(client, "window.py", above + "name = \n" + below)
+            other = open_doc(client, "other.py", "def f(compute):\n    value = compute\n")
+            asked = asyncio.ensure_future(inline(client, uri, pos(60, 7)))
+            # answered without the worker, after the first request has made its ask
+            assert await inline(client, other, pos(1, 14)) == []
+            greet.set()
+            (item,) = await asked
+            assert item.insert_text == "'ada'"
+            canvases = [c for canvases, _ in fake.calls for c in canvases]
+            assert canvases and 120 <= max(map(len, canvases)) <= 128
+
+    with watched_worker(fake) as (address, worker):
+        welcome = worker.welcome
+
+        def late_welcome():  # the worker's greeting waits until the request was made
+            assert greet.wait(30)
+            return welcome()
+
+        worker.welcome = late_welcome
         run(go())
 
 
