@@ -345,7 +345,7 @@ def test_one_line_completion_window_follows_the_workers_machine(device, precisio
 
 
 def test_a_completion_asked_before_the_worker_greets_gets_the_workers_budgets():
-    """The first completion of a session may be asked while the worker still loads its
+    """The first completion after a start may be asked while the worker still loads its
     model: its window is the one for the machine the worker then says it has (a slow CPU:
     128 tokens), not the one for a machine not known yet (256)."""
     fake = _on_machine("cpu", "int8")
