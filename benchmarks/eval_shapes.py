@@ -43,7 +43,7 @@ from benchmarks.heldout import (
 from benchmarks.infill_scores import infill_scores, same_code
 from benchmarks.real_files import load as load_real
 from benchmarks.results_file import write_results
-from benchmarks.shapes import SHAPES, real_file_examples, shape_examples
+from benchmarks.shapes import SHAPES, holding, real_file_examples, shape_examples
 from diffusion_infill import infill
 from diffusion_infill.infill.core.lines import framed_code, is_whole_lines
 from diffusion_infill.infill.core.options import (
@@ -111,12 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     for shape in shapes:
         examples = _examples(files, shape, args)
-        if args.holes_containing is not None:
-            examples = [ex for ex in examples if args.holes_containing in ex.truth]
-            if not examples:
-                parser.error(
-                    f"no {shape} hole of the {args.n} drawn holds {args.holes_containing!r}"
-                )
+        examples = holding(examples, args.holes_containing)
+        if not examples and args.holes_containing is not None:
+            parser.error(f"no {shape} hole of the {args.n} drawn holds {args.holes_containing!r}")
         row = _shape_row(den, examples, shape, options, truth_tokens, args)
         results["shapes"][shape] = row
         _print_row(shape, row)

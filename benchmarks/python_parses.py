@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks.heldout import heldout_files
 from benchmarks.results_file import RESULTS, write_results
-from benchmarks.shapes import SHAPES, shape_examples
+from benchmarks.shapes import SHAPES, holding, shape_examples
 from diffusion_infill.infill.core.checks import syntax_error
 from diffusion_infill.infill.core.spans import Span, neutralise
 from diffusion_infill.infill.core.stand_ins import parsing_stand_in
@@ -65,11 +65,16 @@ def judge(results: dict[str, Any], files: list[str]) -> dict[str, Any]:
     for shape, row in results["shapes"].items():
         if shape not in SHAPES:
             continue
-        examples = shape_examples(
-            files, shape, results["n"], seed=results["seed"], window_chars=results["window_chars"]
+        examples = holding(
+            shape_examples(
+                files,
+                shape,
+                results["n"],
+                seed=results["seed"],
+                window_chars=results["window_chars"],
+            ),
+            results.get("holes_containing"),
         )
-        if (text := results.get("holes_containing")) is not None:
-            examples = [ex for ex in examples if text in ex.truth]
         out[shape] = {key: unparseable(examples, cell["records"]) for key, cell in row.items()}
     return out
 

@@ -163,6 +163,11 @@ def shape_examples(
     return _block_examples(files, n, window_chars, parser, rng)
 
 
+def holding(examples: list[Example], text: str | None) -> list[Example]:
+    """The examples whose truth holds `text` (eval_shapes --holes-containing; all for None)."""
+    return examples if text is None else [ex for ex in examples if text in ex.truth]
+
+
 def _part_of_line_examples(
     files: list[str], n: int, seed: int, window_chars: int, parser: Any, rng: random.Random
 ) -> list[Example]:

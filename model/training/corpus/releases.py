@@ -7,14 +7,13 @@ request and no build."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from diffusion_infill.model.training.corpus.packages import canonical
-from diffusion_infill.model.training.corpus.sources import archive_in
+from diffusion_infill.model.training.corpus.sources import archive_in, name_version
 
 
 def _wheel(cache: Path, name: str, version: str) -> Path | None:
@@ -26,7 +25,6 @@ def _sdist(cache: Path, name: str, version: str) -> Path | None:
 
 
 INDEX = "https://pypi.org/simple"  # the package index's simple API (PEP 691, JSON)
-_ARCHIVE = re.compile(r"\.(whl|tar\.gz|tar\.bz2|zip)$")
 
 
 def index_page(name: str) -> dict:
@@ -42,9 +40,8 @@ def release_file(files: list[dict], version: str) -> dict | None:
     """The file a release is read from: a pure-Python wheel, else any wheel, else the sdist."""
     mine = []
     for f in files:
-        stem = _ARCHIVE.sub("", f["filename"])
-        parts = stem.split("-") if f["filename"].endswith(".whl") else stem.rsplit("-", 1)
-        if len(parts) > 1 and canonical(parts[1]) == canonical(version) and not f.get("yanked"):
+        parsed = name_version(f["filename"])
+        if parsed is not None and parsed[1] == canonical(version) and not f.get("yanked"):
             mine.append(f)
     rank = lambda f: (  # noqa: E731
         not f["filename"].endswith("-none-any.whl"),

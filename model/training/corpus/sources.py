@@ -39,12 +39,12 @@ def archive_in(
         is_sdist = path.name.endswith((".tar.gz", ".zip", ".tar.bz2"))
         if (want_sdist and not is_sdist) or (not want_sdist and not is_wheel):
             continue
-        if _name_version(path.name) == (canonical(name), canonical(version)):
+        if name_version(path.name) == (canonical(name), canonical(version)):
             return path
     return None
 
 
-def _name_version(filename: str) -> tuple[str, str] | None:
+def name_version(filename: str) -> tuple[str, str] | None:
     """(name, version) of an archive's file name, both canonical: a wheel's name holds no
     `-` (name-version-[build-]python-abi-platform), an sdist's version follows its last."""
     stem = re.sub(r"\.(tar\.gz|tar\.bz2|zip|whl)$", "", filename)
