@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         "indent_pass": options.indent_pass,
         "selection_lines": options.selection_lines,
         "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
+        "length_contest": options.length_contest,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
         "holes_containing": args.holes_containing,
@@ -142,6 +143,7 @@ def _options(
             indent_pass=not args.no_indent_pass,
             selection_lines=not args.no_selection_lines,
             length_head=not args.no_length_head,
+            length_contest=not args.no_length_contest,
             default_span_tokens=args.default_span_tokens,
             **cli,
         )
@@ -164,6 +166,7 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         + ("_no_indent_pass" if args.no_indent_pass else "")
         + ("_no_selection_lines" if args.no_selection_lines else "")
         + ("_no_length_head" if args.no_length_head else "")
+        + ("_no_length_contest" if args.no_length_contest else "")
         + ("_rewrite_length" if args.rewrite_length else "")
         + (f"_checks_{args.checks.replace(',', '_')}" if args.checks != DEFAULT_CHECKS else "")
         + (
@@ -277,6 +280,8 @@ _RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leav
     "--no-indent-pass": "a whole-line span's depth from the code around it alone, no model pass",
     "--no-statement-ends": "do not end a hole at a line's end with its statement",
     "--no-length-head": "leave every hole's length to the network (no length head)",
+    "--no-length-contest": "decode a hole inside a line at the network's length alone, not "
+    "beside the length head's likeliest lengths",
 }
 
 

@@ -38,6 +38,7 @@ from benchmarks.heldout import (
     heldout_files,
     heldout_holes,
 )
+from benchmarks.length_rules import head_top, replay
 from benchmarks.results_file import write_results
 from benchmarks.shapes import shape_examples
 from diffusion_infill import infill
@@ -138,7 +139,9 @@ def length_prior(null_lp: list[float], length: int) -> float:
     return sum(not_null[:length]) + end
 
 
-def study(den, examples, lengths: list[int], options) -> list[dict]:
+def study(den, examples, lengths: list[int], options, top: int = 0) -> list[dict]:
+    """One record per example; with `top` > 0 the lengths decoded are each hole's `top`
+    likeliest by the length head (which the model must have) instead of `lengths`."""
     records = []
     for ex in tqdm(examples, desc="length study", file=sys.stderr):
         truth = ex.truth.strip()
@@ -148,6 +151,10 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
         )
         default = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
         null_lp, head = first_profiles(den, ex.text, default, options)
+        if top:
+            if head is None:
+                raise SystemExit("--head-top needs a model with a length head")
+            lengths = head_top(head, top)
         cands = {}
         for L in sorted(set(lengths) | {true_len}):
             d = _decode(den, ex.text, infill.Span(ex.start, ex.end, length=L, exact=True), options)
@@ -169,126 +176,12 @@ def study(den, examples, lengths: list[int], options) -> list[dict]:
                 "own_nfe": own["nfe"],
                 "own_mean": float(np.mean(own["logp"])) if own["logp"] else -99.0,
                 "own_cmean": float(np.mean(own["commit"])) if own["commit"] else -99.0,
+                "own_csum": float(sum(own["commit"])),
                 "cands": cands,
                 **({"head": head} if head is not None else {}),
             }
         )
     return records
-
-
-RULES = {
-    "commit mean log-prob": lambda c: c["cmean"],
-    "commit sum log-prob": lambda c: c["csum"],
-    "commit mean + 0.25 prior": lambda c: c["cmean"] + 0.25 * c["prior"],
-    "commit mean + prior": lambda c: c["cmean"] + c["prior"],
-    "mean log-prob": lambda c: c["mean"],
-    "sum log-prob": lambda c: c["sum"],
-    "first-pass length prior": lambda c: c["prior"],
-    "mean + prior": lambda c: c["mean"] + c["prior"],
-    "mean + 0.5 prior": lambda c: c["mean"] + 0.5 * c["prior"],
-    "mean + 0.25 prior": lambda c: c["mean"] + 0.25 * c["prior"],
-    "sum + prior": lambda c: c["sum"] + c["prior"],
-    "commit sum + 0.1 prior": lambda c: c["csum"] + 0.1 * c["prior"],
-}
-
-
-def replay(records: list[dict]) -> dict[str, object]:
-    n = len(records)
-    out: dict[str, object] = {
-        "n": n,
-        "engine's own length": sum(r["own_hit"] for r in records) / n,
-        "true length": sum(r["cands"][r["true_len"]]["hit"] for r in records) / n,
-        "oracle over the candidate lengths": sum(
-            any(c["hit"] for c in r["cands"].values() if c["in_set"]) for r in records
-        )
-        / n,
-        "own length = true length": sum(r["own_len"] == r["true_len"] for r in records) / n,
-    }
-    for name, key in RULES.items():
-        hits = picked_true = 0
-        for r in records:
-            cands = {L: c for L, c in r["cands"].items() if c["in_set"]}
-            best = max(cands, key=lambda L: key(cands[L]))
-            hits += cands[best]["hit"]
-            picked_true += best == r["true_len"]
-        out[name] = {"exact_match": hits / n, "picked_true_length": picked_true / n}
-    if all("own_mean" in r for r in records):
-        out.update(_own_or_better(records))
-    if all("head" in r for r in records):
-        out.update(_head_rules(records))
-    return out
-
-
-def _head_rules(records: list[dict]) -> dict[str, object]:
-    """The length head's choices (records with "head"): its likeliest length, decoded
-    exactly (16 or more: the engine's own fill); the same only where it is at least p
-    sure, as the engine takes it (infill/core/head_lengths.py); the own fill against the
-    head's two likeliest lengths by the sum of log-probabilities at commit."""
-    out: dict[str, object] = {}
-
-    def likeliest(r: dict) -> tuple[int, float]:
-        best = max(range(len(r["head"])), key=r["head"].__getitem__)
-        return best, math.exp(r["head"][best])
-
-    for p in (0.0, 0.3, 0.5, 0.7):
-        hits = picked = switched = 0
-        for r in records:
-            best, sure = likeliest(r)
-            if 1 <= best < len(r["head"]) - 1 and sure >= p and best in r["cands"]:
-                hits += r["cands"][best]["hit"]
-                picked += best == r["true_len"]
-                switched += 1
-            else:
-                hits += r["own_hit"]
-                picked += r["own_len"] == r["true_len"]
-        out[f"length head's likeliest when p >= {p}"] = {
-            "exact_match": hits / len(records),
-            "picked_true_length": picked / len(records),
-            "switched": switched / len(records),
-        }
-    hits = 0
-    for r in records:
-        top = sorted(range(1, len(r["head"]) - 1), key=lambda L: -r["head"][L])[:2]
-        own = r["own_cmean"] * max(r["own_len"], 1)
-        decoded = [L for L in top if L in r["cands"]]  # --lengths may leave both out
-        best = max(decoded, key=lambda L: r["cands"][L]["csum"]) if decoded else None
-        if best is not None and r["cands"][best]["csum"] > own:
-            hits += r["cands"][best]["hit"]
-        else:
-            hits += r["own_hit"]
-    out["own or the head's two likeliest, by commit sum"] = {"exact_match": hits / len(records)}
-    out["length head's likeliest = true length"] = sum(
-        likeliest(r)[0] == min(r["true_len"], len(r["head"]) - 1) for r in records
-    ) / len(records)
-    return out
-
-
-def _own_or_better(records: list[dict]) -> dict[str, object]:
-    """Keep the engine's own fill unless an exact candidate's mean log-probability (all
-    visible) beats the own fill's by more than a margin: a race the primary wins ties of."""
-    out: dict[str, object] = {}
-    sets = {"halvings 1,2,4,8": {1, 2, 4, 8}, "all lengths": None}
-    for set_name, allowed in sets.items():
-        for margin in (0.0, 0.1, 0.25, 0.5, 1.0):
-            hits = 0
-            switched = 0
-            for r in records:
-                cands = {
-                    L: c
-                    for L, c in r["cands"].items()
-                    if c["in_set"] and (allowed is None or L in allowed)
-                }
-                best = max(cands, key=lambda L: cands[L]["mean"])
-                if cands[best]["mean"] > r["own_mean"] + margin:
-                    hits += cands[best]["hit"]
-                    switched += 1
-                else:
-                    hits += r["own_hit"]
-            out[f"own unless {set_name} beat it by {margin}"] = {
-                "exact_match": hits / len(records),
-                "switched": switched / len(records),
-            }
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -302,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
         lengths = [int(v) for v in args.lengths.split(",")]
     except ValueError:
         p.error(f"--lengths must be whole numbers separated by commas, got {args.lengths!r}")
+    if args.head_top < 0:
+        p.error(f"--head-top must be 0 or more, got {args.head_top}")
     if min(lengths) < 1:
         p.error(f"--lengths must be at least 1 each, got {args.lengths!r}")
     t0 = time.perf_counter()
@@ -322,7 +217,8 @@ def main(argv: list[str] | None = None) -> None:
             )
         )
         # the engine's own fill is the network's ending: the length head only as a rule
-        records = study(den, examples, lengths, infill.SamplerOptions(length_head=False))
+        options = infill.SamplerOptions(length_head=False)
+        records = study(den, examples, lengths, options, top=args.head_top)
         if args.records:
             args.records.write_text(json.dumps(records))
     figures = replay(records)
@@ -334,7 +230,9 @@ def main(argv: list[str] | None = None) -> None:
         {
             "split": args.split,
             "shape": args.shape,
-            "lengths": args.lengths,
+            "lengths": f"the length head's {args.head_top} likeliest"
+            if args.head_top
+            else args.lengths,
             "window_chars": args.window_chars,
             "seconds": round(time.perf_counter() - t0, 1),
             **figures,
@@ -362,6 +260,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=("single-line", "part-of-line"),
         default="single-line",
         help="one-line holes (the line's code), or part of a line (benchmarks.eval_shapes)",
+    )
+    p.add_argument(
+        "--head-top",
+        type=int,
+        default=0,
+        help="decode each hole's K likeliest lengths by the model's length head instead "
+        "of --lengths",
     )
     p.add_argument("--records", type=Path, default=None, help="replay saved records")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/length_study.json"))

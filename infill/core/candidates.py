@@ -3,20 +3,16 @@
     job = CandidateJob(canvases, options, ..., check=check)   # drive it like a DenoiseJob
     job.choices()                                               # per span: tokens or why not
 
-The design keeps the cost bounded and visible, and pays it only when a fill fails:
+The cost is bounded and visible, and paid only when a fill fails:
 
 1. The primary round is the plain DenoiseJob, exactly what the engine decodes with the
-   checks off. When it is done, every fill is checked. Most pass, and then that is all:
-   the checks cost a few milliseconds and no forward pass.
+   checks off. When it is done, every fill is checked; most pass, and that is all.
 2. Alternatives: each window that holds a failing span (one whose length is not fixed)
-   gets `candidates - 1` more canvases, decoded side by side in one more DenoiseJob (one
-   batched pass per step, as for several windows). Alternative k re-decodes the failing
-   spans from masks with a shorter allocation, `initial >> k` slots (at least one; still
-   with nulls and growth), and keeps the window's passing spans as decoded. Shorter,
-   because the junk we see is a long allocation filled past the end of what was meant
-   (`default=None, default=None`, a `#` that comments out the rest of the line); the
-   held-out numbers in docs/ARCHITECTURE.md ("Checks") are what this choice rests on.
-   A span of fixed length (exact, or `<mask:N>` with exact length) has no alternative.
+   gets `candidates - 1` more canvases, decoded side by side in one more DenoiseJob.
+   Alternative k re-decodes the failing spans from `initial >> k` masks (at least one; with
+   nulls and growth) and keeps the window's passing spans as decoded. Shorter, because the
+   junk we see is a long allocation filled past the end of what was meant (`default=None,
+   default=None`; docs/ARCHITECTURE.md, "Checks"). A span of fixed length has none.
 3. The best passing alternative wins, by the model's own score: the mean log-probability
    of the fill's tokens with the whole canvas visible, one scoring pass (only when a span
    has two passing alternatives or more). With none passing, the span is *rejected*: the
@@ -24,22 +20,19 @@ The design keeps the cost bounded and visible, and pays it only when a fill fail
 
 Raced lengths (`lengths` > 1): a failing hole whose length the model chose
 (SpanSlots.raced: the default allocation or a hint, not a rewrite's own length) gets
-`lengths - 1` alternatives of exact lengths instead, the last halvings of its allocation
-before one token (4, 2, 1 after 16 with `lengths` 4; 8 too with 5), and the model's score
-picks among those that pass. Only failing holes race: a primary fill that passes is kept,
-so a hole the model gets right costs nothing more. Racing every hole from the start and
-letting the score pick, primary included, was worse: held-out one-line exact match 8.0%
-against 11.0% for the primary alone, at 3x the time (docs/ARCHITECTURE.md, "Length").
-An alternative of one token (or none) wins only when no longer one passes: the score, a
-mean, rates a lone confident token (`return`, `def`, `#`) above longer fills and it is
-seldom what was meant.
+`lengths - 1` alternatives of exact lengths instead (a length head's likeliest, else the
+last halvings of its allocation before one token: 4, 2, 1 after 16 with `lengths` 4).
+Racing every hole from the start, primary included, was worse: one-line exact match 8.0%
+against 11.0% at 3x the time (docs/ARCHITECTURE.md, "Length"). An alternative of one token
+(or none) wins only when no longer one passes: the mean rates a lone confident token
+(`return`, `def`, `#`) above longer fills and it is seldom what was meant.
 
-So a request costs the primary's passes, plus for a failing hole at most `candidates - 1`
-(or `lengths - 1`) shorter decodes batched in one more round, plus one scoring pass,
-and `FillStats.candidates` / `nfe` show what it took. The rounds are one job for whoever
-drives it (`requests()` / `advance()` / `done`), so a worker batches them with other
-requests' steps like any DenoiseJob. The alternative canvases and the scoring pass are
-built in infill/core/alternatives.py.
+The length contest (`contest`, infill/core/contest.py) is the exception for holes inside a
+line: their likeliest lengths decode in a side round beside the primary, in its passes.
+
+The rounds are one job for whoever drives it (`requests()` / `advance()` / `done`), so a
+worker batches them with other requests' steps like any DenoiseJob; `FillStats.candidates`
+and `nfe` show what it took. The canvases and the scoring pass: infill/core/alternatives.py.
 """
 
 from __future__ import annotations
@@ -57,7 +50,8 @@ from diffusion_infill.infill.core.alternatives import (
     scoring_rows,
 )
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
-from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice, summary
+from diffusion_infill.infill.core.checks import Problem, summary
+from diffusion_infill.infill.core.contest import Contest, SideRound
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
@@ -65,7 +59,8 @@ from diffusion_infill.model.denoiser import SpecialIds
 
 # (fill text of every span, the spans to look at) -> their problems in that combination
 Check = Callable[[list[str], set[int]], list[Problem]]
-Decode = Callable[[int, list[int]], str]  # (span index, tokens) -> text; DenoiserError
+# (span index, tokens) -> (text, how many of the tokens it keeps); DenoiserError
+Decode = Callable[[int, list[int]], tuple[str, int]]
 Ended = Callable[[int, list[int]], bool]  # (span index, tokens) -> ended without a null
 
 
@@ -116,6 +111,8 @@ class CandidateJob:
             canvases, options, special=special, vocab_size=vocab_size, ended=ended
         )
         self.rounds = [self.primary]
+        self.side: SideRound | None = None  # the length contest (infill/core/contest.py)
+        self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
         self._choices: list[Choice] | None = None
@@ -133,9 +130,22 @@ class CandidateJob:
     def done(self) -> bool:
         return self._choices is not None
 
+    def _jobs(self) -> list[DenoiseJob]:
+        """Every round's job, the side round's after the primary's."""
+        return [self.primary, *([self.side.job] if self.side else []), *self.rounds[1:]]
+
+    def _starts(self) -> list[int]:
+        """The step each of `_jobs()` starts after, and last, the step the rounds end at."""
+        starts = [0] + ([self.side.start] if self.side else [])
+        end = self.primary.steps + (self.side.alone if self.side else 0)
+        for r in self.rounds[1:]:
+            starts.append(end)
+            end += r.steps
+        return starts + [end]
+
     @property
     def canvases(self) -> list[Canvas]:
-        return [c for r in self.rounds for c in r.canvases]
+        return [c for r in self._jobs() for c in r.canvases]
 
     @property
     def primary_canvases(self) -> list[Canvas]:
@@ -148,19 +158,19 @@ class CandidateJob:
 
     @property
     def steps(self) -> int:
-        return sum(r.steps for r in self.rounds) + self.scoring_passes
+        return self._starts()[-1] + self.scoring_passes
 
     @property
     def nfe(self) -> int:
-        return sum(r.nfe for r in self.rounds) + self._scoring_nfe
+        return sum(r.nfe for r in self._jobs()) + self._scoring_nfe
 
     @property
     def scored(self) -> int:
-        return sum(r.scored for r in self.rounds)
+        return sum(r.scored for r in self._jobs())
 
     @property
     def remasks(self) -> int:
-        return sum(r.remasks for r in self.rounds)
+        return sum(r.remasks for r in self._jobs())
 
     @property
     def candidates(self) -> int:
@@ -170,22 +180,33 @@ class CandidateJob:
     @property
     def trace(self) -> list[StepRecord]:
         out: list[StepRecord] = []
-        steps = canvases = 0
-        for r in self.rounds:
-            out += [replace(t, step=t.step + steps, canvas=t.canvas + canvases) for t in r.trace]
-            steps, canvases = steps + r.steps, canvases + len(r.canvases)
+        canvases = 0
+        for r, start in zip(self._jobs(), self._starts(), strict=False):
+            out += [replace(t, step=t.step + start, canvas=t.canvas + canvases) for t in r.trace]
+            canvases += len(r.canvases)
         return out
 
     def slots(self) -> tuple[int, int]:
-        done, total = zip(*(r.slots() for r in self.rounds), strict=True)
+        done, total = zip(*(r.slots() for r in self._jobs()), strict=True)
         return sum(done), sum(total)
 
     def cache_key(self, ci: int) -> tuple[str, int, int]:
-        for r in self.rounds:
+        for r in self._jobs():
             if ci < len(r.canvases):
                 return r.cache_key(ci)
             ci -= len(r.canvases)
         raise IndexError(ci)
+
+    def cache_keys(self) -> list[tuple[str, int, int]]:
+        """Every CacheHint key the rounds' requests carry."""
+        return [key for r in self._jobs() for key in r.cache_keys()]
+
+    def contest(self, contest: Contest) -> None:
+        """Decode the holes of `contest` at its lengths beside the primary round, in the
+        same passes, from its next request on (infill/core/contest.py); nothing once the
+        primary round is done."""
+        if self.side is None and not self.primary.done and contest.lengths:
+            self.side = SideRound(self.primary, contest)
 
     def requests(self) -> list[LogitsRequest]:
         if self.done:
@@ -195,11 +216,17 @@ class CandidateJob:
                 LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
                 for canvas, _, rows in self._scoring
             ]
+        if self.side is not None and len(self.rounds) == 1:  # the side round beside it
+            return self.side.requests()
         return self.rounds[-1].requests()
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         if self._scoring is not None:
             self._score(logits)
+        elif self.side is not None and len(self.rounds) == 1:
+            self.side.advance(logits)
+            if self.side.done:
+                self._next()
         else:
             self.rounds[-1].advance(logits)
             if self.rounds[-1].done:
@@ -220,7 +247,7 @@ class CandidateJob:
         texts, bad = [], {}
         for i in range(len(self._neutral)):
             try:
-                texts.append(self._decode(i, ids[i]))
+                texts.append(self._decode(i, ids[i])[0])
             except DenoiserError as exc:
                 texts.append(self._neutral[i])
                 bad[i] = str(exc)
@@ -230,6 +257,8 @@ class CandidateJob:
         """After a round: check, then start the next round or decide."""
         if len(self.rounds) == 1:
             self._primary_ids = self._ids(self.primary_canvases)
+            if self.side is not None:
+                self._settle_contest()
             texts, bad = self._texts(self._primary_ids)
             self._failures = self._why(texts, bad)
             made = alternative_canvases(
@@ -257,6 +286,26 @@ class CandidateJob:
         self._judge()
         if not self._scoring:
             self._decide()
+
+    def _settle_contest(self) -> None:
+        """The contest's winners (infill/core/contest.py `settle`) in place of the
+        primary's fills; a hole none of whose fills pass is left failing."""
+        assert self.side is not None
+
+        def passes(i: int, ids: list[int]) -> bool:
+            texts, bad = self._texts(self._primary_ids | {i: ids})
+            return i not in self._why(texts, bad, [next(g for g in self._windows if i in g)])
+
+        def kept(i: int, ids: list[int]) -> int:
+            try:
+                return self._decode(i, ids)[1]
+            except DenoiserError:
+                return len(ids)
+
+        for i, (k, ids) in self.side.winners(passes, kept).items():
+            self._primary_ids[i] = ids
+            if k:
+                self._won[i] = k
 
     def _why(
         self, texts: list[str], bad: dict[int, str], windows: Sequence[set[int]] | None = None
@@ -323,7 +372,7 @@ class CandidateJob:
         choices = []
         for i in range(len(self._neutral)):
             if i not in self._failures:
-                choices.append(Choice(self._primary_ids[i], 0))
+                choices.append(Choice(self._primary_ids[i], self._won.get(i, 0)))
             elif self._passing.get(i):
                 # best score; a tie (to 1e-9: a mean of equal terms) goes to the lower k
                 k = max(
@@ -347,36 +396,3 @@ class CandidateJob:
             Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
             for i, c in enumerate(choices)
         ]
-
-
-def checked_job(
-    text: str,
-    before: str,
-    ranges: list[Range],
-    canvases: Sequence[Canvas],
-    options: SamplerOptions,
-    *,
-    special: SpecialIds,
-    vocab_size: int,
-    decode: Decode,
-    language: str | None,
-    kinds: Sequence[str],
-    ended: Ended | None = None,
-) -> CandidateJob:
-    """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
-    with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
-
-    def check(texts: list[str], only: set[int]) -> list[Problem]:
-        after, filled = splice(text, ranges, texts)
-        return check_fills(before, after, ranges, filled, language=language, kinds=kinds, only=only)
-
-    return CandidateJob(
-        canvases,
-        options,
-        special=special,
-        vocab_size=vocab_size,
-        decode=decode,
-        check=check,
-        neutral=[before[a:b] for a, b in ranges],
-        ended=ended,
-    )

@@ -21,8 +21,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from diffusion_infill.infill.core.allocation import Allocation, allocate, window_canvases
-from diffusion_infill.infill.core.candidates import CandidateJob, checked_job
+from diffusion_infill.infill.core.candidates import CandidateJob, Decode, Ended
 from diffusion_infill.infill.core.canvas import Canvas
+from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice
+from diffusion_infill.infill.core.contest import inline_holes
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
@@ -30,6 +32,7 @@ from diffusion_infill.infill.core.head_lengths import (
     asked_holes,
     first_step,
     set_races,
+    start_contest,
     sure_spans,
 )
 from diffusion_infill.infill.core.indents import model_indents
@@ -47,7 +50,7 @@ from diffusion_infill.infill.core.spans import (
 )
 from diffusion_infill.infill.core.spans import check_decided as _check_decided
 from diffusion_infill.infill.core.window import Layout, Window, plan_windows
-from diffusion_infill.model.denoiser import Denoiser
+from diffusion_infill.model.denoiser import Denoiser, SpecialIds
 
 Job = DenoiseJob | CandidateJob
 
@@ -143,7 +146,7 @@ def _job(
             canvases, options, special=denoiser.special, vocab_size=denoiser.vocab_size, ended=done
         )
     allowed = REPLACEMENT in text
-    return checked_job(
+    return _checked_job(
         text,
         before,
         [(s.start, s.end) for s in spans],
@@ -151,8 +154,8 @@ def _job(
         options,
         special=denoiser.special,
         vocab_size=denoiser.vocab_size,
-        decode=lambda i, ids: framed(
-            decoded_fill(ids, denoiser.decode, allowed, i, keys[i], ends.spaced[i])[0], frames[i]
+        decode=lambda i, ids: framed_fill(
+            decoded_fill(ids, denoiser.decode, allowed, i, keys[i], ends.spaced[i]), frames[i]
         ),
         language=language,
         kinds=options.check_kinds,
@@ -236,10 +239,12 @@ def prepare_fill(
 
     allocs, windows, canvases, ends, job = plan(ordered)
     asked = asked_holes(canvases, allocs, frames, denoiser, options)
-    head, passes = first_step(job, canvases, asked, denoiser, options)  # job's step 1
+    inline = inline_holes(text, ordered) if options.length_contest else frozenset()
+    head, passes = first_step(job, canvases, asked, denoiser, options, inline)  # job's step 1
     if (sure := sure_spans(ordered, head.sure)) is not None:
         _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
         set_races(canvases, head.race)  # the others race its lengths should they fail
+        start_contest(job, head.contest)  # and in-line holes contest theirs
     return PreparedFill(
         text,
         ordered,
@@ -328,3 +333,41 @@ def fill_spans(
     )
     denoise(fill.job, denoiser)
     return fill.result()
+
+
+def framed_fill(fill: tuple[str, int], frame: Frame | None) -> tuple[str, int]:
+    """A decoded fill's text as the engine writes it (`framed`), and the tokens it keeps."""
+    return framed(fill[0], frame), fill[1]
+
+
+def _checked_job(
+    text: str,
+    before: str,
+    ranges: list[Range],
+    canvases: Sequence[Canvas],
+    options: SamplerOptions,
+    *,
+    special: SpecialIds,
+    vocab_size: int,
+    decode: Decode,
+    language: str | None,
+    kinds: Sequence[str],
+    ended: Ended | None = None,
+) -> CandidateJob:
+    """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
+    with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
+
+    def check(texts: list[str], only: set[int]) -> list[Problem]:
+        after, filled = splice(text, ranges, texts)
+        return check_fills(before, after, ranges, filled, language=language, kinds=kinds, only=only)
+
+    return CandidateJob(
+        canvases,
+        options,
+        special=special,
+        vocab_size=vocab_size,
+        decode=decode,
+        check=check,
+        neutral=[before[a:b] for a, b in ranges],
+        ended=ended,
+    )

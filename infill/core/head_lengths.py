@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from diffusion_infill.infill.core.allocation import Allocation
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.canvas import Canvas
+from diffusion_infill.infill.core.contest import CONTEST, Contest
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, hint_keys
@@ -52,6 +53,9 @@ class Chosen:
 
     sure: dict[int, int] = field(default_factory=dict)  # exactly this many tokens
     race: dict[int, tuple[int, ...]] = field(default_factory=dict)  # should its fill fail
+    # in-line holes it is not sure of: their likeliest lengths decoded beside the
+    # network's own ending (infill/core/contest.py)
+    contest: Contest = field(default_factory=lambda: Contest({}, {}))
 
 
 def asked_holes(
@@ -90,12 +94,14 @@ def first_step(
     asked: dict[int, list[tuple[int, list[int]]]],
     denoiser: Denoiser,
     options: SamplerOptions,
+    inline: frozenset[int] = frozenset(),
 ) -> tuple[Chosen, int]:
     """The job's first step and the head's lengths from the same pass (`first_pass`);
     nothing, no pass, where no hole is `asked`. Where the head is sure of a hole, the plan
     changes: the step is not applied, the job's kept entries are dropped and the pass is
-    counted (1; the caller plans again and sets the races); else the races are set and the
-    job has made its first step (0: the job counts it)."""
+    counted (1; the caller plans again, sets the races and starts the contest); else the
+    races are set, the job has made its first step (0: the job counts it) and the holes of
+    `inline` the head is not sure of contest their likeliest lengths."""
     if not asked:
         return Chosen(), 0
     requests = job.requests()
@@ -114,17 +120,30 @@ def first_step(
             length = choose(list(row), len(row) - 1)
             if length is not None:
                 chosen.sure[index] = length
-            else:  # the network's own ending; should it fail, the head's lengths race
-                ranked = sorted(range(1, len(row) - 1), key=lambda n: -row[n])
-                chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
+                continue
+            # the network's own ending (in a line, beside the head's likeliest lengths);
+            # should it fail, the head's next lengths race
+            ranked = sorted(range(1, len(row) - 1), key=lambda n: -row[n])
+            if index in inline:
+                chosen.contest.lengths[index] = tuple(ranked[:CONTEST])
+                chosen.contest.prior[index] = tuple(float(v) for v in row)
+                ranked = ranked[CONTEST:]
+            chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
     if not chosen.sure:
         set_races(canvases, chosen.race)  # before the step: a fill may fail in it
+        start_contest(job, chosen.contest)  # its first pass is the step after this one
         job.advance(logits)
         return chosen, 0
     forget = getattr(denoiser, "forget", None)
     for key in hint_keys(job) if callable(forget) else []:
         forget(key)
     return chosen, 1
+
+
+def start_contest(job: DenoiseJob | CandidateJob, contest: Contest) -> None:
+    """Start the `contest` beside `job`'s primary round (a job with the checks on)."""
+    if isinstance(job, CandidateJob) and contest.lengths:
+        job.contest(contest)
 
 
 def choose(logp: list[float], slots: int) -> int | None:

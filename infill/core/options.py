@@ -77,6 +77,11 @@ class SamplerOptions:
     #                           exactly its length, another whose fill fails its checks
     #                           races the head's likeliest lengths
     #                           (infill/core/head_lengths.py); a model without one ignores it
+    length_contest: bool = True  # with the length head and the checks, a hole after code
+    #                              on its line that the head is not sure of also decodes
+    #                              its likeliest lengths beside the network's ending; the
+    #                              best by the model's confidence wins
+    #                              (infill/core/contest.py)
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
@@ -214,6 +219,7 @@ _SWITCHES = (  # the options that are true or false
     "selection_lines",
     "indent_pass",
     "length_head",
+    "length_contest",
     "statement_ends",
     "exact_length",
 )

@@ -6,24 +6,19 @@
         job.advance(denoiser.logits(...batch))  # one forward pass per canvas
 
 `denoise(job, denoiser)` is that loop. The job never calls the network itself, so a worker can
-put the steps of many jobs into one batched forward pass (concatenate their requests, split
-the logits back). The job knows nothing about text either: it works on ids.
+put the steps of many jobs into one batched forward pass; it knows nothing about text either.
 
 One step of one canvas:
 1. Remask (only with `remask_threshold`): committed, non-null span tokens whose probability
-   under this pass fell below the threshold are masked again, lowest first, while the
-   request's `remask_budget` lasts (ReMDM-style self-correction).
+   fell below the threshold are masked again, lowest first, while `remask_budget` lasts.
 2. Commit: the order's strategy picks masked positions (infill/core/strategies.py); each gets
-   its argmax token, or a draw at temperature > 0. A committed null ends its span: every
-   later slot of that span that is still masked becomes null too (nulls fill the tail).
-   The step that reaches `max_steps` commits every masked position. With `eager_ends`
-   (the default) no pass is spent on nulls alone: when the order picked only nulls, the
-   best content token is committed too, and a span whose masked slots all predict null
-   is closed in the same pass (the model says the fill has ended).
-3. Grow: a span (not exact) whose slots are all committed with no null may be too short; it
-   gets `grow` more masked slots at its end, up to `max_span_tokens`, unless `ended` says
-   its fill has ended anyway (it writes the code after it again). If the canvas is full,
-   context at its outer ends is dropped to make room; if there is none left, it stays.
+   its argmax token, or a draw at temperature > 0. A committed null ends its span (its later
+   masked slots become null). The step that reaches `max_steps` commits every masked
+   position. With `eager_ends` no pass is spent on nulls alone (infill/core/ends.py). The
+   trace keeps each committed token's log-probability (`StepRecord.logp`).
+3. Grow: a span (not exact) whose slots are all committed with no null gets `grow` more
+   masked slots, up to `max_span_tokens`, unless `ended` says its fill has ended anyway (it
+   writes the code after it again); context at the canvas's outer ends makes room.
 4. Stop: a canvas is done when no slot is masked, and, with remasking, one more pass found
    nothing to remask (the fill is stable).
 
@@ -49,7 +44,7 @@ from diffusion_infill.infill.core.entropy_bound import NAME as ENTROPY_BOUND
 from diffusion_infill.infill.core.entropy_bound import EntropyBoundRun
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
-from diffusion_infill.infill.core.scoring import SCORES, choose, pick_tokens, softmax
+from diffusion_infill.infill.core.scoring import SCORES, choose, log_softmax, pick_tokens, softmax
 from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord
 from diffusion_infill.infill.core.strategies import STRATEGIES
 from diffusion_infill.model.denoiser import CacheHint, Denoiser, SpecialIds
@@ -108,14 +103,10 @@ class DenoiseJob:
         self._serial = next(_job_serial)
         self._since_full: list[int | None] = [None] * len(self.canvases)
         self._moved = [False] * len(self.canvases)
-        # a canvas whose slots were all decided before any pass (a repair's substitution)
-        # has nothing to denoise
+        # a canvas whose slots were all decided before any pass has nothing to denoise
         self._done = [not any(special.mask in span.ids for span in c.spans) for c in self.canvases]
         self._pending: list[_Pending] | None = None
-        self.steps = 0
-        self.nfe = 0
-        self.scored = 0
-        self.remasks = 0
+        self.steps = self.nfe = self.scored = self.remasks = 0
         self.trace: list[StepRecord] = []
         # DiffusionGemma's sampler (infill/core/entropy_bound.py) drives the canvases itself
         self._bound = EntropyBoundRun(self) if options.order == ENTROPY_BOUND else None
@@ -238,7 +229,7 @@ class DenoiseJob:
         )
         x, probs = self._probabilities(p, arr, by_index)
         remasked = self._remask(p, probs, by_index) if p.committed and not last else []
-        committed = self._commit(p, x, probs, by_index, last) if p.masked else []
+        committed, logp = self._commit(p, x, probs, arr, by_index, last) if p.masked else ([], [])
         grown = [] if last else self._grow(p.canvas)
         self._settle(p.canvas, last, changed=bool(committed or remasked))
         self.trace.append(
@@ -250,6 +241,7 @@ class DenoiseJob:
                 remasked=tuple(remasked),
                 grown=tuple(grown),
                 spans=tuple((s.index, tuple(s.ids)) for s in canvas.spans),
+                logp=tuple(logp),
             )
         )
 
@@ -292,13 +284,15 @@ class DenoiseJob:
         p: _Pending,
         x: np.ndarray,
         probs: np.ndarray,
+        arr: np.ndarray,
         by_index: dict[int, SpanSlots],
         last: bool,
-    ) -> list[Slot]:
+    ) -> tuple[list[Slot], list[float]]:
         """Commit the masked slots the order picks (all of them in the last step); a
         committed null ends its span. With `eager_ends`, a pass also commits a content
         token when the order picked only nulls, and closes every span whose masked slots
-        all predict null (the model says the fill has ended)."""
+        all predict null (the model says the fill has ended). Returns the slots and each
+        one's log-probability under `arr`, the pass's logits (0.0 for a null)."""
         sp, n = self.special, len(p.masked)
         tokens = pick_tokens(x[:n], self.options.temperature, self._rng)
         if last or self.strategy.sequential:
@@ -309,6 +303,11 @@ class DenoiseJob:
             if self.options.eager_ends:
                 chosen = with_content(p.masked, chosen, tokens, scores, null=sp.null)
         committed: list[Slot] = []
+        logp: list[float] = []
+        rows = [int(r) for r in chosen if tokens[int(r)] != sp.null]
+        lp = dict(
+            zip(rows, log_softmax(arr[rows])[np.arange(len(rows)), tokens[rows]], strict=True)
+        )
         for r in chosen:  # ascending rows = slot order, so a null ends its span first
             k, j = p.masked[int(r)]
             span = by_index[k]
@@ -317,14 +316,16 @@ class DenoiseJob:
             tok = int(tokens[int(r)])
             span.ids[j] = tok
             committed.append((k, j))
+            logp.append(float(lp.get(int(r), 0.0)))
             if tok == sp.null:
                 for j2 in range(j + 1, len(span.ids)):
                     if span.ids[j2] == sp.mask:
                         span.ids[j2] = sp.null
                         committed.append((k, j2))
+                        logp.append(0.0)
         if self.options.eager_ends and not last:
             committed += close_ended(p.masked, tokens, by_index, mask=sp.mask, null=sp.null)
-        return committed
+        return committed, logp + [0.0] * (len(committed) - len(logp))
 
     def _grow(self, ci: int) -> list[tuple[int, int]]:
         """Append `grow` masked slots to each span that filled up without a null."""
@@ -396,5 +397,4 @@ def hint_keys(job: Any) -> list[Hashable]:
     drop what it holds for them once the job is done. None when they carry no hints."""
     if not (job.options.cache_refresh or job.options.order == ENTROPY_BOUND):
         return []
-    rounds = getattr(job, "rounds", None)  # a CandidateJob: the DenoiseJobs of its rounds
-    return [key for j in (rounds if rounds is not None else [job]) for key in j.cache_keys()]
+    return list(job.cache_keys())  # a CandidateJob's: every round's

@@ -30,3 +30,6 @@ class StepRecord:
     remasked: tuple[Slot, ...]  # slots masked again
     grown: tuple[tuple[int, int], ...]  # (span index, slots appended)
     spans: tuple[tuple[int, tuple[int, ...]], ...]  # (span index, slot ids) after the step
+    # per committed slot: its token's log-probability in the pass that committed it (0.0
+    # for a null); what infill/core/contest.py sums
+    logp: tuple[float, ...] = ()
