@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         "selection_lines": options.selection_lines,
         "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
         "length_contest": options.length_contest,
+        "race_by_commit": options.race_by_commit,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
         "holes_containing": args.holes_containing,
@@ -144,6 +145,7 @@ def _options(
             selection_lines=not args.no_selection_lines,
             length_head=not args.no_length_head,
             length_contest=not args.no_length_contest,
+            race_by_commit=not args.no_race_by_commit,
             default_span_tokens=args.default_span_tokens,
             **cli,
         )
@@ -167,6 +169,7 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         + ("_no_selection_lines" if args.no_selection_lines else "")
         + ("_no_length_head" if args.no_length_head else "")
         + ("_no_length_contest" if args.no_length_contest else "")
+        + ("_no_race_by_commit" if args.no_race_by_commit else "")
         + ("_rewrite_length" if args.rewrite_length else "")
         + (f"_checks_{args.checks.replace(',', '_')}" if args.checks != DEFAULT_CHECKS else "")
         + (
@@ -282,6 +285,8 @@ _RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leav
     "--no-length-head": "leave every hole's length to the network (no length head)",
     "--no-length-contest": "decode a hole inside a line at the network's length alone, not "
     "beside the length head's likeliest lengths",
+    "--no-race-by-commit": "choose among a failing hole's raced lengths by a scoring pass's "
+    "mean log-probability, not by the commit sum and the length head's prior",
 }
 
 

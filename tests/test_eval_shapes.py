@@ -108,6 +108,7 @@ def test_end_to_end_with_and_without_line_holes(
         ("whole-line", "--no-indent-pass", "indent_pass"),
         ("block", "--no-selection-lines", "selection_lines"),
         ("part-of-line", "--no-length-contest", "length_contest"),
+        ("cursor", "--no-race-by-commit", "race_by_commit"),
     ],
 )
 def test_end_to_end_with_an_engine_rule_off(

@@ -30,9 +30,8 @@ against 11.0% at 3x the time (docs/ARCHITECTURE.md, "Length"). An alternative of
 The length contest (`contest`, infill/core/contest.py) is the exception for holes inside a
 line: their likeliest lengths decode in a side round beside the primary, in its passes.
 
-The rounds are one job for whoever drives it (`requests()` / `advance()` / `done`), so a
-worker batches them with other requests' steps like any DenoiseJob; `FillStats.candidates`
-and `nfe` show what it took. The canvases and the scoring pass: infill/core/alternatives.py.
+The rounds are one job for a driver (`requests()` / `advance()` / `done`), batched with
+other requests' steps like any DenoiseJob. Canvases and scoring: infill/core/alternatives.py.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from diffusion_infill.infill.core.alternatives import (
 )
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
 from diffusion_infill.infill.core.checks import Problem, summary
-from diffusion_infill.infill.core.contest import Contest, SideRound
+from diffusion_infill.infill.core.contest import Contest, SideRound, race_scores
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
@@ -112,9 +111,10 @@ class CandidateJob:
         )
         self.rounds = [self.primary]
         self.side: SideRound | None = None  # the length contest (infill/core/contest.py)
+        self._prior: dict[int, tuple[float, ...]] = {}  # a length head's, by span
         self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
-        self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> mean log p
+        self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> its score
         self._choices: list[Choice] | None = None
         self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
         self._primary_ids: dict[int, list[int]] = {}
@@ -152,8 +152,7 @@ class CandidateJob:
         """The primary decode's canvases (what a live view shows)."""
         return self.primary.canvases
 
-    def _alt_canvases(self) -> list[Canvas]:
-        """The alternatives' canvases, in the order of `_alts`."""
+    def _alt_canvases(self) -> list[Canvas]:  # in the order of `_alts`
         return self.rounds[1].canvases if len(self.rounds) > 1 else []
 
     @property
@@ -203,8 +202,10 @@ class CandidateJob:
 
     def contest(self, contest: Contest) -> None:
         """Decode the holes of `contest` at its lengths beside the primary round, in the
-        same passes, from its next request on (infill/core/contest.py); nothing once the
-        primary round is done."""
+        same passes, from its next request on (infill/core/contest.py; nothing once the
+        primary round is done); a raced hole with its prior races by `race_scores`."""
+        if self.options.race_by_commit:
+            self._prior = contest.prior
         if self.side is None and not self.primary.done and contest.lengths:
             self.side = SideRound(self.primary, contest)
 
@@ -340,13 +341,14 @@ class CandidateJob:
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
                 tokens[(i, k)] = len(mine[i])
-        # A fill of one token (or none) is a last resort: scored against longer ones it
-        # wins on its single confident token (`return`, `def`, `#`) and is seldom right.
+        # one token (or none) is a last resort: it wins on one sure token, seldom right
         for i, ks in self._passing.items():
             self._passing[i] = [k for k in ks if tokens[(i, k)] > 1] or ks
-        self._scoring = (
-            scoring_rows(alt_canvases, self._alts, self._passing, self.special.null) or None
-        )
+        # a hole the length head read: by its commit sum and the head's prior, no pass
+        by_commit = {i for i, ks in self._passing.items() if i in self._prior and len(ks) > 1}
+        self._scores.update(race_scores(self._prior, by_commit, self._alts, self.rounds[1], tokens))
+        rest = {i: ks for i, ks in self._passing.items() if i not in by_commit}
+        self._scoring = scoring_rows(alt_canvases, self._alts, rest, self.special.null) or None
 
     def _score(self, logits: Sequence[np.ndarray]) -> None:
         """The scoring pass: each passing alternative's mean log-probability."""

@@ -20,7 +20,9 @@ candidates decode and comparing what the model wrote
   their length (`score`), and the best wins; a tie goes to the network's own fill;
 - when none passes, the hole fails as before and races the head's next lengths.
 
-On a GPU the copies share the passes; on a CPU they cost what they hold.
+On a GPU the copies share the passes; on a CPU they cost what they hold. A failing hole the
+head read (in a line or not) races by the same score, with no scoring pass
+(`race_scores`, `SamplerOptions.race_by_commit`).
 """
 
 from __future__ import annotations
@@ -196,3 +198,26 @@ def inline_holes(text: str, spans: Sequence[Span]) -> frozenset[int]:
     return frozenset(
         i for i, s in enumerate(spans) if text[text.rfind("\n", 0, s.start) + 1 : s.start].strip()
     )
+
+
+def race_scores(
+    prior: dict[int, tuple[float, ...]],
+    spans: set[int],
+    alts: Sequence[tuple[int, int]],
+    job: DenoiseJob,
+    tokens: dict[tuple[int, int], int],
+) -> dict[tuple[int, int], float]:
+    """(span, k) -> the contest's score of each passing raced alternative (`tokens`: its
+    token count, by (span, k)) of `spans`, from the alternatives' round `job` (`alts`:
+    (window, k) per canvas): a hole the length head read races by what the model wrote,
+    as a contest is won, not by a scoring pass."""
+    out: dict[tuple[int, int], float] = {}
+    for ci, (_, k) in enumerate(alts):
+        for i in spans:
+            if (i, k) in tokens:
+                n = tokens[(i, k)]
+                out[(i, k)] = (
+                    commit_sum(job.trace, ci, i)
+                    + PRIOR_WEIGHT * prior[i][min(n, len(prior[i]) - 1)]
+                )
+    return out

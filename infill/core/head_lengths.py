@@ -124,9 +124,9 @@ def first_step(
             # the network's own ending (in a line, beside the head's likeliest lengths);
             # should it fail, the head's next lengths race
             ranked = sorted(range(1, len(row) - 1), key=lambda n: -row[n])
+            chosen.contest.prior[index] = tuple(float(v) for v in row)  # what races weigh
             if index in inline:
                 chosen.contest.lengths[index] = tuple(ranked[:CONTEST])
-                chosen.contest.prior[index] = tuple(float(v) for v in row)
                 ranked = ranked[CONTEST:]
             chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
     if not chosen.sure:
@@ -142,7 +142,7 @@ def first_step(
 
 def start_contest(job: DenoiseJob | CandidateJob, contest: Contest) -> None:
     """Start the `contest` beside `job`'s primary round (a job with the checks on)."""
-    if isinstance(job, CandidateJob) and contest.lengths:
+    if isinstance(job, CandidateJob) and contest.prior:
         job.contest(contest)
 
 

@@ -82,6 +82,9 @@ class SamplerOptions:
     #                              its likeliest lengths beside the network's ending; the
     #                              best by the model's confidence wins
     #                              (infill/core/contest.py)
+    race_by_commit: bool = True  # a raced hole the length head read is won by the commit
+    #                              sum and the head's prior (infill/core/contest.py), not
+    #                              by a scoring pass's mean log-probability
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
@@ -220,6 +223,7 @@ _SWITCHES = (  # the options that are true or false
     "indent_pass",
     "length_head",
     "length_contest",
+    "race_by_commit",
     "statement_ends",
     "exact_length",
 )
