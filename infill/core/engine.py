@@ -206,14 +206,12 @@ def prepare_fill(
     parse_text: str | None = None,
     decided: Sequence[list[int] | None] | None = None,
 ) -> PreparedFill:
-    """Validate spans, choose windows, build canvases and the job. Passes made here: a
-    whole-line span's depth (indents.py); with a length head, the job's first (head_lengths.py).
+    """Validate spans, plan windows, build the canvases and the job (passes: indents, head_lengths).
 
     Args:
         text: the original text.
         spans: the ranges to fill (validated here; overlapping or out of range is an error).
-        denoiser: supplies the tokenizer, special ids, vocab size and max_length.
-        options: sampler options.
+        denoiser: supplies the tokenizer, special ids, vocab size and max_length; `options`.
         rewrite: the spans hold code being rewritten (edits are minimised against it), not
             hole markers (each marker is replaced whole).
         language: "python" for scope-aware windows; anything else gets line windows.
@@ -239,7 +237,7 @@ def prepare_fill(
 
     allocs, windows, canvases, ends, job = plan(ordered)
     asked = asked_holes(canvases, allocs, frames, denoiser, options)
-    inline = inline_holes(text, ordered) if options.length_contest else frozenset()
+    inline = inline_holes(text, ordered)  # the holes in a line, should the head be unsure
     head, passes = first_step(job, canvases, asked, denoiser, options, inline)  # job's step 1
     if (sure := sure_spans(ordered, head.sure)) is not None:
         _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long

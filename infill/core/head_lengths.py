@@ -125,7 +125,7 @@ def first_step(
             # should it fail, the head's next lengths race
             ranked = sorted(range(1, len(row) - 1), key=lambda n: -row[n])
             chosen.contest.prior[index] = tuple(float(v) for v in row)  # what races weigh
-            if index in inline:
+            if index in inline and options.length_contest:
                 chosen.contest.lengths[index] = tuple(ranked[:CONTEST])
                 ranked = ranked[CONTEST:]
             chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
