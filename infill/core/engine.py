@@ -211,9 +211,8 @@ def prepare_fill(
     Args:
         text: the original text.
         spans: the ranges to fill (validated here; overlapping or out of range is an error).
-        denoiser: supplies the tokenizer, special ids, vocab size and max_length; `options`.
-        rewrite: the spans hold code being rewritten (edits are minimised against it), not
-            hole markers (each marker is replaced whole).
+        denoiser: supplies the tokenizer, special ids, vocab size and max_length.
+        rewrite: the spans hold code being rewritten (minimal edits), not hole markers.
         language: "python" for scope-aware windows; anything else gets line windows.
         parse_text: the text to parse for scopes, if not `text` (holes neutralised).
         decided: per span (position order), its tokens if already chosen (a repair's

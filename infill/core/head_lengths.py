@@ -8,7 +8,8 @@ step makes anyway (`first_pass`): how likely each length is. Where the head is s
 enough (its likeliest length, below the allocation, at least `MIN_PROBABILITY`), the hole
 is decoded with exactly that many tokens; elsewhere the network keeps the choice, as
 before, and should its fill fail its checks, the lengths raced (`lengths` > 1) are the
-head's likeliest instead of the allocation's halvings.
+head's likeliest instead of the allocation's halvings. A hole after code on its line also
+decodes the head's likeliest lengths beside the network's fill (infill/core/contest.py).
 
 The head reads a one-line hole of the default allocation, all masked: a hole marker with
 no hint, or a span given that allocation. A rewrite's own length, a hint, an exact span, a
