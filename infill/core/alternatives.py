@@ -43,12 +43,8 @@ def alternative_canvases(
         for k in range(1, count):
             out.append(
                 (
-                    Canvas(
-                        left=list(c.left),
-                        gaps=[list(g) for g in c.gaps],
-                        right=list(c.right),
-                        budget=c.budget,
-                        spans=[
+                    c.with_spans(
+                        [
                             shorter(
                                 s,
                                 _length(initial[s.index], k, s.index in raced, options, s.race),
@@ -58,7 +54,7 @@ def alternative_canvases(
                             if s.index in mine
                             else kept(s)
                             for s in c.spans
-                        ],
+                        ]
                     ),
                     (w, k),
                 )

@@ -111,7 +111,7 @@ class CandidateJob:
         )
         self.rounds = [self.primary]
         self.side: SideRound | None = None  # the length contest (infill/core/contest.py)
-        self._prior: dict[int, tuple[float, ...]] = {}  # a length head's, by span
+        self._race = Contest({}, {})  # what scores a raced hole the length head read
         self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> its score
@@ -205,7 +205,7 @@ class CandidateJob:
         same passes, from its next request on (infill/core/contest.py; nothing once the
         primary round is done); a raced hole with its prior races by `race_scores`."""
         if self.options.race_by_commit:
-            self._prior = contest.prior
+            self._race = contest
         if self.side is None and not self.primary.done and contest.lengths:
             self.side = SideRound(self.primary, contest)
 
@@ -345,8 +345,8 @@ class CandidateJob:
         for i, ks in self._passing.items():
             self._passing[i] = [k for k in ks if tokens[(i, k)] > 1] or ks
         # a hole the length head read: by its commit sum and the head's prior, no pass
-        by_commit = {i for i, ks in self._passing.items() if i in self._prior and len(ks) > 1}
-        self._scores.update(race_scores(self._prior, by_commit, self._alts, self.rounds[1], tokens))
+        by_commit = {i for i, ks in self._passing.items() if i in self._race.prior and len(ks) > 1}
+        self._scores.update(race_scores(self._race, by_commit, self._alts, self.rounds[1], tokens))
         rest = {i: ks for i, ks in self._passing.items() if i not in by_commit}
         self._scoring = scoring_rows(alt_canvases, self._alts, rest, self.special.null) or None
 

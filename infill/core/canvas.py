@@ -93,6 +93,12 @@ class Canvas:
             pos += len(span.ids) + (len(self.gaps[k]) if k < len(self.gaps) else 0)
         return out
 
+    def with_spans(self, spans: list[SpanSlots]) -> Canvas:
+        """A canvas of this one's context (copied) around `spans` instead of its own."""
+        return Canvas(
+            list(self.left), spans, [list(g) for g in self.gaps], list(self.right), self.budget
+        )
+
     def make_room(self, n: int) -> int:
         """Free up to `n` positions, trimming outer context if needed; return how many
         positions may be added (possibly fewer than n, possibly 0)."""

@@ -67,11 +67,11 @@ class SideRound:
     def __init__(self, primary: DenoiseJob, contest: Contest) -> None:
         made = contest_canvases(primary.canvases, contest, primary.special.mask)
         self.contest = contest
-        self.of = [(w, k) for _, w, k in made]  # per side canvas: (window, k)
+        self.ks = [k for _, k in made]  # per side canvas: which of its holes' lengths
         self.start = primary.steps
         self.alone = 0
         self.job = DenoiseJob(
-            [c for c, _, _ in made],
+            [c for c, _ in made],
             primary.options,
             special=primary.special,
             vocab_size=primary.vocab_size,
@@ -106,18 +106,18 @@ class SideRound:
         self, passes: Callable[[int, list[int]], bool], kept: Callable[[int, list[int]], int]
     ) -> dict[int, tuple[int, list[int]]]:
         """`settle` over the two rounds."""
-        return settle(self.contest, self._primary, self.job, self.of, passes, kept)
+        return settle(self.contest, self._primary, self.job, self.ks, passes, kept)
 
 
 def contest_canvases(
     canvases: Sequence[Canvas], contest: Contest, mask: int
-) -> list[tuple[Canvas, int, int]]:
-    """(canvas, window, k) for k = 1..: a copy of each window's canvas that holds a hole of
+) -> list[tuple[Canvas, int]]:
+    """(canvas, k) for k = 1..: a copy of each window's canvas that holds a hole of
     the contest, with that hole remade as exactly its k-th length in masks (a hole with
     fewer lengths keeps its last); the window's other spans are copied as they stand and
     go on decoding there (what they write on a copy is not used)."""
-    out: list[tuple[Canvas, int, int]] = []
-    for w, c in enumerate(canvases):
+    out: list[tuple[Canvas, int]] = []
+    for c in canvases:
         mine = [s.index for s in c.spans if s.index in contest.lengths]
         rounds = max((len(contest.lengths[i]) for i in mine), default=0)
         for k in range(1, rounds + 1):
@@ -127,14 +127,7 @@ def contest_canvases(
                 else replace(s, ids=list(s.ids))
                 for s in c.spans
             ]
-            copy = Canvas(
-                left=list(c.left),
-                gaps=[list(g) for g in c.gaps],
-                right=list(c.right),
-                budget=c.budget,
-                spans=spans,
-            )
-            out.append((copy, w, k))
+            out.append((c.with_spans(spans), k))
     return out
 
 
@@ -165,17 +158,17 @@ def settle(
     contest: Contest,
     primary: DenoiseJob,
     side: DenoiseJob,
-    side_of: Sequence[tuple[int, int]],
+    side_ks: Sequence[int],
     passes: Callable[[int, list[int]], bool],
     kept: Callable[[int, list[int]], int],
 ) -> dict[int, tuple[int, list[int]]]:
     """Each hole of `contest` whose fills, the `primary` round's own (k 0) and the `side`
-    round's (`side_of`: (window, k) per side canvas), include one that `passes` its
+    round's (`side_ks`: k per side canvas), include one that `passes` its
     checks: (k, tokens) of the best-scoring such fill; a tie goes to the lower k. A fill
     is scored as returned: the tokens it `kept` once cut where it wrote the code after
     it again (infill/core/echo.py), the length the head is asked about."""
     fills: dict[int, list[tuple[float, int, list[int]]]] = {}
-    for job, ks in ((primary, [0] * len(primary.canvases)), (side, [k for _, k in side_of])):
+    for job, ks in ((primary, [0] * len(primary.canvases)), (side, side_ks)):
         for ci, (canvas, k) in enumerate(zip(job.canvases, ks, strict=True)):
             for s in canvas.spans:
                 if s.index in contest.lengths:
@@ -201,13 +194,13 @@ def inline_holes(text: str, spans: Sequence[Span]) -> frozenset[int]:
 
 
 def race_scores(
-    prior: dict[int, tuple[float, ...]],
+    contest: Contest,
     spans: set[int],
     alts: Sequence[tuple[int, int]],
     job: DenoiseJob,
     tokens: dict[tuple[int, int], int],
 ) -> dict[tuple[int, int], float]:
-    """(span, k) -> the contest's score of each passing raced alternative (`tokens`: its
+    """(span, k) -> the `contest`'s score of each passing raced alternative (`tokens`: its
     token count, by (span, k)) of `spans`, from the alternatives' round `job` (`alts`:
     (window, k) per canvas): a hole the length head read races by what the model wrote,
     as a contest is won, not by a scoring pass."""
@@ -215,9 +208,5 @@ def race_scores(
     for ci, (_, k) in enumerate(alts):
         for i in spans:
             if (i, k) in tokens:
-                n = tokens[(i, k)]
-                out[(i, k)] = (
-                    commit_sum(job.trace, ci, i)
-                    + PRIOR_WEIGHT * prior[i][min(n, len(prior[i]) - 1)]
-                )
+                out[(i, k)] = contest.score(i, tokens[(i, k)], commit_sum(job.trace, ci, i))
     return out

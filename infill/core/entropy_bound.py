@@ -122,9 +122,7 @@ def _copy(canvas: Canvas, lengths: dict[int, int], mask: int) -> Canvas:
         )
         for s in canvas.spans
     ]
-    return Canvas(
-        list(canvas.left), spans, [list(g) for g in canvas.gaps], list(canvas.right), canvas.budget
-    )
+    return canvas.with_spans(spans)
 
 
 def variants(
