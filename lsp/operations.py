@@ -80,7 +80,9 @@ def action_options(s: Settings, *, race: bool = True) -> SamplerOptions:
     the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md).
     `race`: holes race `lengths` allocations (measured on code; a docstring is prose)."""
     return s.sampler_options(
-        checks=DEFAULT_CHECKS if s.checks else "", lengths=s.lengths if race else 1
+        checks=DEFAULT_CHECKS if s.checks else "",
+        lengths=s.lengths if race else 1,
+        length_contest=s.length_contest,
     )
 
 

@@ -143,6 +143,9 @@ class Settings:
     # code actions: a failing hole whose length the model chose races lengths - 1 halvings
     # (the last before one token: 4, 2, 1 of 16)
     lengths: int = _s("lengths", _int(1, MAX_CANDIDATES), default=DEFAULT_LENGTHS)
+    # code actions: a hole inside a line whose length the length head is unsure of also
+    # decodes its likeliest lengths beside the model's own ending (infill/core/contest.py)
+    length_contest: bool = _s("lengthContest", _bool, default=True)
     # context keys/values reused between passes, a full pass every K (0: every pass exact)
     cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)
     # -- completion

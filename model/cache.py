@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # transformers' class, or model/modernbert.py's twin with the
 
 
 CARRY_MARGIN = 4  # tokens each side of a change that `carry` recomputes too (they moved most)
+# the same where a canvas is built from another canvas of its request (a copy of a window
+# with a hole of up to 16 masks remade at another length: more moved); chosen on validation
+# (docs/ARCHITECTURE.md, "A window's copy starts from the window's context entries")
+COPY_MARGIN = 16
 
 
 @dataclass
@@ -155,12 +159,17 @@ class CachedModernBert:
 
     @torch.inference_mode()
     def carry(
-        self, ids: torch.Tensor, old: ContextCache, active: torch.Tensor
+        self,
+        ids: torch.Tensor,
+        old: ContextCache,
+        active: torch.Tensor,
+        margin: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, ContextCache] | None:
         """The cache of canvas `ids` built from the cache `old` of another canvas: the
         common prefix's entries kept, the common suffix's moved to their new positions, the
         rest and `active` recomputed. Returns the recomputed positions (m,), sorted and
-        including `active`, their hidden states (m, H), and the cache.
+        including `active`, their hidden states (m, H), and the cache. `margin`: the
+        tokens recomputed each side of the change (None: `self.margin`).
 
         None when less than half of the new canvas is common to both (a full pass is then
         about as cheap, and exact)."""
@@ -186,9 +195,10 @@ class CachedModernBert:
             layers.append(LayerKV(keys, values))
         cache = ContextCache(ids.clone(), layers, carried=old.carried + 1)
         # the tokens nearest the change are recomputed too: their entries moved most
+        margin = self.margin if margin is None else margin
         stale = torch.arange(
-            max(0, prefix - self.margin),
-            min(total, total - suffix + self.margin),
+            max(0, prefix - margin),
+            min(total, total - suffix + margin),
             device=ids.device,
         )
         active = torch.unique(torch.cat((stale, active)))  # sorted

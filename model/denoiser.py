@@ -55,6 +55,10 @@ class CacheHint:
     # entries from them, carrying over what the two canvases share and recomputing the
     # rest and `active`; the new entries are kept under that name too, for the next request.
     carry: Hashable | None = None
+    # With `refresh`: the key of another canvas's entries (a canvas of the same request
+    # this one was copied from, e.g. the length contest's copies of a window). Built from
+    # them as from `carry`, but nothing is kept under that key: it stays the other's.
+    source: Hashable | None = None
     # For denoisers whose noise is uniform random tokens (model/diffusion_gemma.py): the
     # seed of the noise this canvas's masked slots get (the same seed, the same noise), and
     # the temperature the sampler divides this pass's logits by; a self-conditioning

@@ -22,7 +22,7 @@ import torch
 from tokenizers import Tokenizer
 
 from diffusion_infill.model import cache_batch
-from diffusion_infill.model.cache import CachedModernBert, ContextCache
+from diffusion_infill.model.cache import COPY_MARGIN, CachedModernBert, ContextCache
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
 from diffusion_infill.model.first_pass import FirstPass
 from diffusion_infill.model.hf_loading import (
@@ -207,8 +207,9 @@ class HFDenoiser(FirstPass):
         """How this canvas is served: "partial" (its kept entries serve as they are), "full"
         (a full pass of its own) or "alone" (a refresh that may carry an earlier request's
         entries over: `_carried`, one at a time)."""
-        if hint.refresh and hint.carry is not None:
-            source = self._caches.get(hint.carry)
+        origin = hint.carry if hint.carry is not None else hint.source
+        if hint.refresh and origin is not None:
+            source = self._caches.get(origin)
             if source is not None and source.carried < self.carry_limit:
                 return "alone"
         entry = self._caches.get(hint.key)
@@ -273,15 +274,18 @@ class HFDenoiser(FirstPass):
     @torch.inference_mode()
     def _carried(self, canvas: Sequence[int], pos: Sequence[int], hint: CacheHint) -> np.ndarray:
         """A refresh whose context entries may be carried over from an earlier request's
-        (`_route` said "alone"): those entries moved to this canvas, the rest recomputed;
-        a full pass of its own where too little of the canvas is common to both."""
-        assert self._cached is not None and hint.carry is not None
+        or another canvas's (`_route` said "alone"): those entries moved to this canvas,
+        the rest recomputed; a full pass of its own where too little of the canvas is
+        common to both."""
+        origin = hint.carry if hint.carry is not None else hint.source
+        assert self._cached is not None and origin is not None
         ids = torch.tensor(canvas, dtype=torch.long, device=self.device)
         active = torch.tensor(
             sorted(set(hint.active) | set(pos)), dtype=torch.long, device=self.device
         )
         with self._autocast:
-            carried = self._cached.carry(ids, self._caches[hint.carry], active)
+            margin = COPY_MARGIN if hint.carry is None else None  # a copy's hole moved more
+            carried = self._cached.carry(ids, self._caches[origin], active, margin)
             if carried is not None:
                 active, hidden, entry = carried
                 where = torch.tensor(pos, dtype=torch.long, device=self.device)
@@ -289,7 +293,8 @@ class HFDenoiser(FirstPass):
         if carried is None:
             return self._many([canvas], [pos], [hint], full=True)[0]
         self._keep(hint.key, entry)
-        self._keep(hint.carry, entry)  # for the next request of that name
+        if hint.carry is not None:
+            self._keep(hint.carry, entry)  # for the next request of that name
         return logits
 
     def _keep(self, key: Hashable, entry: ContextCache) -> None:

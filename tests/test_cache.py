@@ -127,6 +127,8 @@ def test_carry_moves_the_suffix_keys_to_their_new_positions_exactly() -> None:
     cached.margin = 3  # and by default a few tokens each side of the change
     active, _, _ = cached.carry(_typed(old, 50, [7]), old_cache, torch.tensor([40]))
     assert active.tolist() == [40, *range(47, 54)]
+    active, _, _ = cached.carry(_typed(old, 50, [7]), old_cache, torch.tensor([40]), margin=8)
+    assert active.tolist() == [40, *range(42, 59)]  # a margin of the caller's
 
 
 def test_carry_of_the_same_canvas_is_exact_and_of_an_edit_close() -> None:
@@ -175,3 +177,25 @@ def test_denoiser_carries_a_keyed_cache_across_requests_up_to_its_limit() -> Non
             np.testing.assert_allclose(got, plain, atol=0.05)
         assert np.abs(got - plain).max() < 0.5 * np.abs(plain).mean() + 0.05
         assert den._caches["doc"].ids.tolist() == canvas
+
+
+def test_a_canvas_built_from_another_canvas_leaves_that_ones_entries_as_they_are() -> None:
+    den = _denoiser()
+    window = list(range(4, 80))
+    pos = list(range(30, 46))
+    first = CacheHint(key="window", active=tuple(pos), refresh=True)
+    den.logits([window], [pos], [first])
+    kept = den._caches["window"]
+    copy = window[:30] + [1] * 5 + window[46:]  # the hole remade as 5 masks
+    plain = den.logits([copy], [list(range(30, 35))])[0]
+    hint = CacheHint(key="copy", active=tuple(range(30, 35)), refresh=True, source="window")
+    got = den.logits([copy], [list(range(30, 35))], [hint])[0]
+    assert den._caches["window"] is kept and den._caches["window"].ids.tolist() == window
+    assert den._caches["copy"].carried == 1 and den._caches["copy"].ids.tolist() == copy
+    assert np.abs(got - plain).max() < 0.5 * np.abs(plain).mean() + 0.05
+    den.forget("window")  # nothing to build from: a full pass of its own, exact
+    hint = CacheHint(key="copy2", active=tuple(range(30, 35)), refresh=True, source="window")
+    np.testing.assert_allclose(
+        den.logits([copy], [list(range(30, 35))], [hint])[0], plain, atol=1e-4
+    )
+    assert "window" not in den._caches and den._caches["copy2"].carried == 0

@@ -126,3 +126,17 @@ def test_a_failing_hole_the_head_read_races_by_commit_sum_without_a_scoring_pass
 def test_race_by_commit_must_be_a_bool():
     with pytest.raises(OptionError, match="race_by_commit must be true or false"):
         fill_text(IN_LINE, denoiser=TargetDenoiser(["x"]), race_by_commit="no")
+
+
+def test_a_contest_copy_builds_its_first_context_entries_from_its_windows():
+    den = HeadDenoiser(["w * h  # the area"], length=5, probability=UNSURE)
+    den.confidence = 0.5  # below the threshold: one token a pass, so several passes
+    fill_text(IN_LINE, denoiser=den, cache_refresh=2, **CHECKED)
+    primary = den.hints[0][0].key  # the head's pass: the window alone
+    second = den.hints[1]
+    assert len(second) == 1 + CONTEST and second[0].key == primary
+    assert [h.source for h in second[1:]] == [primary] * CONTEST  # the copies' first pass
+    assert all(h.refresh for h in second[1:])
+    later = [h for hints in den.hints[2:] for h in hints]
+    assert later and all(h.source is None for h in later)
+    assert any(h.refresh for h in later[1:])  # the copies' later refreshes are full passes

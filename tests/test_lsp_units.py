@@ -9,6 +9,7 @@ from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.lsp.actions import find_docstring_slot
 from diffusion_infill.lsp.completion import shape
 from diffusion_infill.lsp.excerpt import definition_start, excerpt
+from diffusion_infill.lsp.operations import action_options
 from diffusion_infill.lsp.settings import Settings, parse
 
 
@@ -91,6 +92,14 @@ def test_sampler_options_from_settings_are_valid():
     assert exact.cache_refresh == 0
     bad, warnings = parse({"cacheRefresh": -1})
     assert bad.cache_refresh == 4 and "infill.cacheRefresh" in warnings[0]
+
+
+def test_the_length_contest_is_a_setting_of_code_actions():
+    assert action_options(Settings()).length_contest is True
+    off = parse({"lengthContest": False})[0]
+    assert action_options(off).length_contest is False
+    bad, warnings = parse({"lengthContest": "no"})
+    assert bad.length_contest is True and "infill.lengthContest" in warnings[0]
 
 
 def test_excerpt_of_a_short_text_is_the_text():

@@ -68,6 +68,11 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
         help="reuse the context's keys/values between passes, a full pass every K steps "
         f"(default {DEFAULT_CACHE_REFRESH}; 0: every pass exact)",
     )
+    _add_check_args(p)
+
+
+def _add_check_args(p: argparse.ArgumentParser) -> None:
+    s = p.add_argument_group("checks and lengths")
     s.add_argument(
         "--checks",
         default=DEFAULT_CHECKS,
@@ -98,6 +103,14 @@ def _add_sampler_args(p: argparse.ArgumentParser) -> None:
         help="a hole without a fixed length whose fill fails its checks races "
         "N-1 shorter allocations (..., 4, 2, 1: the model's score picks; default "
         f"{DEFAULT_LENGTHS}, 1: none)",
+    )
+    s.add_argument(
+        "--no-length-contest",
+        dest="length_contest",
+        action="store_false",
+        help="with checks: a hole inside a line whose length the model's length head is "
+        "unsure of decodes only the model's own ending, not also its likeliest lengths "
+        "(faster on a CPU, fewer fills right)",
     )
 
 
@@ -226,6 +239,7 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         checks=args.checks,
         candidates=args.candidates,
         lengths=args.lengths,
+        length_contest=args.length_contest,
     )
 
 

@@ -22,16 +22,13 @@ Raced lengths (`lengths` > 1): a failing hole whose length the model chose
 (SpanSlots.raced: the default allocation or a hint, not a rewrite's own length) gets
 `lengths - 1` alternatives of exact lengths instead (a length head's likeliest, else the
 last halvings of its allocation before one token: 4, 2, 1 after 16 with `lengths` 4).
-Racing every hole from the start, primary included, was worse: one-line exact match 8.0%
-against 11.0% at 3x the time (docs/ARCHITECTURE.md, "Length"). An alternative of one token
-(or none) wins only when no longer one passes: the mean rates a lone confident token
-(`return`, `def`, `#`) above longer fills and it is seldom what was meant.
+Racing every hole from the start was worse: one-line exact match 8.0% against 11.0% at 3x
+the time (docs/ARCHITECTURE.md, "Length"). One token (or none) wins only when no longer
+alternative passes: the mean rates a lone sure token (`return`, `#`) above longer fills.
 
-The length contest (`contest`, infill/core/contest.py) is the exception for holes inside a
-line: their likeliest lengths decode in a side round beside the primary, in its passes.
-
-The rounds are one job for a driver (`requests()` / `advance()` / `done`), batched with
-other requests' steps like any DenoiseJob. Canvases and scoring: infill/core/alternatives.py.
+The length contest (infill/core/contest.py) decodes in-line holes' likeliest lengths beside
+the primary; copies start from their window's context entries (infill/core/copies.py); the
+rounds are one job for a driver, batched like any DenoiseJob (canvases: alternatives.py).
 """
 
 from __future__ import annotations
@@ -51,6 +48,7 @@ from diffusion_infill.infill.core.alternatives import (
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
 from diffusion_infill.infill.core.checks import Problem, summary
 from diffusion_infill.infill.core.contest import Contest, SideRound, race_scores
+from diffusion_infill.infill.core.copies import FromWindows
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
@@ -110,6 +108,7 @@ class CandidateJob:
             canvases, options, special=special, vocab_size=vocab_size, ended=ended
         )
         self.rounds = [self.primary]
+        self._copies = FromWindows(self.primary, [], self.primary)  # the alternatives'
         self.side: SideRound | None = None  # the length contest (infill/core/contest.py)
         self._race = Contest({}, {})  # what scores a raced hole the length head read
         self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
@@ -219,7 +218,7 @@ class CandidateJob:
             ]
         if self.side is not None and len(self.rounds) == 1:  # the side round beside it
             return self.side.requests()
-        return self.rounds[-1].requests()
+        return self._copies(self.rounds[-1].requests())
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         if self._scoring is not None:
@@ -283,6 +282,7 @@ class CandidateJob:
                     ended=self.ended,
                 )
             )
+            self._copies = FromWindows(self.rounds[1], [a[0] for a in self._alts], self.primary)
             return
         self._judge()
         if not self._scoring:

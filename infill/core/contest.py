@@ -34,6 +34,7 @@ import numpy as np
 
 from diffusion_infill.infill.core.alternatives import shorter
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
+from diffusion_infill.infill.core.copies import FromWindows
 from diffusion_infill.infill.core.sampler import DenoiseJob
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord
@@ -67,11 +68,11 @@ class SideRound:
     def __init__(self, primary: DenoiseJob, contest: Contest) -> None:
         made = contest_canvases(primary.canvases, contest, primary.special.mask)
         self.contest = contest
-        self.ks = [k for _, k in made]  # per side canvas: which of its holes' lengths
+        self.ks = [k for _, k, _ in made]  # per side canvas: which of its holes' lengths
         self.start = primary.steps
         self.alone = 0
         self.job = DenoiseJob(
-            [c for c, _ in made],
+            [c for c, _, _ in made],
             primary.options,
             special=primary.special,
             vocab_size=primary.vocab_size,
@@ -79,6 +80,8 @@ class SideRound:
         )
         self._primary = primary
         self._split: int | None = None  # the primary's share of the last requests
+        # a copy's first pass starts from its window's entries (infill/core/copies.py)
+        self._from_window = FromWindows(self.job, [w for _, _, w in made], primary)
 
     @property
     def done(self) -> bool:
@@ -87,7 +90,8 @@ class SideRound:
     def requests(self) -> list[LogitsRequest]:
         first = [] if self._primary.done else self._primary.requests()
         self._split = len(first)
-        return first + ([] if self.job.done else self.job.requests())
+        side = [] if self.job.done else self.job.requests()
+        return first + self._from_window(side)
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         n = self._split
@@ -111,13 +115,13 @@ class SideRound:
 
 def contest_canvases(
     canvases: Sequence[Canvas], contest: Contest, mask: int
-) -> list[tuple[Canvas, int]]:
-    """(canvas, k) for k = 1..: a copy of each window's canvas that holds a hole of
+) -> list[tuple[Canvas, int, int]]:
+    """(canvas, k, window) for k = 1..: a copy of each window's canvas that holds a hole of
     the contest, with that hole remade as exactly its k-th length in masks (a hole with
     fewer lengths keeps its last); the window's other spans are copied as they stand and
     go on decoding there (what they write on a copy is not used)."""
-    out: list[tuple[Canvas, int]] = []
-    for c in canvases:
+    out: list[tuple[Canvas, int, int]] = []
+    for w, c in enumerate(canvases):
         mine = [s.index for s in c.spans if s.index in contest.lengths]
         rounds = max((len(contest.lengths[i]) for i in mine), default=0)
         for k in range(1, rounds + 1):
@@ -127,7 +131,7 @@ def contest_canvases(
                 else replace(s, ids=list(s.ids))
                 for s in c.spans
             ]
-            out.append((c.with_spans(spans), k))
+            out.append((c.with_spans(spans), k, w))
     return out
 
 
