@@ -67,6 +67,11 @@ class CacheHint:
     seed: int | None = None
     temperature: float | None = None
 
+    @property
+    def origin(self) -> Hashable | None:
+        """The entries a refresh may be built from: `carry`'s, else `source`'s."""
+        return self.carry if self.carry is not None else self.source
+
 
 @runtime_checkable
 class Denoiser(Protocol):

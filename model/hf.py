@@ -207,9 +207,8 @@ class HFDenoiser(FirstPass):
         """How this canvas is served: "partial" (its kept entries serve as they are), "full"
         (a full pass of its own) or "alone" (a refresh that may carry an earlier request's
         entries over: `_carried`, one at a time)."""
-        origin = hint.carry if hint.carry is not None else hint.source
-        if hint.refresh and origin is not None:
-            source = self._caches.get(origin)
+        if hint.refresh and hint.origin is not None:
+            source = self._caches.get(hint.origin)
             if source is not None and source.carried < self.carry_limit:
                 return "alone"
         entry = self._caches.get(hint.key)
@@ -277,7 +276,7 @@ class HFDenoiser(FirstPass):
         or another canvas's (`_route` said "alone"): those entries moved to this canvas,
         the rest recomputed; a full pass of its own where too little of the canvas is
         common to both."""
-        origin = hint.carry if hint.carry is not None else hint.source
+        origin = hint.origin
         assert self._cached is not None and origin is not None
         ids = torch.tensor(canvas, dtype=torch.long, device=self.device)
         active = torch.tensor(

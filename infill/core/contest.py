@@ -81,7 +81,7 @@ class SideRound:
         self._primary = primary
         self._split: int | None = None  # the primary's share of the last requests
         # a copy's first pass starts from its window's entries (infill/core/copies.py)
-        self._from_window = FromWindows(self.job, [w for _, _, w in made], primary)
+        self._copies = FromWindows(self.job, [w for _, _, w in made], primary)
 
     @property
     def done(self) -> bool:
@@ -91,7 +91,7 @@ class SideRound:
         first = [] if self._primary.done else self._primary.requests()
         self._split = len(first)
         side = [] if self.job.done else self.job.requests()
-        return first + self._from_window(side)
+        return first + self._copies(side)
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         n = self._split
