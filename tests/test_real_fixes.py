@@ -316,41 +316,90 @@ def _line(line: int, worst: float | None, masked_sum: float) -> dict:
     return {"line": line, "comment": False, "worst": worst, "tokens": 3, "masked_sum": masked_sum}
 
 
+def _gate_files(tmp_path: Path, **sets: list[tuple[dict, str]]) -> list[str]:
+    """Each set's records (a results file) and windows (a set, as `--NAME-set` reads it),
+    and the command's arguments for them."""
+    args = []
+    for name, rows in sets.items():
+        records, windows = tmp_path / f"{name}.json", tmp_path / f"{name}.jsonl"
+        records.write_text(json.dumps({"model": "model/weights", "records": [r for r, _ in rows]}))
+        windows.write_text(
+            "".join(json.dumps({"window": w, "window_line": r["truth"]}) + "\n" for r, w in rows)
+        )
+        flag = {"real": [], "injected": [], "valid": ["--valid-real"]}[name]
+        args = [*args, *flag, str(records), f"--{name}-set", str(windows)]
+    return args
+
+
 def test_the_line_gate_is_chosen_on_one_half_and_the_injected_bugs(
     run_benchmark, tmp_path: Path
 ) -> None:
     # real changes: no sure swap, the changed line (1) surprising only out of view; the
     # injected bug: a sure swap on line 0 that reading lines would lose
+    two = "x = f(a)\nx = f(a)"  # two lines alike to the line prior
     real = [
-        {"truth": 1, "package": p, "lines": [_line(0, 1.0, -5.0), _line(1, 0.5, -40.0)]}
+        ({"truth": 1, "package": p, "lines": [_line(0, 1.0, -5.0), _line(1, 0.5, -40.0)]}, two)
         for p in ("a", "d")  # one package in each half (crc32: odd, even)
     ]
-    real.append({"truth": 0, "package": "d", "lines": [_line(0, None, -9.0), _line(1, 0.4, -1.0)]})
-    injected = [{"truth": 0, "package": None, "lines": [_line(0, 6.0, -1.0), _line(1, 0.1, -50.0)]}]
-    paths = tmp_path / "real.json", tmp_path / "injected.json"
-    for path, records in zip(paths, (real, injected), strict=True):
-        path.write_text(json.dumps({"model": "model/weights", "records": records}))
+    lines = [_line(0, None, -9.0), _line(1, 0.4, -1.0)]
+    real.append(({"truth": 0, "package": "d", "lines": lines}, two))
+    lines = [_line(0, 6.0, -1.0), _line(1, 0.1, -50.0)]
+    injected = [({"truth": 0, "package": None, "lines": lines}, two)]
     out = tmp_path / "gate.json"
-    done = run_benchmark("line_gate", *map(str, paths), "--out", str(out))
+    args = _gate_files(tmp_path, real=real, injected=injected)
+    done = run_benchmark("line_gate", *args, "--out", str(out))
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
     assert got["n"] == {"real": 3, "even": 2, "odd": 1, "injected": 1}
     assert got["fixer"]["real"]["top1_line"] == pytest.approx(0.0)  # line 0's token first
     assert got["choice"]["real_odd"] == 1.0 and got["choice"]["injected"]["top1_line"] == 1.0
+    assert got["choice"]["prior_weight"] == 0.0  # the prior cannot tell the lines apart
     assert "chosen" in done.stdout
     # a validation real set chooses instead: there the line the model finds surprising is
     # not the change, and only a large weight on the worst token keeps line 0 first
-    valid = tmp_path / "valid.json"
-    records = [{"truth": 0, "package": "v", "lines": [_line(0, 0.3, -1.0), _line(1, 0.2, -50.0)]}]
-    valid.write_text(json.dumps({"model": "model/weights", "records": records}))
-    done = run_benchmark(
-        "line_gate", *map(str, paths), "--valid-real", str(valid), "--out", str(out)
-    )
+    lines = [_line(0, 0.3, -1.0), _line(1, 0.2, -50.0)]
+    valid = [({"truth": 0, "package": "v", "lines": lines}, two)]
+    args = _gate_files(tmp_path, real=real, injected=injected, valid=valid)
+    done = run_benchmark("line_gate", *args, "--out", str(out))
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
     assert got["n"]["real_valid"] == 1
     assert got["choice"]["weight"] >= 1.0 and got["choice"]["real_valid"]["top1_line"] == 1.0
     assert "valid " in done.stdout
+
+
+def test_the_line_gate_weighs_the_line_prior_where_it_finds_the_change(
+    run_benchmark, tmp_path: Path
+) -> None:
+    # alike to the model, the change is the `return` line, which releases change far more
+    # often than a `def` line (the shipped prior)
+    window = "def area(w, h):\n    return w + h"
+    lines = [_line(0, 0.5, -30.0), _line(1, 0.5, -20.0)]
+    real = [({"truth": 1, "package": p, "lines": lines}, window) for p in ("a", "d")]
+    injected = [({"truth": 1, "package": None, "lines": lines}, window)]
+    out = tmp_path / "gate.json"
+    done = run_benchmark(
+        "line_gate", *_gate_files(tmp_path, real=real, injected=injected), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["fixer"]["real"]["top1_line"] == 0.0  # the first line by the surprise alone
+    assert got["choice"]["prior_weight"] > 0 and got["choice"]["real"]["top1_line"] == 1.0
+
+
+def test_the_line_gate_refuses_records_that_are_not_of_the_windows(
+    run_benchmark, tmp_path: Path
+) -> None:
+    rows = [
+        ({"truth": 1, "package": "a", "lines": [_line(0, 0.5, -3.0), _line(1, 0.5, -2.0)]}, "x")
+    ]
+    args = _gate_files(tmp_path, real=rows, injected=rows)  # a window of one line, not two
+    done = run_benchmark("line_gate", *args, "--out", str(tmp_path / "gate.json"))
+    assert done.returncode == 1 and "not of these windows" in done.stderr
+    prior = tmp_path / "prior.json"
+    prior.write_text("{}")
+    bad = run_benchmark("line_gate", *args, "--prior", str(prior))
+    assert bad.returncode == 2 and "is not a line prior" in bad.stderr
 
 
 def test_the_line_gate_rejects_files_without_the_fixers_scores(

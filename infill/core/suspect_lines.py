@@ -8,14 +8,14 @@ of view. So when the worst token's preference is at most `LINE_GATE` (the model 
 sure of any swap), each line with a scored token is masked after its indentation, as many
 masks as it has tokens, and one pass gives the log-probability of its tokens with the line
 out of view; a line's `surprise` is their negated sum. The lines are ranked by
-z(surprise) + WORST_WEIGHT z(worst preference), within the range scored.
+z(surprise) + WORST_WEIGHT z(worst preference) + PRIOR_WEIGHT z(prior), within the range
+scored, the prior being how often releases change a line like it (infill/core/line_prior.py:
+its text alone, no forward pass).
 
-The gate and the weight come from `python -m benchmarks.line_gate` (docs/ARCHITECTURE.md,
-"The line the model least expects"): on 392 real one-line changes of released packages
-outside the corpus, cut in two by package, and 400 injected validation bugs, the best
-top-1 on one half among the settings that keep the injected bugs' within a point of the
-one-pass fixer's. On the other half the changed line comes first 24.3% of the time
-against 16.2%; the injected bugs' line 59.2% against 60.0%.
+The gate and the weights come from `python -m benchmarks.line_gate` (docs/ARCHITECTURE.md,
+"The line the model least expects" and "A prior over the lines releases change"): the best
+top-1 on the validation set of real one-line fixes among the settings that keep the 400
+injected validation bugs' top-1 within a point of the one-pass fixer's.
 
 With the fixer's default thresholds a flagged token always has a preference above the
 gate (p(likely) >= 0.6 against p(written) <= 0.002: 5.7), so only a user who lowers the
@@ -31,6 +31,7 @@ import numpy as np
 
 from diffusion_infill.infill.core.canvas import fitted
 from diffusion_infill.infill.core.engine import PreparedFill, prepare_fill
+from diffusion_infill.infill.core.line_prior import LinePrior, shipped_line_prior
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import TokenScore
 from diffusion_infill.infill.core.scoring import log_softmax
@@ -39,7 +40,9 @@ from diffusion_infill.infill.core.suspicion import preference
 from diffusion_infill.model.denoiser import Denoiser
 
 LINE_GATE = 1.5  # a worst preference at most this: no sure swap, the lines are read masked
-WORST_WEIGHT = 0.25  # the worst token's share in the ranking of lines read masked
+WORST_WEIGHT = 0.0  # the worst token's share in the ranking of lines read masked
+PRIOR_WEIGHT = 4.0  # the line prior's share in that ranking
+PRIOR_SPREAD = 0.5  # nats: the prior is standardised by its spread, or this if more
 MAX_MASKED_LINES = 48  # lines read masked at most (those with the worst tokens first)
 LINE_BATCH = 8  # masked canvases per forward pass
 _CONTEXT_CHARS = 4  # characters of context per canvas position, on each side
@@ -80,27 +83,44 @@ def is_sure(lines: list[SuspectLine]) -> bool:
     return bool(lines) and max(x.worst for x in lines) > LINE_GATE
 
 
-def rank_lines(text: str, scores: list[TokenScore], *, denoiser: Denoiser) -> list[SuspectLine]:
+def rank_lines(
+    text: str,
+    scores: list[TokenScore],
+    *,
+    denoiser: Denoiser,
+    prior: LinePrior | None = None,
+) -> list[SuspectLine]:
     """The lines the fixer can name, most suspicious first: by their worst token when the
-    model is sure of a swap (`is_sure`), else by z(surprise) + WORST_WEIGHT z(worst) over
-    the `MAX_MASKED_LINES` lines with the worst tokens (the rest after them, by their
-    worst token). Forward passes: none when sure, else one canvas per line read."""
+    model is sure of a swap (`is_sure`), else by z(surprise) + WORST_WEIGHT z(worst) +
+    PRIOR_WEIGHT z(prior) over the `MAX_MASKED_LINES` lines with the worst tokens (the
+    rest after them, by their worst token); `prior` defaults to the shipped one. Forward
+    passes: none when sure, else one canvas per line read."""
     by_worst = sorted(code_lines(text, scores), key=lambda x: x.worst, reverse=True)
     if not by_worst or is_sure(by_worst):
         return by_worst
     read, rest = by_worst[:MAX_MASKED_LINES], by_worst[MAX_MASKED_LINES:]
     surprise = masked_surprise(denoiser, text, read)
-    order = surprise_order(surprise, np.array([x.worst for x in read]))
+    likely = (prior or shipped_line_prior()).scores(text, [x.line for x in read])
+    order = surprise_order(surprise, np.array([x.worst for x in read]), likely)
     return [replace(read[k], surprise=float(surprise[k])) for k in order] + rest
 
 
 def surprise_order(
-    surprise: np.ndarray, worst: np.ndarray, weight: float = WORST_WEIGHT
+    surprise: np.ndarray,
+    worst: np.ndarray,
+    prior: np.ndarray | None = None,
+    weight: float = WORST_WEIGHT,
+    prior_weight: float = PRIOR_WEIGHT,
 ) -> np.ndarray:
     """The order of lines read masked, most suspicious first: by z(surprise) + `weight`
-    z(worst preference), ties kept in the order given (benchmarks/line_gate.py replays it
-    over recorded lines for other weights)."""
-    return np.argsort(-(_z(surprise) + weight * _z(worst)), kind="stable")
+    z(worst preference) + `prior_weight` z(prior), ties kept in the order given
+    (benchmarks/line_gate.py replays it over recorded lines for other weights). The
+    prior's z divides by at least PRIOR_SPREAD: lines it can barely tell apart stay
+    nearly tied instead of a standard deviation apart."""
+    score = _z(surprise) + weight * _z(worst)
+    if prior is not None and prior_weight:
+        score = score + prior_weight * _z(prior, floor=PRIOR_SPREAD)
+    return np.argsort(-score, kind="stable")
 
 
 def masked_surprise(den: Denoiser, text: str, lines: list[SuspectLine]) -> np.ndarray:
@@ -134,10 +154,11 @@ def masked_surprise(den: Denoiser, text: str, lines: list[SuspectLine]) -> np.nd
     return out
 
 
-def _z(values: np.ndarray) -> np.ndarray:
-    """Standardised within the range ranked (a constant column is all zeros)."""
+def _z(values: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """Standardised within the range ranked, by a spread of at least `floor` (a constant
+    column is all zeros)."""
     values = np.asarray(values, dtype=np.float64)
-    spread = values.std()
+    spread = max(float(values.std()), floor)
     return (values - values.mean()) / (spread if spread > 0 else 1.0)
 
 
