@@ -106,7 +106,7 @@ def test_the_command_says_which_line_it_rewrote(tmp_path, monkeypatch, capsys):
     assert main(["fix", "--min-suspicion", "0", "--min-likely", "0", str(f)]) == 0
     out, err = capsys.readouterr()
     assert "-c = 9\n+c = 3\n" in out
-    assert "no token is a sure swap: line 3, the one the model least expects" in err
+    assert "no token is a sure swap: line 3, the likeliest wrong line, re-denoised" in err
     assert f.read_text() == TEXT  # a diff, not an edit, without --in-place
 
 

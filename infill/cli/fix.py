@@ -96,9 +96,9 @@ def _fix_summary(
     rewritten = [
         f for f in result.fills for x in lines if (f.span.start, f.span.end) == (x.start, x.end)
     ]
-    if rewritten and not is_sure(lines):  # the line the model least expects, read masked
+    if rewritten and not is_sure(lines):  # the lines read masked, ranked with the line prior
         line = text.count("\n", 0, rewritten[0].span.start) + 1
-        head = f"no token is a sure swap: line {line}, the one the model least expects, re-denoised"
+        head = f"no token is a sure swap: line {line}, the likeliest wrong line, re-denoised"
     if not result.edits:
         return f"{path}: no change; {head}"
     return f"{summary(path, result)}; {head}"
