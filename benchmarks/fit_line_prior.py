@@ -37,46 +37,47 @@ import torch
 
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.infill.core.line_prior import (
-    FEATURES,
     LINE_PRIOR_FILE,
     LinePrior,
     code_line_numbers,
+    line_features,
     vocabulary_tokens,
 )
 
 PAIRS = Path("data/fix_pairs_16_releases.jsonl")
 PENALTIES = (1e-3, 3e-3, 1e-2)
 FOLDS = 5
+Pair = tuple[list[str], int, str]  # a window's code lines, the changed one's index, package
 Example = tuple[np.ndarray, int, str]  # features of the window's code lines, target, package
 
 
-def read_pairs(path: Path) -> list[dict]:
-    """The pairs whose changed line is a code line of its window."""
+def read_pairs(path: Path) -> list[Pair]:
+    """The pairs whose changed line is a code line of its window: the window's code
+    lines (the lines the fixer can name), which of them changed, and the package."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    pairs = []
     for k, r in enumerate(rows):
         missing = {"window", "window_line", "package"} - set(r)
         if missing:
             raise SystemExit(f"{path}: row {k + 1} lacks {', '.join(sorted(missing))}")
-    return [r for r in rows if r["window_line"] in code_line_numbers(r["window"])]
+        numbers = code_line_numbers(r["window"])
+        if r["window_line"] in numbers:
+            lines = r["window"].split("\n")
+            code = [lines[n] for n in numbers]
+            pairs.append((code, numbers.index(r["window_line"]), r["package"]))
+    return pairs
 
 
-def vocabulary(rows: list[dict], min_count: int) -> tuple[str, ...]:
+def vocabulary(pairs: list[Pair], min_count: int) -> tuple[str, ...]:
     counts: Counter[str] = Counter()
-    for r in rows:
-        lines = r["window"].split("\n")
-        for k in code_line_numbers(r["window"]):
-            counts.update(vocabulary_tokens(lines[k].strip()))
+    for code, _, _ in pairs:
+        for line in code:
+            counts.update(vocabulary_tokens(line.strip()))
     return tuple(sorted(t for t, n in counts.items() if n >= min_count))
 
 
-def examples(rows: list[dict], vocab: tuple[str, ...]) -> list[Example]:
-    blank = LinePrior(vocab, np.zeros(len(FEATURES) + len(vocab)))
-    out = []
-    for r in rows:
-        lines = code_line_numbers(r["window"])
-        target = lines.index(r["window_line"])
-        out.append((blank.features(r["window"], lines), target, r["package"]))
-    return out
+def examples(pairs: list[Pair], vocab: tuple[str, ...]) -> list[Example]:
+    return [(line_features(code, vocab), target, package) for code, target, package in pairs]
 
 
 def fit(data: list[Example], penalty: float) -> np.ndarray:
@@ -99,7 +100,8 @@ def fit(data: list[Example], penalty: float) -> np.ndarray:
 
 
 def top(weights: np.ndarray, data: list[Example]) -> dict[str, float]:
-    ranks = [int((x @ weights > (x @ weights)[t]).sum()) for x, t, _ in data]
+    scores = [(x @ weights, t) for x, t, _ in data]
+    ranks = [int((s > s[t]).sum()) for s, t in scores]
     return {
         "top1_line": sum(r == 0 for r in ranks) / len(data),
         "top3_line": sum(r < 3 for r in ranks) / len(data),
@@ -134,11 +136,11 @@ def main(argv: list[str] | None = None) -> None:
             )
     t0 = time.perf_counter()
     torch.set_num_threads(1)
-    rows = read_pairs(args.pairs)
-    if len({r["package"] for r in rows}) < FOLDS:
+    pairs = read_pairs(args.pairs)
+    if len({package for *_, package in pairs}) < FOLDS:
         raise SystemExit(f"{args.pairs}: changes of at least {FOLDS} packages are needed")
-    vocab = vocabulary(rows, args.min_count)
-    data = examples(rows, vocab)
+    vocab = vocabulary(pairs, args.min_count)
+    data = examples(pairs, vocab)
     cv = {p: cross_validate(data, p, args.seed) for p in PENALTIES}
     penalty = max(PENALTIES, key=lambda p: cv[p]["top1_line"])
     weights = fit(data, penalty)

@@ -14,6 +14,7 @@ from diffusion_infill.infill.core.line_prior import (
     FEATURES,
     LinePrior,
     code_line_numbers,
+    line_features,
     load_line_prior,
     shipped_line_prior,
 )
@@ -48,8 +49,8 @@ def test_the_shipped_prior_ranks_a_return_above_its_def():
 def test_a_line_is_scored_by_its_text_not_its_place():
     prior = shipped_line_prior()
     lines = ["x = compute(a, b)", "if x is None:", "    return 0"]
-    flipped = prior.features_of(lines[::-1])[::-1]
-    assert np.allclose(prior.features_of(lines), flipped)
+    flipped = line_features(lines[::-1], prior.vocab)[::-1]
+    assert np.allclose(line_features(lines, prior.vocab), flipped)
 
 
 @pytest.mark.parametrize(

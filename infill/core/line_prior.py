@@ -120,6 +120,26 @@ def code_line_numbers(text: str) -> list[int]:
     return out
 
 
+def line_features(rows: list[str], vocab: tuple[str, ...]) -> np.ndarray:
+    """One row per line of code in `rows` (the lines ranked together), FEATURES then
+    whether it holds each token of `vocab`: the window's mean and the names other lines use
+    are those of `rows`."""
+    if not rows:
+        return np.zeros((0, len(FEATURES) + len(vocab)))
+    base = np.array([_shape(r) for r in rows], dtype=np.float64)
+    names = [set(_NAME.findall(r)) for r in rows]
+    users = Counter(n for line_names in names for n in line_names)
+    shared = [np.mean([users[n] > 1 for n in ns]) if ns else 1.0 for ns in names]
+    index = _index(vocab)
+    holds = np.zeros((len(rows), len(vocab)))
+    for i, r in enumerate(rows):
+        for t in vocabulary_tokens(r.strip()):
+            if t in index:
+                holds[i, index[t]] = 1.0
+    relative = base[:, :1] - base[:, :1].mean()
+    return np.concatenate([base, relative, np.array(shared).reshape(-1, 1), holds], axis=1)
+
+
 @dataclass(frozen=True)
 class LinePrior:
     """Weights over FEATURES and then over `vocab` (whether the line holds the token)."""
@@ -136,32 +156,11 @@ class LinePrior:
                 f"{self.weights.shape[0] if self.weights.ndim == 1 else self.weights.shape}"
             )
 
-    def features(self, text: str, lines: list[int]) -> np.ndarray:
-        """One row per line of `lines` (0-based lines of `text`), FEATURES then vocab."""
-        all_lines = text.split("\n")
-        return self.features_of([all_lines[k] for k in lines])
-
-    def features_of(self, rows: list[str]) -> np.ndarray:
-        """One row per line of code in `rows` (the lines ranked together), FEATURES then
-        vocab: the window's mean and the names other lines use are those of `rows`."""
-        base = np.array([_shape(r) for r in rows], dtype=np.float64).reshape(len(rows), -1)
-        names = [set(_NAME.findall(r)) for r in rows]
-        users = Counter(n for line_names in names for n in line_names)
-        shared = [np.mean([users[n] > 1 for n in ns]) if ns else 1.0 for ns in names]
-        index = _index(self.vocab)
-        holds = np.zeros((len(rows), len(self.vocab)))
-        for i, r in enumerate(rows):
-            for t in vocabulary_tokens(r.strip()):
-                if t in index:
-                    holds[i, index[t]] = 1.0
-        relative = base[:, :1] - (base[:, :1].mean() if rows else 0.0)
-        return np.concatenate([base, relative, np.array(shared).reshape(-1, 1), holds], axis=1)
-
     def scores(self, text: str, lines: list[int]) -> np.ndarray:
-        """The log-odds (up to a constant per window) that each line is the one changed."""
-        if not lines:
-            return np.zeros(0)
-        return self.features(text, lines) @ self.weights
+        """The log-odds (up to a constant per window) that each of `lines` (0-based lines
+        of `text`, ranked together) is the one changed."""
+        all_lines = text.split("\n")
+        return line_features([all_lines[k] for k in lines], self.vocab) @ self.weights
 
     def to_json(self) -> dict:
         return {"vocab": list(self.vocab), "weights": self.weights.tolist(), **self.meta}
