@@ -83,6 +83,7 @@ def action_options(s: Settings, *, race: bool = True) -> SamplerOptions:
         checks=DEFAULT_CHECKS if s.checks else "",
         lengths=s.lengths if race else 1,
         length_contest=s.length_contest,
+        context_copies=s.context_copies,
     )
 
 

@@ -146,6 +146,9 @@ class Settings:
     # code actions: a hole inside a line whose length the length head is unsure of also
     # decodes its likeliest lengths beside the model's own ending (infill/core/contest.py)
     length_contest: bool = _s("lengthContest", _bool, default=True)
+    # code actions: an in-line hole's fill meets the text that follows the same code
+    # elsewhere in the buffer, the one the model scores higher wins (copy_fills.py)
+    context_copies: bool = _s("contextCopies", _bool, default=True)
     # context keys/values reused between passes, a full pass every K (0: every pass exact)
     cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)
     # -- completion

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from fakes import TargetDenoiser
+from test_copy_fills import TWICE, Spellings
 from test_head_lengths import HeadDenoiser
 
 from diffusion_infill.infill.cli import main
@@ -106,6 +107,28 @@ def test_a_hole_in_a_line_contests_its_likeliest_lengths_unless_told_not_to(
     assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w * h"
     assert main(["fill", "--json", "--no-length-contest", str(f)]) == 0
     assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w * h  # area"
+
+
+def test_an_in_line_hole_takes_a_copy_of_the_code_around_it_unless_told_not_to(
+    tmp_path, capsys, monkeypatch
+):
+    made: list[Spellings] = []
+    call = [0]  # the copies' pass: the call after the fill's own (0: none favoured)
+
+    def load(model_dir=None, **kw):  # noqa: ANN001, ANN202
+        made.append(Spellings("w + h", "w * h", call[0]))
+        return made[-1]
+
+    monkeypatch.setattr(loading, "load_denoiser", load)
+    f = tmp_path / "m.py"
+    f.write_text(TWICE)
+    assert main(["fill", "--json", "--no-context-copies", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w + h"
+    call[0] = len(made[-1].calls) + 1
+    assert main(["fill", "--json", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w * h"
+    assert main(["fill", "--json", "--no-context-copies", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w + h"
 
 
 def test_json_with_trace(tmp_path, capsys, fake_model):

@@ -94,6 +94,14 @@ def test_sampler_options_from_settings_are_valid():
     assert bad.cache_refresh == 4 and "infill.cacheRefresh" in warnings[0]
 
 
+def test_context_copies_are_a_setting_of_code_actions():
+    assert action_options(Settings()).context_copies is True
+    off = parse({"contextCopies": False})[0]
+    assert action_options(off).context_copies is False
+    bad, warnings = parse({"contextCopies": 1})
+    assert bad.context_copies is True and "infill.contextCopies" in warnings[0]
+
+
 def test_the_length_contest_is_a_setting_of_code_actions():
     assert action_options(Settings()).length_contest is True
     off = parse({"lengthContest": False})[0]

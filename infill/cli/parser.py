@@ -112,6 +112,13 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
         "unsure of decodes only the model's own ending, not also its likeliest lengths "
         "(faster on a CPU, fewer fills right)",
     )
+    s.add_argument(
+        "--no-context-copies",
+        dest="context_copies",
+        action="store_false",
+        help="with checks: never replace an in-line hole's fill by text that follows the "
+        "same code elsewhere in the file (one pass less)",
+    )
 
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
@@ -240,6 +247,7 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         candidates=args.candidates,
         lengths=args.lengths,
         length_contest=args.length_contest,
+        context_copies=args.context_copies,
     )
 
 

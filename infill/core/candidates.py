@@ -8,32 +8,26 @@ The cost is bounded and visible, and paid only when a fill fails:
 1. The primary round is the plain DenoiseJob, exactly what the engine decodes with the
    checks off. When it is done, every fill is checked; most pass, and that is all.
 2. Alternatives: each window that holds a failing span (one whose length is not fixed)
-   gets `candidates - 1` more canvases, decoded side by side in one more DenoiseJob.
-   Alternative k re-decodes the failing spans from `initial >> k` masks (at least one; with
-   nulls and growth) and keeps the window's passing spans as decoded. Shorter, because the
-   junk we see is a long allocation filled past the end of what was meant (`default=None,
-   default=None`; docs/ARCHITECTURE.md, "Checks"). A span of fixed length has none.
-3. The best passing alternative wins, by the model's own score: the mean log-probability
-   of the fill's tokens with the whole canvas visible, one scoring pass (only when a span
-   has two passing alternatives or more). With none passing, the span is *rejected*: the
-   result keeps the span's text as it was and says why.
-
-Raced lengths (`lengths` > 1): a failing hole whose length the model chose
-(SpanSlots.raced: the default allocation or a hint, not a rewrite's own length) gets
-`lengths - 1` alternatives of exact lengths instead (a length head's likeliest, else the
-last halvings of its allocation before one token: 4, 2, 1 after 16 with `lengths` 4).
-Racing every hole from the start was worse: one-line exact match 8.0% against 11.0% at 3x
-the time (docs/ARCHITECTURE.md, "Length"). One token (or none) wins only when no longer
-alternative passes: the mean rates a lone sure token (`return`, `#`) above longer fills.
+   gets `candidates - 1` more canvases, decoded side by side in one more DenoiseJob,
+   re-decoding the failing spans from `initial >> k` masks (shorter: the junk we see is a
+   long allocation filled past what was meant; docs/ARCHITECTURE.md, "Checks"). A raced
+   hole (`lengths` > 1; its length the model's guess) gets `lengths - 1` exact lengths
+   instead: a length head's likeliest, else the last halvings before one token.
+3. The best passing alternative wins, by the mean log-probability of its tokens with the
+   canvas visible (one scoring pass) or, for a hole the length head read, by its commit
+   sum; one token (or none) wins only when nothing longer passes. With none passing, the
+   span is *rejected*: it keeps its text and says why.
 
 The length contest (infill/core/contest.py) decodes in-line holes' likeliest lengths beside
-the primary; copies start from their window's context entries (infill/core/copies.py); the
-rounds are one job for a driver, batched like any DenoiseJob (canvases: alternatives.py).
+the primary; copies start from their window's context entries (infill/core/copies.py);
+once chosen, an in-line hole's fill meets the copies of the code around it
+(infill/core/copy_fills.py). The rounds are one job for a driver, batched like any
+DenoiseJob (canvases: alternatives.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,18 +40,15 @@ from diffusion_infill.infill.core.alternatives import (
     scoring_rows,
 )
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
-from diffusion_infill.infill.core.checks import Problem, summary
 from diffusion_infill.infill.core.contest import Contest, SideRound, race_scores
 from diffusion_infill.infill.core.copies import FromWindows
+from diffusion_infill.infill.core.copy_fills import CopyRound
 from diffusion_infill.infill.core.errors import DenoiserError
+from diffusion_infill.infill.core.fill_checks import Check, Decode, FillChecks
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
 from diffusion_infill.model.denoiser import SpecialIds
 
-# (fill text of every span, the spans to look at) -> their problems in that combination
-Check = Callable[[list[str], set[int]], list[Problem]]
-# (span index, tokens) -> (text, how many of the tokens it keeps); DenoiserError
-Decode = Callable[[int, list[int]], tuple[str, int]]
 Ended = Callable[[int, list[int]], bool]  # (span index, tokens) -> ended without a null
 
 
@@ -68,6 +59,7 @@ class Choice:
     ids: list[int] | None  # the fill's tokens (nulls dropped); None: rejected
     candidate: int  # 0: the primary decode, k: alternative k
     rejected: str | None = None  # why every candidate lost
+    copied: bool = False  # a copy of the code around the hole (infill/core/copy_fills.py)
 
 
 class CandidateJob:
@@ -90,13 +82,9 @@ class CandidateJob:
         self.ended = ended
         self.special = special
         self.vocab_size = vocab_size
-        self._decode = decode
-        self._check = check
-        self._neutral = neutral  # per span: its text before (what a rejected span keeps)
-        # the spans of each window, checked together (`_why`)
-        self._windows = [{s.index for s in c.spans} for c in canvases if c.spans]
-        rest = set(range(len(neutral))).difference(*self._windows)
-        self._windows += [rest] if rest else []
+        # the spans of each window, checked together
+        windows = [{s.index for s in c.spans} for c in canvases if c.spans]
+        self._checks = FillChecks(decode, check, neutral, windows)
         self._initial = {s.index: len(s.ids) for c in canvases for s in c.spans}
         self._raced = (
             {s.index for c in canvases for s in c.spans if s.raced and not s.exact}
@@ -115,6 +103,8 @@ class CandidateJob:
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> its score
         self._choices: list[Choice] | None = None
+        self._copies_round: CopyRound | None = None  # context copies, scored once chosen
+        self._pending: list[Choice] | None = None  # the choices while copies are scored
         self._passing: dict[int, list[int]] = {}  # failing span -> passing alternatives
         self._primary_ids: dict[int, list[int]] = {}
         self._failures: dict[int, str] = {}  # span -> why its primary fill fails
@@ -195,9 +185,10 @@ class CandidateJob:
             ci -= len(r.canvases)
         raise IndexError(ci)
 
-    def cache_keys(self) -> list[tuple[str, int, int]]:
-        """Every CacheHint key the rounds' requests carry."""
-        return [key for r in self._jobs() for key in r.cache_keys()]
+    def cache_keys(self) -> list[Hashable]:
+        """Every CacheHint key the rounds' requests carry (the copies' pass's too)."""
+        copies = self._copies_round.keys() if self._copies_round else []
+        return [key for r in self._jobs() for key in r.cache_keys()] + copies
 
     def contest(self, contest: Contest) -> None:
         """Decode the holes of `contest` at its lengths beside the primary round, in the
@@ -208,9 +199,16 @@ class CandidateJob:
         if self.side is None and not self.primary.done and contest.lengths:
             self.side = SideRound(self.primary, contest)
 
+    def copy_round(self, copies: CopyRound) -> None:
+        """Score `copies` against the holes' chosen fills once chosen (copy_fills.py)."""
+        self._copies_round = copies
+
     def requests(self) -> list[LogitsRequest]:
         if self.done:
             raise RuntimeError("the job is done")
+        if self._pending is not None:
+            assert self._copies_round is not None
+            return self._copies_round.requests
         if self._scoring is not None:
             return [
                 LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
@@ -221,7 +219,9 @@ class CandidateJob:
         return self._copies(self.rounds[-1].requests())
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
-        if self._scoring is not None:
+        if self._pending is not None:
+            self._copied(logits)
+        elif self._scoring is not None:
             self._score(logits)
         elif self.side is not None and len(self.rounds) == 1:
             self.side.advance(logits)
@@ -242,25 +242,13 @@ class CandidateJob:
     def _ids(self, canvases: Sequence[Canvas]) -> dict[int, list[int]]:
         return {s.index: fill_ids(s.ids, self.special) for c in canvases for s in c.spans}
 
-    def _texts(self, ids: dict[int, list[int]]) -> tuple[list[str], dict[int, str]]:
-        """Each span's text, and the spans whose tokens are no valid text (and why)."""
-        texts, bad = [], {}
-        for i in range(len(self._neutral)):
-            try:
-                texts.append(self._decode(i, ids[i])[0])
-            except DenoiserError as exc:
-                texts.append(self._neutral[i])
-                bad[i] = str(exc)
-        return texts, bad
-
     def _next(self) -> None:
         """After a round: check, then start the next round or decide."""
         if len(self.rounds) == 1:
             self._primary_ids = self._ids(self.primary_canvases)
             if self.side is not None:
                 self._settle_contest()
-            texts, bad = self._texts(self._primary_ids)
-            self._failures = self._why(texts, bad)
+            self._failures = self._checks.why(dict(self._primary_ids))
             made = alternative_canvases(
                 self.primary.canvases,
                 set(self._failures),
@@ -294,38 +282,12 @@ class CandidateJob:
         assert self.side is not None
 
         def passes(i: int, ids: list[int]) -> bool:
-            texts, bad = self._texts(self._primary_ids | {i: ids})
-            return i not in self._why(texts, bad, [next(g for g in self._windows if i in g)])
+            return self._checks.passes(i, self._primary_ids | {i: ids})
 
-        def kept(i: int, ids: list[int]) -> int:
-            try:
-                return self._decode(i, ids)[1]
-            except DenoiserError:
-                return len(ids)
-
-        for i, (k, ids) in self.side.winners(passes, kept).items():
+        for i, (k, ids) in self.side.winners(passes, self._checks.kept).items():
             self._primary_ids[i] = ids
             if k:
                 self._won[i] = k
-
-    def _why(
-        self, texts: list[str], bad: dict[int, str], windows: Sequence[set[int]] | None = None
-    ) -> dict[int, str]:
-        """Why each failing span of `windows` (default: every window) fails, by span. A
-        window's spans are checked together, the other windows' spans as they were
-        (neutral): a window's fills never saw another's, and a fill that breaks the parse
-        far around it must not fail the spans of other windows with it."""
-        out = dict(bad)
-        for group in self._windows if windows is None else windows:
-            mixed = (
-                texts
-                if len(self._windows) == 1
-                else [t if i in group else self._neutral[i] for i, t in enumerate(texts)]
-            )
-            problems = [p for p in self._check(mixed, group) if p.range in group]
-            for i in sorted({p.range for p in problems} - set(out)):
-                out[i] = summary([p for p in problems if p.range == i])
-        return out
 
     def _judge(self) -> None:
         """Check each alternative canvas (its redone spans in place of the primary's);
@@ -336,8 +298,7 @@ class CandidateJob:
         for ci, (_, k) in enumerate(self._alts):
             canvas = alt_canvases[ci]
             mine = {i: v for i, v in self._ids([canvas]).items() if i in failing}
-            texts, bad = self._texts(dict(self._primary_ids) | mine)
-            fails = self._why(texts, bad, [{s.index for s in canvas.spans}])
+            fails = self._checks.why(self._primary_ids | mine, [{s.index for s in canvas.spans}])
             for i in sorted(set(mine) - set(fails)):
                 self._passing.setdefault(i, []).append(k)
                 tokens[(i, k)] = len(mine[i])
@@ -372,7 +333,7 @@ class CandidateJob:
             for s in canvas.spans:
                 alt_ids[(s.index, k)] = fill_ids(s.ids, self.special)
         choices = []
-        for i in range(len(self._neutral)):
+        for i in range(len(self._checks.neutral)):
             if i not in self._failures:
                 choices.append(Choice(self._primary_ids[i], self._won.get(i, 0)))
             elif self._passing.get(i):
@@ -383,18 +344,46 @@ class CandidateJob:
                 choices.append(Choice(alt_ids[(i, k)], k))
             else:
                 choices.append(Choice(None, 0, self._failures[i]))
+        if self._copies_round is not None and self._copies_round.ask(
+            self._chosen(choices),
+            self.primary.canvases,
+            [self.primary.cache_key(w) for w in range(len(self.primary.canvases))]
+            if self.options.cache_refresh
+            else None,
+        ):
+            self._pending = choices  # one more pass: the copies (`_copied`)
+            return
+        self._choices = self._verified(choices)
+
+    def _chosen(self, choices: list[Choice]) -> dict[int, str]:
+        """The text of each chosen fill whose tokens are valid text."""
+        texts, bad = self._checks.texts({i: c.ids for i, c in enumerate(choices)})
+        return {i: t for i, t in enumerate(texts) if choices[i].ids and i not in bad}
+
+    def _copied(self, logits: Sequence[np.ndarray]) -> None:
+        """The copies' pass: a hole's best copy that scores above its fill and passes the
+        checks with the other choices replaces it."""
+        assert self._copies_round is not None and self._pending is not None
+        try:
+            better = self._copies_round.ranked(logits)
+        except ValueError as exc:
+            raise DenoiserError(str(exc)) from None
+        self.scoring_passes += 1
+        self._scoring_nfe += len(logits)
+        choices, self._pending = self._pending, None
+        for i, copies in better.items():
+            chosen = {j: c.ids for j, c in enumerate(choices)}
+            for ids in copies:
+                if self._checks.passes(i, chosen | {i: ids}):
+                    choices[i] = Choice(ids, choices[i].candidate, copied=True)
+                    break
         self._choices = self._verified(choices)
 
     def _verified(self, choices: list[Choice]) -> list[Choice]:
-        if not any(c.candidate for c in choices):
+        if not any(c.candidate or c.copied for c in choices):
             return choices
-        texts, bad = self._texts({i: c.ids or [] for i, c in enumerate(choices)})
-        texts = [
-            t if c.ids is not None else self._neutral[i]
-            for i, (t, c) in enumerate(zip(texts, choices, strict=True))
-        ]
-        fails = self._why(texts, bad)
+        fails = self._checks.why({i: c.ids for i, c in enumerate(choices)})
         return [
-            Choice(None, c.candidate, fails[i]) if c.candidate and i in fails else c
+            Choice(None, c.candidate, fails[i]) if (c.candidate or c.copied) and i in fails else c
             for i, c in enumerate(choices)
         ]

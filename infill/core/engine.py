@@ -25,6 +25,7 @@ from diffusion_infill.infill.core.candidates import CandidateJob, Decode, Ended
 from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice
 from diffusion_infill.infill.core.contest import inline_holes
+from diffusion_infill.infill.core.copy_fills import CopyRound, copy_probes
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
@@ -242,6 +243,7 @@ def prepare_fill(
         _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
         set_races(canvases, head.race)  # the others race its lengths should they fail
         start_contest(job, head.contest)  # and in-line holes contest theirs
+    _copy_round(job, before, ordered, {i for i in inline if allocs[i].raced}, denoiser, options)
     return PreparedFill(
         text,
         ordered,
@@ -254,6 +256,25 @@ def prepare_fill(
         frames=frames,
         probes=probes + passes,
     )
+
+
+def _copy_round(
+    job: Job,
+    before: str,
+    spans: list[Span],
+    holes: set[int],
+    denoiser: Denoiser,
+    options: SamplerOptions,
+) -> None:
+    """With the checks on (a CandidateJob), `holes` (in-line, their length a guess: not
+    a rewrite's own nor exact) that have copies of the code around them (`before`: holes
+    neutralised) get the pass that scores those against their chosen fills
+    (infill/core/copy_fills.py)."""
+    if not options.context_copies or not isinstance(job, CandidateJob) or not holes:
+        return
+    copies = copy_probes(before, [(s.start, s.end) for s in spans], holes, denoiser.encode)
+    if copies:
+        job.copy_round(CopyRound(copies, denoiser.encode, denoiser.special.mask))
 
 
 def prepare_holes(

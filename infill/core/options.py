@@ -85,6 +85,10 @@ class SamplerOptions:
     race_by_commit: bool = True  # a raced hole the length head read is won by the commit
     #                              sum and the head's prior (infill/core/contest.py), not
     #                              by a scoring pass's mean log-probability
+    context_copies: bool = True  # with the checks, a hole after code on its line whose
+    #                              length is a guess: text that follows the same code
+    #                              elsewhere replaces its fill where the model scores it
+    #                              higher (infill/core/copy_fills.py)
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
@@ -224,6 +228,7 @@ _SWITCHES = (  # the options that are true or false
     "length_head",
     "length_contest",
     "race_by_commit",
+    "context_copies",
     "statement_ends",
     "exact_length",
 )

@@ -1,0 +1,183 @@
+"""Fills copied from the code around a hole: what follows the same code elsewhere.
+
+Code repeats itself. A hole inside a line (an expression, a call's arguments, a
+condition) is often filled by text that follows the same code elsewhere in the buffer:
+`self._cache[` before the hole, and `key]` after another `self._cache[` further up. On
+validation part-of-line holes the truth is among these copies (at most `LIMIT`, about two
+a hole) for one hole in six, and for one in nine where the network's own fill is wrong.
+
+So, with the checks on, an in-line hole whose length is a guess gets its copies
+(`context_copies`: the text after the longest tail of the hole's line before it that
+occurs elsewhere, up to where the text after the hole on its line starts again). Once the
+candidates have chosen, one more pass reads the hole's chosen fill and each copy, each
+written as that many masks in place of the hole on its window's canvas, and scores each
+by the mean log-probability the model gives its tokens there (`CopyRound`). The best
+copy that scores above the fill and passes the checks replaces it
+(infill/core/candidates.py); a tie keeps the fill (`python -m benchmarks.copy_study`
+replays other rules; docs/ARCHITECTURE.md, "Copies of the code around a hole"). One
+canvas per fill and copy; no decode.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable, Sequence
+
+import numpy as np
+
+from diffusion_infill.infill.core.alternatives import kept, shorter
+from diffusion_infill.infill.core.canvas import Canvas
+from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.steps import LogitsRequest
+from diffusion_infill.model.denoiser import CacheHint
+
+LIMIT = 4  # copies per hole at most (the first found, by the longest tail)
+MAX_TAIL = 24  # characters of the hole's line before it that a copy must follow
+_END_CHARS = 3  # characters of the text after the hole (on its line) a copy ends before
+_SERIALS = itertools.count()  # CopyRound's cache keys: unique in this process
+
+
+def context_copies(text: str, start: int, end: int, limit: int = LIMIT) -> list[str]:
+    """Texts that follow, elsewhere in `text`, the longest tail of the hole's line before
+    `start` (at most MAX_TAIL characters, not all blank) that occurs elsewhere, each cut
+    where the text after the hole on its line (its first characters) begins, within that
+    line; not blank, each once, in text order, at most `limit`. None for a hole at its
+    line's start."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end < 0 else line_end][:_END_CHARS]
+    for size in range(min(len(before), MAX_TAIL), 0, -1):
+        tail = before[-size:]
+        if not tail.strip():
+            continue
+        found: list[str] = []
+        for at in _occurrences(text, tail, start, end):
+            for copy in _cuts(text, at + size, after, start if at < start else len(text)):
+                if copy.strip() and copy not in found:
+                    found.append(copy)
+        if found:
+            return found[:limit]
+    return []
+
+
+def _occurrences(text: str, tail: str, start: int, end: int) -> list[int]:
+    """Where `tail` occurs outside the hole [start, end), but for the hole's own line."""
+    out = []
+    at = text.find(tail)
+    while at >= 0:
+        if at + len(tail) != start and (at + len(tail) <= start or at >= end):
+            out.append(at)
+        at = text.find(tail, at + 1)
+    return out
+
+
+def _cuts(text: str, at: int, after: str, stop: int) -> list[str]:
+    """The text from `at` to its line's end (or `stop`, the hole, if before), or, where
+    `after` is not empty, each prefix of it that `after` follows (the first three)."""
+    line_end = text.find("\n", at, stop)
+    rest = text[at : stop if line_end < 0 else line_end]
+    if not after:
+        return [rest]
+    return [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
+
+
+def copy_probes(
+    text: str,
+    ranges: Sequence[tuple[int, int]],
+    holes: set[int],
+    encode: Callable[[str], list[int]],
+) -> dict[int, list[list[int]]]:
+    """The copies (as ids) of each hole of `holes` (indices of `ranges` in `text`, its
+    holes neutralised) that has any."""
+    out = {}
+    for i in sorted(holes):
+        copies = context_copies(text, *ranges[i])
+        if copies:
+            out[i] = [encode(c) for c in copies]
+    return out
+
+
+class CopyRound:
+    """The pass that scores each probed hole's chosen fill (k 0) against its copies (k
+    1..): `ask` once the candidates have chosen, `requests` for the pass, then `ranked`
+    with its logits. Each fill is written as that many masks in place of the hole on a
+    copy of its window's canvas (the window's other spans as decoded); with context reuse
+    the copy starts from the window's entries (CacheHint `source`), so only the hole and a
+    margin around it are computed. A fill is scored as its text encodes, as its copies
+    are, not as the model spelt it."""
+
+    def __init__(
+        self, copies: dict[int, list[list[int]]], encode: Callable[[str], list[int]], mask: int
+    ) -> None:
+        self.copies = copies
+        self._encode = encode
+        self._mask = mask
+        self.requests: list[LogitsRequest] = []
+        self._rows: list[tuple[int, int, list[int]]] = []  # per request: hole, k, its ids
+        self._serial = next(_SERIALS)
+
+    def keys(self) -> list[Hashable]:
+        """The CacheHint keys of the requests (`ask`), for the driver to drop."""
+        return [r.hint.key for r in self.requests if r.hint is not None]
+
+    def ask(
+        self,
+        chosen: dict[int, str],
+        windows: Sequence[Canvas],
+        sources: Sequence[Hashable] | None,
+    ) -> bool:
+        """Build the pass for the probed holes whose chosen fill (`chosen`: text by hole)
+        is not blank and has a copy other than itself, each on its window's canvas
+        (`windows`; `sources`: their cache keys, None without context reuse); whether
+        there is one."""
+        self.requests, self._rows = [], []
+        for w, canvas in enumerate(windows):
+            for s in canvas.spans:
+                own = (
+                    self._encode(chosen.get(s.index, "")) if chosen.get(s.index, "").strip() else []
+                )
+                copies = [
+                    c for c in self.copies.get(s.index, []) if c != own
+                ]  # same text, same score
+                for k, ids in enumerate([own, *copies] if own and copies else []):
+                    request = self._request(canvas, s.index, ids, sources and sources[w])
+                    if request is not None:
+                        self.requests.append(request)
+                        self._rows.append((s.index, k, ids))
+        return any(k for _, k, _ in self._rows)
+
+    def _request(
+        self, canvas: Canvas, span: int, ids: list[int], source: Hashable | None
+    ) -> LogitsRequest | None:
+        """`ids` as masks in place of `span` on a copy of `canvas`; None past its budget."""
+        spans = [
+            shorter(s, len(ids), exact=True, mask=self._mask) if s.index == span else kept(s)
+            for s in canvas.spans
+        ]
+        copy = canvas.with_spans(spans)
+        out = copy.ids()
+        if len(out) > canvas.budget:
+            return None
+        at = copy.offsets()[[s.index for s in spans].index(span)]
+        positions = list(range(at, at + len(ids)))
+        key = ("infill-copy", self._serial, len(self.requests))
+        hint = CacheHint(key, tuple(positions), True, source=source) if source else None
+        return LogitsRequest(out, positions, hint)
+
+    def ranked(self, logits: Sequence[np.ndarray]) -> dict[int, list[list[int]]]:
+        """Per hole scored, the copies (ids) whose mean log-probability is above its own
+        fill's, best first (a tie: the copy found first)."""
+        if len(logits) != len(self._rows):
+            raise ValueError(f"{len(logits)} logit arrays for {len(self._rows)} fills scored")
+        scores: dict[int, list[tuple[float, int, list[int]]]] = {}
+        for (i, k, ids), rows in zip(self._rows, logits, strict=True):
+            logp = log_softmax(np.asarray(rows))[np.arange(len(ids)), ids]
+            scores.setdefault(i, []).append((float(logp.mean()), k, ids))
+        out = {}
+        for i, entries in scores.items():
+            own = next((e[0] for e in entries if e[1] == 0), None)
+            if own is not None:
+                better = [e for e in entries if e[1] and e[0] > own]
+                out[i] = [ids for _, _, ids in sorted(better, key=lambda e: (-e[0], e[1]))]
+        return out
