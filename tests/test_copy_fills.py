@@ -158,3 +158,9 @@ def test_the_study_refuses_a_file_without_the_shapes_records(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.json")])
     assert "not found" in capsys.readouterr().err
+
+
+def test_a_copy_keeps_no_trailing_whitespace_or_carriage_return():
+    text = "z = 1  \r\nx = ___\r\n"
+    hole = text.index("___")
+    assert context_copies(text, hole, hole + 3) == ["1"]

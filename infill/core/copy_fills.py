@@ -41,8 +41,8 @@ def context_copies(text: str, start: int, end: int, limit: int = LIMIT) -> list[
     """Texts that follow, elsewhere in `text`, the longest tail of the hole's line before
     `start` (at most MAX_TAIL characters, not all blank) that occurs elsewhere, each cut
     where the text after the hole on its line (its first characters) begins, within that
-    line; not blank, each once, in text order, at most `limit`. None for a hole at its
-    line's start."""
+    line, without trailing whitespace; not blank, each once, in text order, at most
+    `limit`. None for a hole at its line's start."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     before = text[line_start:start]
@@ -53,7 +53,8 @@ def context_copies(text: str, start: int, end: int, limit: int = LIMIT) -> list[
             continue
         found: list[str] = []
         for at in _occurrences(text, tail, start, end):
-            for copy in _cuts(text, at + size, after, start if at < start else len(text)):
+            for cut in _cuts(text, at + size, after, start if at < start else len(text)):
+                copy = cut.rstrip(" \t\r")
                 if copy.strip() and copy not in found:
                     found.append(copy)
         if found:
@@ -62,7 +63,7 @@ def context_copies(text: str, start: int, end: int, limit: int = LIMIT) -> list[
 
 
 def _occurrences(text: str, tail: str, start: int, end: int) -> list[int]:
-    """Where `tail` occurs outside the hole [start, end), but for the hole's own line."""
+    """Where `tail` occurs outside the hole [start, end), but where it ends at the hole."""
     out = []
     at = text.find(tail)
     while at >= 0:
