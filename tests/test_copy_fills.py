@@ -164,3 +164,10 @@ def test_a_copy_keeps_no_trailing_whitespace_or_carriage_return():
     text = "z = 1  \r\nx = ___\r\n"
     hole = text.index("___")
     assert context_copies(text, hole, hole + 3) == ["1"]
+
+
+def test_raced_lengths_without_the_checks_get_no_copies():
+    n = calls_without_copies(TWICE, "w + h")
+    den = Spellings("w + h", "w * h", n + 1)
+    r = fill_text(TWICE, denoiser=den, lengths=4)  # a CandidateJob, but no checks
+    assert r.fills[0].text == "w + h"

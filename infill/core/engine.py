@@ -266,11 +266,13 @@ def _copy_round(
     denoiser: Denoiser,
     options: SamplerOptions,
 ) -> None:
-    """With the checks on (a CandidateJob), `holes` (in-line, their length a guess: not
+    """With the checks on (so a CandidateJob; raced lengths alone make one too, and get
+    none), `holes` (in-line, their length a guess: not
     a rewrite's own nor exact) that have copies of the code around them (`before`: holes
     neutralised) get the pass that scores those against their chosen fills
     (infill/core/copy_fills.py)."""
-    if not options.context_copies or not isinstance(job, CandidateJob) or not holes:
+    checked = options.context_copies and options.check_kinds
+    if not (checked and holes and isinstance(job, CandidateJob)):
         return
     copies = copy_probes(before, [(s.start, s.end) for s in spans], holes, denoiser.encode)
     if copies:
