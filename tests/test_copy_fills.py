@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fakes import CAPACITY, CTX_BASE, FILL_BASE, TargetDenoiser
 
-from diffusion_infill.infill import OptionError, Span, fill_spans, fill_text
+from diffusion_infill.infill import DenoiserError, OptionError, Span, fill_spans, fill_text
 from diffusion_infill.infill.core.copy_fills import LIMIT, context_copies
 
 CHECKED = {"checks": "parse", "lengths": 4}
@@ -171,3 +171,15 @@ def test_raced_lengths_without_the_checks_get_no_copies():
     den = Spellings("w + h", "w * h", n + 1)
     r = fill_text(TWICE, denoiser=den, lengths=4)  # a CandidateJob, but no checks
     assert r.fills[0].text == "w + h"
+
+
+def test_a_denoiser_that_answers_the_copies_pass_short_is_a_clear_error():
+    n = calls_without_copies(TWICE, "w + h")
+
+    class Short(Spellings):
+        def logits(self, canvases, positions, hints=None):  # noqa: ANN001, ANN201
+            out = super().logits(canvases, positions, hints)
+            return out[:-1] if len(self.calls) == n + 1 else out
+
+    with pytest.raises(DenoiserError, match="1 logit arrays for 2 fills scored"):
+        fill_text(TWICE, denoiser=Short("w + h", "w * h", n + 1), **CHECKED)

@@ -135,21 +135,22 @@ class CopyRound:
         self.requests, self._rows = [], []
         for w, canvas in enumerate(windows):
             for s in canvas.spans:
-                own = (
-                    self._encode(chosen.get(s.index, "")) if chosen.get(s.index, "").strip() else []
-                )
-                copies = [
-                    c for c in self.copies.get(s.index, []) if c != own
-                ]  # same text, same score
-                for k, ids in enumerate([own, *copies] if own and copies else []):
-                    request = self._request(canvas, s.index, ids, sources and sources[w])
-                    if request is not None:
-                        self.requests.append(request)
-                        self._rows.append((s.index, k, ids))
-        return any(k for _, k, _ in self._rows)
+                text = chosen.get(s.index, "")
+                own = self._encode(text) if text.strip() else []
+                # a copy of the fill's own text scores the same: not asked
+                copies = [c for c in self.copies.get(s.index, []) if c != own]
+                asked = [
+                    (k, ids, self._request(canvas, s.index, k, ids, sources and sources[w]))
+                    for k, ids in enumerate([own, *copies] if own and copies else [])
+                ]
+                asked = [(k, ids, r) for k, ids, r in asked if r is not None]
+                if len(asked) > 1 and asked[0][0] == 0:  # the fill and a copy or more
+                    self.requests += [r for _, _, r in asked]
+                    self._rows += [(s.index, k, ids) for k, ids, _ in asked]
+        return bool(self.requests)
 
     def _request(
-        self, canvas: Canvas, span: int, ids: list[int], source: Hashable | None
+        self, canvas: Canvas, span: int, k: int, ids: list[int], source: Hashable | None
     ) -> LogitsRequest | None:
         """`ids` as masks in place of `span` on a copy of `canvas`; None past its budget."""
         spans = [
@@ -162,7 +163,7 @@ class CopyRound:
             return None
         at = copy.offsets()[[s.index for s in spans].index(span)]
         positions = list(range(at, at + len(ids)))
-        key = ("infill-copy", self._serial, len(self.requests))
+        key = ("infill-copy", self._serial, span, k)
         hint = CacheHint(key, tuple(positions), True, source=source) if source else None
         return LogitsRequest(out, positions, hint)
 
