@@ -266,13 +266,12 @@ def _copy_round(
     denoiser: Denoiser,
     options: SamplerOptions,
 ) -> None:
-    """With the checks on (so a CandidateJob; raced lengths alone make one too, and get
-    none), `holes` (in-line, their length a guess: not
-    a rewrite's own nor exact) that have copies of the code around them (`before`: holes
-    neutralised) get the pass that scores those against their chosen fills
-    (infill/core/copy_fills.py)."""
-    checked = options.context_copies and options.check_kinds
-    if not (checked and holes and isinstance(job, CandidateJob)):
+    """`holes` (in a line, their length a guess: neither a rewrite's own nor exact) that
+    have copies of the code around them (`before`: holes neutralised) get the pass that
+    scores those against their chosen fills (infill/core/copy_fills.py); with the checks
+    on only, as raced lengths without them make a CandidateJob too."""
+    on = options.context_copies and options.check_kinds
+    if not (on and holes and isinstance(job, CandidateJob)):
         return
     copies = copy_probes(before, [(s.start, s.end) for s in spans], holes, denoiser.encode)
     if copies:
