@@ -11,12 +11,15 @@ and each copy, both as their text encodes, one canvas per token masks that token
 engine runs). Rules replayed offline: a copy replaces the fill when its score (sum, or
 mean per token) beats the fill's by more than a margin; won / lost against the engine's
 fill by exact match. Writes benchmarks/results/copy_study_<checkpoint>_<shape>_<split>.json
-(or --out). About 1.3 s a hole on one CPU thread.
+(or --out). About 1.3 s a hole on one CPU thread. `--lines K` studies another kind of copy,
+for holes that hold a line's code (cursor and whole-line holes): the K lines elsewhere at
+the hole's indentation likest the engine's fill.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import platform
@@ -61,6 +64,27 @@ def scores(den, left: list[int], right: list[int], ids: list[int]) -> dict[str, 
     return {"pll": pll, "masked": masked, "tokens": len(ids)}
 
 
+def line_copies(text: str, start: int, end: int, fill: str, limit: int) -> list[str]:
+    """For a hole that holds a line's code (`start` after its indentation): the code of the
+    other lines at that indentation (at least 3 characters, not the fill's, each once),
+    the `limit` likest the fill first (difflib ratio). None where code precedes the hole."""
+    line_start = text.rfind("\n", 0, start) + 1
+    indent = text[line_start:start]
+    if indent.strip():
+        return []
+    fill = fill.strip()
+    likeness: dict[str, float] = {}
+    at = 0
+    for line in text.split("\n"):
+        here, at = at, at + len(line) + 1
+        code = line[len(indent) :].rstrip()
+        if line_start <= here <= end or not line.startswith(indent) or code[:1] in ("", " ", "\t"):
+            continue
+        if len(code) >= 3 and code != fill and code not in likeness:
+            likeness[code] = difflib.SequenceMatcher(None, code, fill).ratio()
+    return sorted(likeness, key=lambda c: -likeness[c])[:limit]
+
+
 def replay(records: list[dict], key: str, per_token: bool, margin: float) -> dict[str, int]:
     """Won / lost against the engine's fill when the best copy replaces it where its score
     beats the fill's by more than `margin`."""
@@ -88,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS)
     p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     p.add_argument("--model", type=Path, default=None)
+    p.add_argument("--lines", type=int, default=0, help="line copies, the K likest the fill")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     if not args.records.is_file():
@@ -102,25 +127,17 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"{args.records}: its holes are not {args.split}'s {args.shape} holes, seed 0")
     den = load_denoiser(args.model)
     t0 = time.perf_counter()
-    out = []
-    for h, r in tqdm(list(zip(holes, recs, strict=True)), file=sys.stderr, desc="holes"):
-        text = neutralise(h.text, [Span(h.start, h.end)])
-        left, right = den.encode(text[: h.start]), den.encode(text[h.end :])
-        copies = context_copies(text, h.start, h.end)
-        own = den.encode(r["fill"]) if r["fill"].strip() and copies else []
-        out.append(
-            {
-                "truth": h.truth,
-                "exact": r["exact"],
-                "own": scores(den, left, right, own) if own else None,
-                "copies": [{"text": c, **scores(den, left, right, den.encode(c))} for c in copies],
-            }
-        )
+    out = [
+        _hole(den, h, r, args.lines)
+        for h, r in tqdm(list(zip(holes, recs, strict=True)), file=sys.stderr, desc="holes")
+    ]
     summary = _summary(out)
     for k, v in summary.items():
         print(f"{k:28} {v}")
     model = args.model or default_model_dir()
-    name = f"copy_study_{checkpoint(Path(model))}_{args.shape.replace('-', '_')}_{args.split}"
+    lines = f"_lines{args.lines}" if args.lines else ""
+    shape = args.shape.replace("-", "_")
+    name = f"copy_study_{checkpoint(Path(model))}_{shape}{lines}_{args.split}"
     found = {
         "command": " ".join(["python -m benchmarks.copy_study", *(argv or sys.argv[1:])]),
         "machine": f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}",
@@ -130,6 +147,29 @@ def main(argv: list[str] | None = None) -> None:
     found["seconds"] = round(time.perf_counter() - t0, 1)
     found["records"] = out
     write_results("copy_study", model, found, args.out or RESULTS / f"{name}.json")
+
+
+def _hole(den, h, r: dict, lines: int) -> dict:  # noqa: ANN001
+    """One hole's record: its fill's scores and each copy's. A whole-line hole (framed by
+    the engine) is read as its fill's indentation, the code between it and the line break."""
+    text = neutralise(h.text, [Span(h.start, h.end)])
+    fill, start, end = r["fill"], h.start, h.end
+    if lines and h.truth.endswith("\n"):
+        head = fill[: len(fill) - len(fill.lstrip(" \t"))]
+        text = text[: h.start] + head + "\n" + text[h.end :]
+        start = end = h.start + len(head)
+        fill = fill.strip()
+    left, right = den.encode(text[:start]), den.encode(text[end:])
+    copies = (
+        line_copies(text, start, end, fill, lines) if lines else context_copies(text, start, end)
+    )
+    own = den.encode(fill) if fill.strip() and copies else []
+    return {
+        "truth": h.truth,
+        "exact": r["exact"],
+        "own": scores(den, left, right, own) if own else None,
+        "copies": [{"text": c, **scores(den, left, right, den.encode(c))} for c in copies],
+    }
 
 
 def _summary(out: list[dict]) -> dict:

@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         "context_copies": options.context_copies,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
+        "remask_threshold": options.remask_threshold,
         "holes_containing": args.holes_containing,
         "shapes": {},
     }
@@ -149,6 +150,7 @@ def _options(
             race_by_commit=not args.no_race_by_commit,
             context_copies=not args.no_context_copies,
             default_span_tokens=args.default_span_tokens,
+            remask_threshold=args.remask_threshold,
             **cli,
         )
     except infill.OptionError as e:
@@ -174,6 +176,7 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         + ("_no_race_by_commit" if args.no_race_by_commit else "")
         + ("_no_context_copies" if args.no_context_copies else "")
         + ("_rewrite_length" if args.rewrite_length else "")
+        + (f"_remask{args.remask_threshold:g}" if args.remask_threshold is not None else "")
         + (f"_checks_{args.checks.replace(',', '_')}" if args.checks != DEFAULT_CHECKS else "")
         + (
             f"_span{args.default_span_tokens}"
@@ -263,6 +266,12 @@ def _parser() -> argparse.ArgumentParser:
         help="no checks, one length, exact passes (the engine's defaults)",
     )
     _engine_rules(parser)
+    parser.add_argument(
+        "--remask-threshold",
+        type=float,
+        default=None,
+        help="mask again committed tokens whose probability fell below this (self-correction)",
+    )
     parser.add_argument(
         "--lengths-only",
         choices=("engine", "true"),

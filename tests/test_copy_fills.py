@@ -147,6 +147,21 @@ def test_the_study_replays_a_rule_against_the_engines_fill():
     assert replay(records, "masked", False, 5.0) == {"won": 0, "lost": 0}
 
 
+def test_the_studys_line_copies_are_lines_at_the_holes_depth_likest_the_fill_first():
+    from benchmarks.copy_study import line_copies
+
+    text = (
+        "def f(a):\n    x = g(a, 1)\n    if a:\n        x = g(a, 2)\n"
+        "    ___\n    y = h(a)\n    x = g(b)\n    return x\n"
+    )
+    hole = text.index("___")
+    found = line_copies(text, hole, hole + 3, "x = g(a)", 3)
+    assert found == ["x = g(b)", "x = g(a, 1)", "y = h(a)"]  # not the deeper line, nor itself
+    assert line_copies(text, hole, hole + 3, "x = g(b)", 1) == ["x = g(a, 1)"]  # not the fill
+    inline = text.index("g(a, 1)")
+    assert line_copies(text, inline, inline + 7, "g(a)", 3) == []  # code before the hole
+
+
 def test_the_study_refuses_a_file_without_the_shapes_records(tmp_path, capsys):
     from benchmarks.copy_study import main
 

@@ -189,6 +189,7 @@ def test_indent_study_rejects_no_holes(run_benchmark, modules_corpus: Path) -> N
         (["--shapes", "line"], "unknown shape(s): line"),
         (["--n", "0"], "--n, --window-chars and --default-span-tokens must be >= 1"),
         (["--default-span-tokens", "0"], "--default-span-tokens must be >= 1"),
+        (["--remask-threshold", "0.95"], "must be below the commit threshold"),
         (["--checks", "parse,spelling"], "checks must be a comma-separated list of"),
         (
             ["--shapes", "cursor", "--corpus", "/nonexistent"],
