@@ -18,7 +18,6 @@ benchmarks/results/block_lines_study_<checkpoint>_<mode>_<split>.json (or --out)
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import platform
@@ -31,6 +30,7 @@ from tqdm import tqdm
 
 from benchmarks.eval_shapes import checkpoint, same_lines
 from benchmarks.heldout import HELDOUT_WINDOW_CHARS, load_test_files
+from benchmarks.infill_scores import closeness
 from benchmarks.results_file import RESULTS, write_results
 from benchmarks.shapes import shape_examples
 from diffusion_infill import infill
@@ -45,7 +45,8 @@ PLACEHOLDER = "pass\n"  # the line each step selects (its text is masked, never 
 
 
 def similarity(fill: str | None, truth: str) -> float:
-    return difflib.SequenceMatcher(None, (fill or "").strip(), truth.strip()).ratio()
+    """difflib's ratio of the two texts, as `eval_shapes` reports it (none for no fill)."""
+    return float(closeness(fill or "", truth)["similarity"])
 
 
 def repeats_a_line(fill: str) -> bool:
