@@ -18,9 +18,6 @@ benchmarks/results/block_lines_study_<checkpoint>_<mode>_<split>.json (or --out)
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -28,11 +25,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from benchmarks.eval_shapes import checkpoint, same_lines
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, load_test_files
+from benchmarks.eval_shapes import checkpoint, recorded_holes, replay_arguments, same_lines
 from benchmarks.infill_scores import closeness
-from benchmarks.results_file import RESULTS, write_results
-from benchmarks.shapes import shape_examples
+from benchmarks.results_file import RESULTS, machine, write_results
 from diffusion_infill import infill
 from diffusion_infill.infill.core.options import (
     DEFAULT_CACHE_REFRESH,
@@ -77,30 +72,16 @@ def fill_by_lines(den, text: str, start: int, end: int, mode: str, options) -> s
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("records", type=Path, help="an eval_shapes results file of these blocks")
-    p.add_argument("--split", default="valid")
+    replay_arguments(p)
     p.add_argument("--mode", choices=("plain", "insert"), default="plain")
-    p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS)
-    p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    p.add_argument("--model", type=Path, default=None)
-    p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    if not args.records.is_file():
-        p.error(f"{args.records} not found: python -m benchmarks.eval_shapes --shapes block ...")
-    row = json.loads(args.records.read_text()).get("shapes", {}).get("block", {})
-    recs = row.get("engine_length", {}).get("records")
-    if not recs:
-        p.error(f"{args.records} holds no engine-length records of block holes")
-    files = load_test_files(args.corpus, args.split)
-    blocks = shape_examples(files, "block", len(recs), seed=0, window_chars=args.window_chars)
-    if [b.truth for b in blocks] != [r["truth"] for r in recs][: len(blocks)]:
-        p.error(f"{args.records}: its blocks are not {args.split}'s blocks, seed 0")
+    blocks, recs = recorded_holes(p, args, "block")
     den = load_denoiser(args.model)
     options = infill.SamplerOptions(
         checks=DEFAULT_CHECKS, lengths=DEFAULT_LENGTHS, cache_refresh=DEFAULT_CACHE_REFRESH
     )
     out = []
-    for b, r in tqdm(list(zip(blocks, recs, strict=False)), file=sys.stderr, desc="blocks"):
+    for b, r in tqdm(list(zip(blocks, recs, strict=True)), file=sys.stderr, desc="blocks"):
         t0 = time.perf_counter()
         fill = fill_by_lines(den, b.text, b.start, b.end, args.mode, options)
         engine = None if r["rejected"] else r["fill"]
@@ -122,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     name = f"block_lines_study_{checkpoint(Path(model))}_{args.mode}_{args.split}.json"
     found = {
         "command": " ".join(["python -m benchmarks.block_lines_study", *(argv or sys.argv[1:])]),
-        "machine": f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}",
+        "machine": machine(),
         "model": str(model),
         **summary,
         "records": out,

@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -30,10 +27,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from benchmarks.eval_shapes import checkpoint
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, load_test_files
-from benchmarks.results_file import RESULTS, write_results
-from benchmarks.shapes import shape_examples
+from benchmarks.eval_shapes import checkpoint, recorded_holes, replay_arguments
+from benchmarks.results_file import RESULTS, machine, write_results
 from diffusion_infill.infill.core.canvas import fitted
 from diffusion_infill.infill.core.copy_fills import context_copies
 from diffusion_infill.infill.core.scoring import log_softmax
@@ -106,25 +101,11 @@ def replay(records: list[dict], key: str, per_token: bool, margin: float) -> dic
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("records", type=Path, help="an eval_shapes results file of these holes")
-    p.add_argument("--split", default="valid")
+    replay_arguments(p)
     p.add_argument("--shape", default="part-of-line")
-    p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS)
-    p.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
-    p.add_argument("--model", type=Path, default=None)
     p.add_argument("--lines", type=int, default=0, help="line copies, the K likest the fill")
-    p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    if not args.records.is_file():
-        p.error(f"{args.records} not found: python -m benchmarks.eval_shapes --split ...")
-    row = json.loads(args.records.read_text()).get("shapes", {}).get(args.shape, {})
-    recs = row.get("engine_length", {}).get("records")
-    if not recs:
-        p.error(f"{args.records} holds no engine-length records of {args.shape} holes")
-    files = load_test_files(args.corpus, args.split)
-    holes = shape_examples(files, args.shape, len(recs), seed=0, window_chars=args.window_chars)
-    if [h.truth for h in holes] != [r["truth"] for r in recs]:
-        p.error(f"{args.records}: its holes are not {args.split}'s {args.shape} holes, seed 0")
+    holes, recs = recorded_holes(p, args, args.shape)
     den = load_denoiser(args.model)
     t0 = time.perf_counter()
     out = [
@@ -140,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     name = f"copy_study_{checkpoint(Path(model))}_{shape}{lines}_{args.split}"
     found = {
         "command": " ".join(["python -m benchmarks.copy_study", *(argv or sys.argv[1:])]),
-        "machine": f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}",
+        "machine": machine(),
         "model": str(model),
         **summary,
     }

@@ -39,6 +39,7 @@ from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
     heldout_arguments,
     heldout_files,
+    load_test_files,
 )
 from benchmarks.infill_scores import infill_scores, same_code
 from benchmarks.real_files import load as load_real
@@ -325,6 +326,37 @@ def checkpoint(model: Path) -> str:
         if tokens:
             return f"{round(tokens / 1e6)}Mtok"
     return model.name
+
+
+def replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a study that replays an `eval_shapes` results file's holes."""
+    parser.add_argument("records", type=Path, help="an eval_shapes results file of these holes")
+    parser.add_argument("--split", default="valid")
+    parser.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS)
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+
+
+def recorded_holes(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, shape: str
+) -> tuple[list, list[dict]]:
+    """The holes of the `shape` row (the engine's length) of `args.records` (an
+    `eval_shapes` results file; `replay_arguments`) drawn again (`args.corpus`'s
+    `args.split`, seed 0, `args.window_chars`, the first n), and its records; a usage
+    error naming what is wrong."""
+    records = args.records
+    if not records.is_file():
+        parser.error(f"{records} not found: python -m benchmarks.eval_shapes --shapes {shape} ...")
+    row = json.loads(records.read_text()).get("shapes", {}).get(shape, {})
+    recs = row.get("engine_length", {}).get("records")
+    if not recs:
+        parser.error(f"{records} holds no engine-length records of {shape} holes")
+    files = load_test_files(args.corpus, args.split)
+    holes = shape_examples(files, shape, len(recs), seed=0, window_chars=args.window_chars)
+    if [h.truth for h in holes] != [r["truth"] for r in recs]:
+        parser.error(f"{records}: its holes are not {args.split}'s {shape} holes, seed 0")
+    return holes, recs
 
 
 def _print_row(shape: str, row: dict) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,11 @@ def model_name(model: Path | None) -> str:
     if path.name == "weights" and path.parent.name == "model":
         return "shipped"
     return path.parent.name if path.name == "export" else path.name
+
+
+def machine() -> str:
+    """The machine line of a study's results: the platform and the dtype asked for."""
+    return f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}"
 
 
 def write_results(
