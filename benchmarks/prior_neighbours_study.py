@@ -111,9 +111,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.penalty <= 0:
         parser.error(f"--penalty must be positive, got {args.penalty}")
-    for path in (args.pairs, args.valid):
+    if args.min_count < 1:
+        parser.error(f"--min-count must be at least 1, got {args.min_count}")
+    makers = {
+        args.pairs: "python -m diffusion_infill.model.training.fix_pairs --releases 16 "
+        f"--max-archive-kb 1500 --out {args.pairs}",
+        args.valid: "python -m benchmarks.real_fixes build --split valid",
+    }
+    for path, maker in makers.items():
         if not path.is_file():
-            parser.error(f"{path} not found: python -m benchmarks.fit_line_prior names its makers")
+            parser.error(f"{path} not found: {maker}")
     t0 = time.perf_counter()
     torch.set_num_threads(1)
     pairs, valid = read_pairs(args.pairs), read_pairs(args.valid)

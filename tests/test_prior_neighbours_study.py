@@ -43,6 +43,9 @@ def test_both_priors_are_fitted_and_ranked(run_benchmark, tmp_path: Path):
 def test_the_study_refuses_bad_arguments(run_benchmark, tmp_path: Path):
     missing = run_benchmark("prior_neighbours_study", "--pairs", str(tmp_path / "none.jsonl"))
     assert missing.returncode == 2 and "not found" in missing.stderr
+    assert "model.training.fix_pairs" in missing.stderr
+    zero_count = run_benchmark("prior_neighbours_study", "--min-count", "0")
+    assert zero_count.returncode == 2 and "--min-count must be at least 1" in zero_count.stderr
     zero = run_benchmark("prior_neighbours_study", "--penalty", "0")
     assert zero.returncode == 2 and "--penalty must be positive" in zero.stderr
     lines = run_benchmark("prior_neighbours_study", "--lines", "edges")
