@@ -8,7 +8,13 @@ with the true length given, with the command's defaults (`infill fill`: checks, 
 lengths, context reuse) unless `--engine-only`. `real` is one line per file of packages
 outside the corpus (`python -m benchmarks.real_files` builds data/real_files.jsonl, the
 files benchmarks/real_files.json pins), filled as whole-line holes; `real-cursor` the
-same lines as cursor holes.
+same lines as cursor holes. `line-marker` and `real-marker` are the whole-line holes of the
+test split and of the real files written as a user writes a line hole, a `<mask>` alone on
+its line, and filled as `infill fill` fills it (infill/core/line_holes.py);
+`line-marker-next` writes them as fill-in-the-middle tasks cut them, the marker followed
+by the next line. These are scored on the whole filled text against the original (the
+engine's length only). Every row also counts the returned fills with which a text that
+Python parsed with the truth no longer parses (`python_unparseable` of `python_judged`).
 
 Exact match: a cursor or part-of-line fill against the truth, both stripped; a whole-line
 or block fill line by line with its indentation (trailing spaces aside) and the same
@@ -55,7 +61,10 @@ from diffusion_infill.infill.core.options import (
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
-ALL = (*SHAPES, "real", "real-cursor")
+# whole-line holes written as a line-start marker (benchmarks/infill_scores.py marker_text):
+# alone on the hole's line, or followed by the next line as fill-in-the-middle tasks cut it
+MARKERS = {"line-marker": "alone", "line-marker-next": "next", "real-marker": "alone"}
+ALL = (*SHAPES, "real", "real-cursor", *MARKERS)
 LINE_SHAPES = {"whole-line", "block", "real"}  # indentation and line break in the hole
 
 
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         args.window_chars = EDITOR_WINDOW
     cli, options = _options(parser, args)
     files = heldout_files(parser, args)
-    if {"real", "real-cursor"} & set(shapes) and not args.real_files.is_file():
+    if any(s.startswith("real") for s in shapes) and not args.real_files.is_file():
         parser.error(f"{args.real_files} not found: python -m benchmarks.real_files")
     den = load_denoiser(args.model)
 
@@ -197,6 +206,7 @@ def _examples(files: list[str], shape: str, args: argparse.Namespace) -> list:
         return real_file_examples(
             load_real(args.real_files), kind, seed=args.seed, window_chars=args.window_chars
         )
+    shape = "whole-line" if shape in MARKERS else shape
     return shape_examples(files, shape, args.n, seed=args.seed, window_chars=args.window_chars)
 
 
@@ -216,6 +226,8 @@ def _shape_row(
         key = "true_length" if true_length else "engine_length"
         if args.lengths_only and not key.startswith(args.lengths_only):
             continue
+        if true_length and shape in MARKERS:  # a marker's length is the engine's
+            continue
         row[key] = infill_scores(
             den,
             examples,
@@ -225,6 +237,7 @@ def _shape_row(
             same=same,
             truth_tokens=truth_tokens,
             rewrite_length=args.rewrite_length,
+            marker=MARKERS.get(shape),
         )
     return row
 

@@ -15,10 +15,10 @@ from tqdm import tqdm
 
 from benchmarks.heldout import HELDOUT_WINDOW_CHARS, Example, infill_examples
 from diffusion_infill import infill
-from diffusion_infill.infill.core.checks import KINDS, check_fills, splice
-from diffusion_infill.infill.core.engine import prepare_fill
+from diffusion_infill.infill.core.checks import KINDS, check_fills, splice, syntax_error
+from diffusion_infill.infill.core.engine import prepare_fill, prepare_holes
 from diffusion_infill.infill.core.sampler import denoise
-from diffusion_infill.infill.core.spans import neutralise
+from diffusion_infill.infill.core.spans import DEFAULT_MARKER, neutralise
 
 
 def closeness(fill: str, truth: str) -> dict[str, float | bool]:
@@ -44,6 +44,22 @@ def failed_checks(ex, before: str, fill: str, kinds=KINDS) -> set[str]:
     return {p.kind for p in check_fills(before, after, [(ex.start, ex.end)], filled, kinds=kinds)}
 
 
+def marker_text(ex: Example, form: str) -> str:
+    """The example's text with its hole (whole lines) written as a line-start hole marker:
+    "alone", the marker alone on the hole's line (its line break kept); "next", as
+    fill-in-the-middle tasks cut it, the marker followed by the next line
+    (infill/core/line_holes.py)."""
+    keep = "\n" if form == "alone" and ex.truth.endswith("\n") else ""
+    return ex.text[: ex.start] + DEFAULT_MARKER + keep + ex.text[ex.end :]
+
+
+def same_text(result: infill.FillResult, ex: Example) -> bool:
+    """The filled text is the example's, line by line (trailing spaces aside)."""
+    return [ln.rstrip() for ln in result.text.split("\n")] == [
+        ln.rstrip() for ln in ex.text.split("\n")
+    ]
+
+
 def same_code(fill: str, truth: str) -> bool:
     """Exact match of a hole whose indentation is given: the texts stripped."""
     return fill.strip() == truth.strip()
@@ -59,6 +75,7 @@ def infill_scores(
     same=same_code,
     truth_tokens=None,
     rewrite_length: bool = False,
+    marker: str | None = None,
 ) -> dict[str, float]:
     """Exact match and cost of filling each example's span, and what the checks say of
     the fills. The span is filled as a hole: the checks see the text with the span
@@ -66,9 +83,20 @@ def infill_scores(
     a match; `truth_tokens(ex)` is the true length given (default: the truth's tokens).
     With `rewrite_length` the engine's length starts from what a rewrite of the span
     allocates (the token count of the text it replaces, nulls and growth allowed) instead
-    of a hole's default."""
+    of a hole's default. With `marker` ("alone" or "next": `marker_text`) the hole is a
+    line-start marker filled as `infill fill` fills it, and a match is the whole text
+    with the fill equal to the example's, line by line."""
     tally = _Tally()
     for ex in tqdm(examples, desc=desc, file=sys.stderr, leave=False):
+        if marker is not None:
+            t0 = time.perf_counter()
+            fill = prepare_holes(marker_text(ex, marker), denoiser=den, options=options)
+            denoise(fill.job, den)
+            result = fill.result()
+            ms = (time.perf_counter() - t0) * 1000
+            before = neutralise(ex.text, [infill.Span(ex.start, ex.end)])
+            tally.add(den, ex, before, result, ms, lambda _f, _t, r=result, e=ex: same_text(r, e))
+            continue
         if true_length:
             n_true = truth_tokens(ex) if truth_tokens is not None else len(den.encode(ex.truth))
             span = infill.Span(ex.start, ex.end, length=n_true, exact=True)
@@ -96,6 +124,10 @@ class _Tally:
     tokens: int = 0
     ms: list[float] = field(default_factory=list)
     parse_ok: int = 0
+    # of the fills returned in a text that Python parses with the truth: those with which
+    # it no longer does (Python's own parser, not the checks)
+    python_judged: int = 0
+    python_broken: int = 0
     clean: int = 0
     rejected: int = 0
     candidates: int = 0
@@ -120,6 +152,11 @@ class _Tally:
         for kind in failed_checks(ex, before, ex.truth):
             self.truth_fails[kind] += 1
         exact = f.rejected is None and same(f.text, ex.truth)
+        parses = None
+        if f.rejected is None and syntax_error(ex.text) is None:
+            parses = syntax_error(result.text) is None
+            self.python_judged += 1
+            self.python_broken += not parses
         self.records.append(
             {
                 "truth": ex.truth,
@@ -131,6 +168,7 @@ class _Tally:
                 "tokens": result.stats.tokens,
                 "candidates": result.stats.candidates,
                 "remasks": result.stats.remasks,
+                "python_parses": parses,
             }
         )
         if f.rejected is not None:
@@ -160,6 +198,8 @@ class _Tally:
             # fills returned that add a syntax error
             "broken": (n - rejected - parse_ok) / n,
             "clean": self.clean / n,  # fills returned that pass every check
+            "python_judged": self.python_judged,
+            "python_unparseable": self.python_broken,
             "rejected": rejected / n,
             "candidates_per_fill": self.candidates / n,
             # where fills end (meaningful with the engine's length): mean token-count

@@ -46,7 +46,7 @@ TEXTS = {
     "trailing_ws": "a = 1   \n\nb = <mask>\t \n   \n",
     "start": "<mask> = compute()\nprint(1)\n",
     "end": "x = 1\ny = <mask>",
-    "only_hole": "<mask>",
+    "only_hole": "<mask>x",
     "in_string": 'msg = "hello <mask>!"\n',
     "no_final_newline_crlf": "a = 1\r\nb = <mask>",
     "cr_only": "a = 1\rb = <mask>\rc = 2",
@@ -361,7 +361,13 @@ def test_a_loop_before_a_crlf_line_break_is_cut_too():
 def test_an_exact_length_never_loses_its_loop():
     d = TargetDenoiser(["a\na\na"], confidence=0.99)
     r = fill_text("<mask:5>\n", denoiser=d, exact_length=True)
-    assert r.fills[0].text == "a\na\na"
+    assert r.fills[0].text == "a\na\na\n"  # a line hole: its line break is the engine's
+    assert r.text == "a\na\na\n"
+
+
+def test_a_text_that_is_one_marker_is_one_line():
+    r = fill_text("<mask>", denoiser=TargetDenoiser(["v_é🎉"]))
+    assert r.text == "v_é🎉\n" and r.edits == [infill.Edit(0, 6, "v_é🎉\n")]
 
 
 def test_holes_on_one_line_echo_up_to_the_next_hole():

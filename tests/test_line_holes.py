@@ -128,9 +128,9 @@ def test_part_of_a_line_and_hole_markers_are_not_framed():
     den = TargetDenoiser(["t + 1"])
     r = fill_spans(FUNC, [Span(FUNC.index("t\n"), FUNC.index("t\n") + 1)], denoiser=den)
     assert r.text.endswith("    return t + 1\n")
-    # a marker at column 0 is a hole of its own, not a selected line
-    den = TargetDenoiser(["    x = 1"])
-    r = fill_text("def f():\n<mask>\n    return 1\n", denoiser=den)
+    # a marker inside a line is a hole of its own, not a selected line
+    den = TargetDenoiser(["1\n"])
+    r = fill_text("def f():\n    x = <mask>\n    return 1\n", denoiser=den)
     assert r.text == "def f():\n    x = 1\n    return 1\n"
 
 

@@ -75,6 +75,20 @@ def test_two_holes_filled_jointly_with_document_changes(worker):
     run(go())
 
 
+def test_a_line_start_hole_is_filled_as_a_whole_line(worker):
+    text = "def f(x):\n<mask>\n"  # the fake writes `pass` where it has no target
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            uri = open_doc(client, "line.py", text)
+            found = await actions(client, uri, at(text, "<mask>"))
+            action = pick(found, "refactor.rewrite.infill.fillHoles")
+            resolved = await client.code_action_resolve_async(action)
+            assert applied(text, resolved.edit, uri) == "def f(x):\n    pass\n"
+
+    run(go())
+
+
 @pytest.mark.slow
 def test_a_fill_that_fails_the_checks_is_left_out_by_default_and_says_why(worker):
     text = "def f():\n    return <mask>\n"  # the fake fills `x + 1`: x is defined nowhere

@@ -17,7 +17,7 @@ for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from diffusion_infill.infill.core.allocation import Allocation, allocate, window_canvases
@@ -37,6 +37,7 @@ from diffusion_infill.infill.core.head_lengths import (
     sure_spans,
 )
 from diffusion_infill.infill.core.indents import model_indents
+from diffusion_infill.infill.core.line_holes import line_holes
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.prepared import PreparedFill
@@ -187,10 +188,12 @@ def _frames(
     denoiser: Denoiser,
     options: SamplerOptions,
     language: str | None,
+    more_lines: Collection[int] = (),
 ) -> tuple[list[Frame | None], int]:
-    """Each whole-line span's frame (infill/core/lines.py), its depth the model's where the
-    code leaves it open (Python, `indent_pass`), and the forward passes that took."""
-    frames = line_frames(text, spans, decided=decided, on=options.line_holes)
+    """Each whole-line span's frame (infill/core/lines.py; those in `more_lines` may take
+    more lines than they hold), its depth the model's where the code leaves it open
+    (Python, `indent_pass`), and the forward passes that took."""
+    frames = line_frames(text, spans, decided=decided, on=options.line_holes, more=more_lines)
     if options.indent_pass and language == PYTHON:
         return model_indents(text, before, spans, frames, denoiser)
     return frames, 0
@@ -206,25 +209,25 @@ def prepare_fill(
     language: str | None = PYTHON,
     parse_text: str | None = None,
     decided: Sequence[list[int] | None] | None = None,
+    more_lines: Collection[int] = (),
 ) -> PreparedFill:
     """Validate spans, plan windows, build the canvases and the job (passes: indents, head_lengths).
 
     Args:
-        text: the original text.
-        spans: the ranges to fill (validated here; overlapping or out of range is an error).
+        spans: the ranges of `text` to fill (validated: overlapping or out of range is an error).
         denoiser: supplies the tokenizer, special ids, vocab size and max_length.
         rewrite: the spans hold code being rewritten (minimal edits), not hole markers.
-        language: "python" for scope-aware windows; anything else gets line windows.
-        parse_text: the text to parse for scopes, if not `text` (holes neutralised).
+        language: "python": scope-aware windows (parsing `parse_text`, holes neutralised,
+            if given); anything else gets line windows.
         decided: per span (position order), its tokens if already chosen (a repair's
             substitution; exact spans of that length), else None. Nothing masked: no pass.
+        more_lines: whole-line spans (by position) that may take more lines than they hold.
     """
     started = time.perf_counter()
     check_text(text)
     ordered = check_spans(text, list(spans))
-    chosen = _check_decided(ordered, decided)
-    before = parse_text if parse_text is not None else text
-    frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language)
+    chosen, before = _check_decided(ordered, decided), parse_text or text
+    frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language, more_lines)
     parse = before if language == PYTHON else None  # scope-aware windows for Python
 
     def plan(planned: list[Span]) -> tuple[list[Allocation], list[Window], list[Canvas], Ends, Job]:
@@ -293,15 +296,18 @@ def prepare_holes(
     spans = find_holes(text, marker)
     if max_spans is not None and len(spans) > max_spans:
         raise LimitError(f"{len(spans)} holes; the limit is {max_spans}")
-    return prepare_fill(
-        text,
-        spans,
+    recast = line_holes(text, spans, on=options.line_holes)  # line-start markers: lines
+    fill = prepare_fill(
+        recast.text,
+        recast.spans,
         denoiser=denoiser,
         options=options,
         rewrite=False,
         language=language,
-        parse_text=neutralise(text, spans),
+        parse_text=neutralise(recast.text, recast.spans),
+        more_lines=[i for i in recast.lines if recast.spans[i].length is not None],
     )
+    return fill.as_given(text, recast) if recast.lines else fill
 
 
 def fill_text(

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from diffusion_infill.infill.core.spans import Span
@@ -50,11 +50,12 @@ class Frame:
     head: str  # the indentation of the span's first line
     tail: str  # the line break that closes its last line ("" at the end of the text)
     lines: int  # the lines the span holds: one may not take a line break, k end after k
+    more: bool = False  # its fill may take more lines than it holds (a hinted line hole)
 
     @property
     def one_line(self) -> bool:
-        """The span is one line: its fill may not hold a line break."""
-        return self.lines == 1
+        """The span is one line and filled with one: its fill may not hold a line break."""
+        return self.lines == 1 and not self.more
 
 
 TRAILING_COMMENT = re.compile(r"""\s+#[^'"]*$""")  # a trailing comment with no quote in it
@@ -134,10 +135,12 @@ def line_frames(
     *,
     decided: Sequence[object | None] | None = None,
     on: bool = True,
+    more: Collection[int] = (),
 ) -> list[Frame | None]:
     """Per span, its Frame when it is a selection of whole lines (and not `decided`, a
-    repair's own tokens), else None; all None unless `on`. The head is never read from
-    the span itself (it may be a hole whose text is gone)."""
+    repair's own tokens), else None; all None unless `on`; the spans of index in `more`
+    may take more lines than they hold. The head is never read from the span itself (it
+    may be a hole whose text is gone). A span that ends with CRLF ends its fill with it."""
     out: list[Frame | None] = []
     for i, span in enumerate(spans):
         if (
@@ -148,12 +151,13 @@ def line_frames(
             out.append(None)
             continue
         inner = text[span.start : span.end]
-        tail = "\n" if inner.endswith("\n") else ""
+        tail = "\r\n" if inner.endswith("\r\n") else "\n" if inner.endswith("\n") else ""
         out.append(
             Frame(
                 indentation(text, span.start, span.end),
                 tail,
                 lines=inner[: len(inner) - len(tail)].count("\n") + 1,
+                more=i in more,
             )
         )
     return out
@@ -195,4 +199,5 @@ def framed(fill: str, frame: Frame | None) -> str:
 def framed_code(text: str) -> str:
     """The part of a whole-line span's text that the model writes: without its first
     line's indentation and its closing line break (the rewrite's length guess)."""
-    return text.lstrip(" \t").removesuffix("\n")
+    code = text.lstrip(" \t")
+    return code.removesuffix("\r\n") if code.endswith("\r\n") else code.removesuffix("\n")

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.canvas import fill_ids, render
 from diffusion_infill.infill.core.diff import minimal_edits
 from diffusion_infill.infill.core.echo import Ends
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
+from diffusion_infill.infill.core.line_holes import Recast
 from diffusion_infill.infill.core.lines import Frame, framed
 from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from diffusion_infill.infill.core.sampler import DenoiseJob
@@ -55,6 +57,18 @@ class PreparedFill:
         # infill/core/lines.py), None when the model writes it all
         self.frames = list(frames) if frames is not None else [None] * len(spans)
         self.probes = probes  # forward passes before the job (infill/core/indents.py)
+
+    def as_given(self, text: str, recast: Recast) -> PreparedFill:
+        """This fill, its result read in `text`, the text as given, where `recast`
+        (infill/core/line_holes.py) wrote its line holes as selected lines: each fill
+        replaces what its hole is there, and windows are given in its offsets."""
+        self.text = text
+        self.spans = list(recast.given)
+        self.windows = [
+            replace(w, start=recast.given_offset(w.start), end=recast.given_offset(w.end))
+            for w in self.windows
+        ]
+        return self
 
     def span_texts(self) -> list[tuple[int, str]]:
         """Each span's slots as they stand, as text (`░` masked, `∅` null), by span index:

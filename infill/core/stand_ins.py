@@ -26,7 +26,10 @@ that moves Python's first error furthest down:
   `_):`), with a comma (`_],` in a list of lists), or opens what the code after it closes
   (`_[` before `'Jul', 'Aug']`, `_)[` for `) == [`);
 - a header or an assignment that opens them: `if _(` (a condition over lines), `def _(`
-  (`def parse(` before `self, args) -> str:` and its body), `_ = {` (`IGNORE = {`).
+  (`def parse(` before `self, args) -> str:` and its body), `_ = {` (`IGNORE = {`);
+- `def _(): pass` after a decorator, where no deeper line follows;
+- nothing (a hole before code at column 0, `<mask>import os`, or a line the code does
+  without).
 
 Where the text still does not parse, the checks have no reference for Python's parser
 (the tree-sitter rules still run).
@@ -205,6 +208,17 @@ def _fixed(stand: str) -> Filler:
     return lambda text, seg, last, r: stand
 
 
+def _decorated(text: str, seg: Segment, last: bool, r: Range) -> str:
+    """`def _(): pass` where the segment is a line's whole code after a decorator at its
+    depth (a hidden decorated one-line definition); a name elsewhere."""
+    start, end = seg
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    if text[end : len(text) if line_end < 0 else line_end].strip() or not _starts_line(text, seg):
+        return "_"
+    return "def _(): pass" if _above(text, line_start, start - line_start).startswith("@") else "_"
+
+
 Filler = Callable[[str, Segment, bool, Range], str]
 FILLERS: tuple[Filler, ...] = (
     _fixed("_"),
@@ -220,6 +234,8 @@ FILLERS: tuple[Filler, ...] = (
     _brackets("if _{}", opens=True),
     _brackets("def _{}", opens=True),
     _brackets("_ = {}", opens=True),
+    _decorated,
+    _fixed(""),  # nothing: a hole before code at column 0, a line the code does without
 )
 
 
