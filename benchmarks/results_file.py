@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,46 @@ def machine() -> str:
     return f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}"
 
 
+def commit() -> str:
+    """The checkout's commit, `-dirty` after it where tracked files differ from it; or
+    "unknown" outside a git checkout."""
+    root = RESULTS.parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "HEAD")
+    if not head:
+        return "unknown"
+    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def cpu() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def write_results(
     kind: str, model: Path | None, results: dict[str, Any], out: Path | None = None
 ) -> Path:
-    """Write `results` as JSON (default path from kind and model), print the path."""
+    """Write `results` as JSON (default path from kind and model), print the path. The
+    file records the commit that made it and, unless `results` says, the machine: its
+    CPU, cores, the dtype and threads asked for."""
+    results = {"commit": commit(), **results}
+    results.setdefault(
+        "machine",
+        f"{cpu()}, {os.cpu_count()} cores, INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
+        f", INFILL_THREADS={os.environ.get('INFILL_THREADS', 'auto')}",
+    )
     path = out or RESULTS / f"{kind}_{model_name(model)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1) + "\n")

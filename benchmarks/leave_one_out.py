@@ -1,0 +1,204 @@
+"""What each stage of a fill earns: every switchable stage off in turn, on the same holes.
+
+    python -m benchmarks.leave_one_out [--split valid] [--n 400]
+                                       [--shapes cursor,whole-line,part-of-line,block]
+                                       [--stages all|NAME,...] [--runs DIR] [--out PATH]
+
+Runs `benchmarks.eval_shapes` (the command's defaults, the engine's length) once with
+every stage on and once with each stage off (`--no-<stage>`), all on the same holes, and
+pairs each run with the first: per stage and shape, the holes the stage wins (right with
+it, wrong without) and loses, the two-sided sign test's p of that split, the change in
+exact match, and what the stage costs in forward passes per token and in p50 latency.
+A stage whose removal loses nothing significant does not pay for itself.
+
+Each run's eval_shapes file lands in --runs (default benchmarks/results/leave_one_out/),
+named by split, n and stage; a run whose file is there already, made with the same fill
+code (a hash of infill/core/ and model/, weights included), is not run again, so the
+table can be built up over several sittings, and a change to the engine re-runs it all.
+The table is printed and written to --out (default
+benchmarks/results/leave_one_out_<split>.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+from benchmarks import eval_shapes
+from benchmarks.results_file import RESULTS, write_results
+
+# stage -> the eval_shapes arguments that turn it off
+STAGES = {  # the stages whose gain was least sure when kept first
+    "race_by_commit": ["--no-race-by-commit"],
+    "length_contest": ["--no-length-contest"],
+    "context_copies": ["--no-context-copies"],
+    "checks": ["--checks", ""],
+    "length_head": ["--no-length-head"],
+    "statement_ends": ["--no-statement-ends"],
+    "indent_pass": ["--no-indent-pass"],
+    "selection_lines": ["--no-selection-lines"],
+    "line_holes": ["--no-line-holes"],
+}
+# what decides a fill: a run made with other files here is not the same run
+FILL_CODE = ("infill/core", "model")
+SHAPES = ("cursor", "whole-line", "part-of-line", "block")
+SIGNIFICANT = 0.05  # the sign test's p below which a split of won / lost counts
+
+
+def sign_test(won: int, lost: int) -> float:
+    """Two-sided exact sign test: the chance of a split at least this uneven if each
+    changed hole were a fair coin."""
+    n = won + lost
+    if n == 0:
+        return 1.0
+    k = min(won, lost)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired(base: dict, off: dict) -> dict:
+    """A stage's row for one shape: `base` (all stages on) against `off` (this one off),
+    both eval_shapes rows of the engine's length on the same holes."""
+    a, b = base["records"], off["records"]
+    if [r["truth"] for r in a] != [r["truth"] for r in b]:
+        raise ValueError("the two runs hold different holes")
+    won = sum(x["exact"] and not y["exact"] for x, y in zip(a, b, strict=True))
+    lost = sum(y["exact"] and not x["exact"] for x, y in zip(a, b, strict=True))
+    p = sign_test(won, lost)
+    return {
+        "n": len(a),
+        "won": won,
+        "lost": lost,
+        "p": round(p, 4),
+        "significant": p < SIGNIFICANT,
+        "exact_with": base["exact_match"],
+        "exact_without": off["exact_match"],
+        "passes_per_token_with": round(base["nfe_per_token"], 3),
+        "passes_per_token_without": round(off["nfe_per_token"], 3),
+        "p50_ms_with": round(base["ms_p50"], 1),
+        "p50_ms_without": round(off["ms_p50"], 1),
+    }
+
+
+def fill_code() -> str:
+    """A hash of the files that decide a fill (the engine, the model's code and weights;
+    not the training code): runs with the same hash are runs of the same fills."""
+    root = RESULTS.parent.parent
+    digest = hashlib.sha256()
+    for top in FILL_CODE:
+        for path in sorted((root / top).rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if not path.is_file() or "training" in rel or "__pycache__" in rel:
+                continue
+            digest.update(rel.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def run_path(runs: Path, args: argparse.Namespace, stage: str | None) -> Path:
+    return runs / f"{args.split}_n{args.n}_{stage or 'all_on'}.json"
+
+
+def ensure_run(runs: Path, args: argparse.Namespace, stage: str | None) -> dict:
+    """The eval_shapes results of one run (all stages on, or `stage` off): read from
+    --runs when a run of the same fill code (`fill_code`) is there, else run now."""
+    path = run_path(runs, args, stage)
+    code = fill_code()
+    if path.is_file():
+        done = json.loads(path.read_text())
+        if done.get("fill_code") == code and set(args.shapes) <= set(done["shapes"]):
+            return done
+    argv = [
+        "--split",
+        args.split,
+        "--n",
+        str(args.n),
+        "--shapes",
+        ",".join(args.shapes),
+        "--lengths-only",
+        "engine",
+        "--corpus",
+        str(args.corpus),
+        "--out",
+        str(path),
+    ]
+    if args.model is not None:
+        argv += ["--model", str(args.model)]
+    if stage is not None:
+        argv += STAGES[stage]
+    print(f"-- {stage or 'all stages on'}", file=sys.stderr, flush=True)
+    eval_shapes.main(argv)
+    done = json.loads(path.read_text())
+    done["fill_code"] = code
+    path.write_text(json.dumps(done, indent=1) + "\n")
+    return done
+
+
+def table(base: dict, runs: dict[str, dict], shapes: list[str]) -> dict[str, dict]:
+    """Per stage, per shape: `paired`."""
+    return {
+        stage: {
+            s: paired(base["shapes"][s]["engine_length"], run["shapes"][s]["engine_length"])
+            for s in shapes
+        }
+        for stage, run in runs.items()
+    }
+
+
+def print_table(rows: dict[str, dict]) -> None:
+    print(f"{'stage off':16s} {'shape':13s} {'won':>4s} {'lost':>4s} {'p':>7s}  exact on/off")
+    for stage, by_shape in rows.items():
+        for shape, r in by_shape.items():
+            star = " *" if r["significant"] else ""
+            print(
+                f"{stage:16s} {shape:13s} {r['won']:4d} {r['lost']:4d} {r['p']:7.3f}  "
+                f"{r['exact_with']:.1%} / {r['exact_without']:.1%}{star}"
+            )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", default="valid")
+    parser.add_argument("--n", type=int, default=400, help="holes per shape")
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--stages", default="all", help=f"all, or of: {', '.join(STAGES)}")
+    parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--runs", type=Path, default=RESULTS / "leave_one_out")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    args.shapes = args.shapes.split(",")
+    if set(args.shapes) - set(SHAPES):
+        parser.error(f"shapes are of: {', '.join(SHAPES)}")
+    stages = list(STAGES) if args.stages == "all" else args.stages.split(",")
+    if set(stages) - set(STAGES):
+        parser.error(f"unknown stage(s): {', '.join(sorted(set(stages) - set(STAGES)))}")
+    if args.n < 1:
+        parser.error("--n must be >= 1")
+    if not (args.corpus / f"{args.split}.jsonl").is_file():
+        parser.error(
+            f"{args.corpus / (args.split + '.jsonl')} not found: "
+            "python -m diffusion_infill.model.training.corpus"
+        )
+    args.runs.mkdir(parents=True, exist_ok=True)
+    base = ensure_run(args.runs, args, None)
+    runs = {stage: ensure_run(args.runs, args, stage) for stage in stages}
+    rows = table(base, runs, args.shapes)
+    print_table(rows)
+    results = {
+        "command": "python -m benchmarks.leave_one_out " + " ".join(argv or sys.argv[1:]),
+        "split": args.split,
+        "n": args.n,
+        "significant_below": SIGNIFICANT,
+        "fill_code": fill_code(),
+        "stages": rows,
+    }
+    out = args.out or RESULTS / f"leave_one_out_{args.split}.json"
+    write_results("leave_one_out", args.model, results, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The leave-one-out table's arithmetic and its usage errors (benchmarks/leave_one_out.py);
+the runs themselves are eval_shapes runs (tests/test_eval_shapes.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import leave_one_out as loo
+from benchmarks.results_file import write_results
+
+
+def _row(hits: list[bool]) -> dict:
+    return {
+        "records": [{"truth": str(i), "exact": h} for i, h in enumerate(hits)],
+        "exact_match": sum(hits) / len(hits),
+        "nfe_per_token": 1.0,
+        "ms_p50": 10.0,
+    }
+
+
+def test_the_sign_test_is_exact_and_two_sided():
+    assert loo.sign_test(0, 0) == 1.0
+    assert loo.sign_test(5, 5) == 1.0
+    assert loo.sign_test(10, 0) == pytest.approx(2 / 2**10)
+    assert loo.sign_test(0, 10) == loo.sign_test(10, 0)
+    assert loo.sign_test(14, 11) > 0.5  # a split like this one says nothing
+
+
+def test_a_stage_row_counts_holes_won_and_lost_on_the_same_holes():
+    base = _row([True, True, False, False] * 5)
+    off = _row([True, False, True, False] * 5)
+    row = loo.paired(base, off)
+    assert (row["won"], row["lost"], row["n"]) == (5, 5, 20)
+    assert not row["significant"]
+    many = loo.paired(_row([True] * 12 + [False] * 8), _row([False] * 20))
+    assert (many["won"], many["lost"]) == (12, 0) and many["significant"]
+
+
+def test_runs_of_other_holes_cannot_be_paired():
+    other = _row([True, False])
+    other["records"][0]["truth"] = "something else"
+    with pytest.raises(ValueError, match="different holes"):
+        loo.paired(_row([True, False]), other)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--stages", "no_such_stage"], "unknown stage(s): no_such_stage"),
+        (["--shapes", "cursor,spiral"], "shapes are of"),
+        (["--n", "0"], "--n must be >= 1"),
+        (["--corpus", "/nonexistent"], "valid.jsonl not found"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(args, message, capsys):
+    with pytest.raises(SystemExit) as done:
+        loo.main(args)
+    assert done.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_fill_code_hash_is_stable():
+    assert loo.fill_code() == loo.fill_code() and len(loo.fill_code()) == 16
+
+
+def test_every_results_file_records_its_commit_and_machine(tmp_path):
+    path = write_results("probe", None, {"figure": 1}, tmp_path / "probe.json")
+    written = json.loads(path.read_text())
+    assert written["figure"] == 1
+    assert len(written["commit"].removesuffix("-dirty")) == 40
+    assert "cores" in written["machine"] and "INFILL_DTYPE" in written["machine"]
