@@ -28,8 +28,8 @@ import torch
 from tokenizers import Tokenizer
 from tqdm import tqdm
 
-from benchmarks.bench_train import cpu_model, cpu_tag
-from benchmarks.results_file import RESULTS, write_results
+from benchmarks.bench_train import cpu_tag
+from benchmarks.results_file import RESULTS, cpu, write_results
 from diffusion_infill.model.training.arguments import noise_config
 from diffusion_infill.model.training.batches import load_texts
 from diffusion_infill.model.training.corruptions import swaps_of
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         "loader",
         None,
         {
-            "cpu": cpu_model(),
+            "cpu": cpu(),
             "batch_size": args.batch_size,
             "seq_len": args.seq_len,
             "batches": args.batches,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import statistics
 import sys
@@ -46,7 +45,7 @@ from tokenizers import Tokenizer
 from tqdm import tqdm
 from transformers import ModernBertForMaskedLM
 
-from benchmarks.results_file import RESULTS, write_results
+from benchmarks.results_file import RESULTS, cpu, write_results
 from diffusion_infill.model.precision import cpu_flags, pick_training_precision
 from diffusion_infill.model.training.config import PRESETS, Preset, modernbert_config
 from diffusion_infill.model.training.noising import (
@@ -320,16 +319,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def cpu_tag() -> str:
     flags = cpu_flags()
     return "amx" if "amx_bf16" in flags else ("avx512" if "avx512f" in flags else "avx2")
@@ -337,7 +326,7 @@ def cpu_tag() -> str:
 
 def _machine() -> dict:
     return {
-        "cpu": cpu_model(),
+        "cpu": cpu(),
         "threads": torch.get_num_threads(),
         "bf16_flags": sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"}),
         "torch": torch.__version__,

@@ -17,6 +17,19 @@ pytestmark = pytest.mark.slow
 FILL = "refactor.rewrite.infill.fillHoles"
 
 
+async def complete(client, uri: str, line: int, character: int):
+    """An inline completion asked at (line, character), as a user invokes it."""
+    return await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=character),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Invoked
+            ),
+        )
+    )
+
+
 async def exercise(client, text: str) -> str:
     """Fill holes, then an inline completion; the filled text."""
     uri = open_doc(client, "real.py", text)
@@ -24,15 +37,7 @@ async def exercise(client, text: str) -> str:
     resolved = await asyncio.wait_for(client.code_action_resolve_async(pick(found, FILL)), 240)
     filled = apply_text_edits(text, resolved.edit.changes[uri])
     assert "<mask>" not in filled
-    got = await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=1, character=4),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Invoked
-            ),
-        )
-    )
+    got = await complete(client, uri, 1, 4)
     assert got is None or all("\n" not in item.insert_text for item in got.items)
     return filled
 
@@ -48,6 +53,12 @@ def test_shipped_model():
         async with lsp(None, {"workerAddress": None}) as (client, _):
             filled = await exercise(client, text)
             assert filled.startswith("def add(a, b):\n    return ")
+            assert filled != text and filled.strip() != "def add(a, b):\n    return"
+            # the shipped model completes a line it can: an offer comes, on one line
+            typed = "def add(a, b):\n    return a + \n"
+            got = await complete(client, open_doc(client, "typed.py", typed), 1, 15)
+            assert got is not None and got.items, "no inline completion"
+            assert got.items[0].insert_text.strip() and "\n" not in got.items[0].insert_text
 
     run(go(), timeout=600)
 
