@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from diffusion_infill.infill.core.lines import indentation
+from diffusion_infill.infill.core.lines import code_lines, indent_of, indentation
 from diffusion_infill.infill.core.spans import Span
 
 
@@ -80,6 +80,16 @@ def line_hole_form(text: str, span: Span) -> str | None:
     return None
 
 
+def _head(before: str, after: str) -> str:
+    """The indentation of a line hole between `before` (ending with a line break) and
+    `after`, by `lines.indentation`. The hole's line reads as a name at the depth of the
+    code before it, so that the file's indentation step is not taken from the code line
+    before the hole to the one after it (a `def` line to its body's second line)."""
+    prev = code_lines(before)
+    stand = (indent_of(prev[-1]) if prev else "") + "_\n"
+    return indentation(before + stand + after, len(before), len(before) + len(stand))
+
+
 def line_holes(text: str, spans: Sequence[Span], *, on: bool = True) -> Recast:
     """`text` with each line hole among `spans` (sorted hole markers) written as one
     selected line at the depth the code around it implies (`lines.indentation`); the
@@ -104,7 +114,7 @@ def line_holes(text: str, spans: Sequence[Span], *, on: bool = True) -> Recast:
         # the code after it: from the next line ("alone") or from this line's indentation
         after = eol + 1 if form == "alone" else s.end
         so_far = "".join(parts)
-        head = indentation(so_far + text[after:], len(so_far), len(so_far))
+        head = _head(so_far, text[after:])
         crlf = rest.endswith("\r") or so_far.endswith("\r\n")
         piece = head + text[s.start : s.end] + ("\r\n" if crlf else "\n")
         parts.append(piece)
