@@ -1,9 +1,9 @@
 """The MLPs' output layers in int8 after SmoothQuant-style smoothing, for benchmarks/int8_study.py.
 
 `mlp.Wo`'s inputs (GELU(value) x gate) have outlier channels up to 40x the median, which
-one 8-bit scale per call cannot hold: in int8 as they are they move the model's token
-distributions most (the shipped int8 gives them a scale per input row instead,
-model/precision.py `PER_ROW`). Smoothing divides input channel j
+one 8-bit scale per call could not hold: in int8 as they were they moved the model's token
+distributions most (the shipped int8 gives every input row a scale of its own instead,
+model/int8.py). Smoothing divides input channel j
 by s_j = max|x_j|^alpha / max|W[:, j]|^(1 - alpha) and multiplies Wo's column j by it.
 Here the division is folded into the gate half of the MLP's input layer `Wi` (the gate
 enters the product linearly), so the fp32 model computes the same function (up to

@@ -10,23 +10,20 @@ gives exact match, similarity to the truth and ms per completion (p50 / p95, eng
 no language server):
 
 - `fp32`, `bf16`: the model as loaded in that dtype (bf16 only where the CPU has it);
-- `int8-stock`: PyTorch's dynamic int8 as it comes (weights per tensor, inputs in 7 bits);
-- `int8-channels`: weights per output channel in the full 8 bits, inputs in 8 bits (the
-  int16 sums of AVX2 kernels without VNNI can overflow);
-- `int8`: what `INFILL_DTYPE=int8` loads (model/precision.py `quantise_int8`): weights per
-  output channel in 7 bits (-64..63), inputs in 8 with one scale per call, but the MLPs'
-  output layers (`PER_ROW`) with one per input row, the linear layers of `KEEP_FP32` in
-  fp32;
-- `int8-all`: every linear layer in int8, one scale per call (none kept in fp32, none
-  per row);
+- `int8`: what `INFILL_DTYPE=int8` loads (model/int8.py `quantise_int8`): weights per
+  output channel in 7 bits (-64..63), inputs in 8 with a scale per row (token), the
+  linear layers of `KEEP_FP32` in fp32;
+- `int8-channels`: the same with weights in the full 8 bits (the int16 sums of kernels
+  without VNNI can overflow);
+- `int8-all`: every linear layer in int8 (none kept in fp32);
 - `int8-keep:PATTERNS`: the `int8` recipe with the linear layers whose names match one of
   the `+`-joined fnmatch patterns kept in fp32 instead of `KEEP_FP32` (`int8-keep:decoder`,
-  `int8-keep:*.mlp.Wo`, `int8-keep:model.layers.0.*+decoder`;
-  `int8-keep:model.layers.0.attn.Wqkv+*.mlp.Wo+head.dense` is the recipe before `PER_ROW`).
-- `int8-smooth:ALPHA`: the MLPs' output layers in int8 with one scale per call, their
-  input channels smoothed first (SmoothQuant, alpha in (0, 1], folded into the MLPs' input
-  layers; benchmarks/int8_smooth.py), calibrated on windows of the first
-  CALIBRATION_FILES files of the corpus's training split; `KEEP_FP32` in fp32.
+  `int8-keep:*.mlp.Wo`, `int8-keep:model.layers.0.*+decoder`);
+- `int8-smooth:ALPHA`: the input channels of the MLPs' output layers smoothed first
+  (SmoothQuant, alpha in (0, 1], folded into the MLPs' input layers;
+  benchmarks/int8_smooth.py), calibrated on
+  windows of the first CALIBRATION_FILES files of the corpus's training split, then the
+  `int8` recipe.
 
 With `--agreement M` (default 0: off) the first M of those holes are also scored against
 fp32 without sampling: each one's hole, masked in a window of the server's inline
@@ -36,9 +33,9 @@ masked slots from fp32's, and how often their most likely tokens agree (a contin
 signal, far less noisy than exact match). Wins / losses count the holes an option fills
 exactly where fp32 does not, and the other way round.
 
-Set `FBGEMM_ENABLE_INSTRUCTIONS=AVX2` (and `MKL_ENABLE_INSTRUCTIONS=AVX2
-ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`) to run the kernels a CPU without
-AVX-512 would run. Writes benchmarks/results/int8_study_<split>_<model>.json (or --out).
+Set `ONEDNN_MAX_CPU_ISA=AVX2` (the int8 kernels; and `MKL_ENABLE_INSTRUCTIONS=AVX2
+ATEN_CPU_CAPABILITY=avx2`) to run the kernels a CPU without AVX-512 would run. Writes
+benchmarks/results/int8_study_<split>_<model>.json (or --out).
 """
 
 from __future__ import annotations
@@ -48,7 +45,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -63,21 +59,15 @@ from benchmarks.results_file import write_results
 from diffusion_infill.lsp.budgets import SLOW_CPU_COMPLETION_WINDOW
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.hf import HFDenoiser
+from diffusion_infill.model.int8 import KEEP_FP32, Int8Linear, quantise_int8
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
-from diffusion_infill.model.precision import (
-    BF16_FLAGS,
-    KEEP_FP32,
-    Precision,
-    RowScaled,
-    cpu_flags,
-    quantise_int8,
-)
+from diffusion_infill.model.precision import BF16_FLAGS, Precision, cpu_flags
 
-OPTIONS = ("fp32", "bf16", "int8-stock", "int8-channels", "int8", "int8-all")
+OPTIONS = ("fp32", "bf16", "int8-channels", "int8", "int8-all")
 KEEP = "int8-keep:"  # + `+`-joined name patterns of linear layers kept in fp32
 WINDOW_TOKENS = SLOW_CPU_COMPLETION_WINDOW  # tokens of an agreement canvas: int8's window
 CALIBRATION_FILES = 64  # training files whose windows calibrate int8-smooth
-# what int8-smooth keeps in fp32: KEEP_FP32 (the MLPs' output layers go int8, smoothed)
+# what int8-smooth keeps in fp32: KEEP_FP32 (the smoothed MLPs' output layers go int8)
 SMOOTH_KEEP = KEEP + "+".join(KEEP_FP32)
 
 
@@ -90,20 +80,12 @@ def keep_patterns(option: str) -> tuple[str, ...] | None:
     return None
 
 
-def _quantised(den: HFDenoiser, option: str, per_row: tuple[str, ...] | None = None) -> HFDenoiser:
-    """`den` (fp32) with its linear layers quantised as `option` says (`per_row`: the
-    layers with a scale per input row; None: the default, `PER_ROW`)."""
-    from torch.ao.quantization import quantize_dynamic  # noqa: PLC0415
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if option == "int8-stock":
-            model = quantize_dynamic(den.model, {torch.nn.Linear}, dtype=torch.qint8)
-        elif option == "int8-channels":  # the shipped recipe with weights in the full 8 bits
-            model = quantise_int8(den.model, weight_range=128)
-        else:
-            rows = () if option == "int8-all" else per_row
-            model = quantise_int8(den.model, keep_fp32=keep_patterns(option), per_row=rows)
+def _quantised(den: HFDenoiser, option: str) -> HFDenoiser:
+    """`den` (fp32) with its linear layers quantised as `option` says."""
+    if option == "int8-channels":  # the shipped recipe with weights in the full 8 bits
+        model = quantise_int8(den.model, weight_range=128)
+    else:
+        model = quantise_int8(den.model, keep_fp32=keep_patterns(option))
     return with_model(den, model, Precision(torch.float32, option, int8=True))
 
 
@@ -118,7 +100,7 @@ def denoiser(model: Path | None, option: str, corpus: Path | None = None) -> HFD
     if alpha is not None:
         assert corpus is not None
         maxima = input_max(den, calibration(den, corpus))
-        return _quantised(smoothed(den, maxima, alpha), SMOOTH_KEEP, per_row=())
+        return _quantised(smoothed(den, maxima, alpha), SMOOTH_KEEP)
     return den if option in ("fp32", "bf16") else _quantised(den, option)
 
 
@@ -163,8 +145,8 @@ def measure(
             "fp32_layers": [
                 name for name, m in den.model.named_modules() if isinstance(m, torch.nn.Linear)
             ],
-            "per_row_layers": [
-                name for name, m in den.model.named_modules() if isinstance(m, RowScaled)
+            "int8_layers": [
+                name for name, m in den.model.named_modules() if isinstance(m, Int8Linear)
             ],
         }
         for o, den in dens.items()

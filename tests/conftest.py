@@ -4,6 +4,7 @@ a runner for the benchmark scripts."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -91,5 +92,27 @@ def run_benchmark() -> Callable[..., subprocess.CompletedProcess]:
             timeout=300,
             env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"},
         )
+
+    return run
+
+
+@pytest.fixture
+def benchmark_main(capsys) -> Callable[..., tuple[int, str]]:
+    """`benchmark_main(name, *args)`: `benchmarks.<name>.main(ARGS)` in this process, for
+    what a command refuses before it works (bad arguments, missing or bad inputs): its exit
+    status and stderr as `run_benchmark` would see them (`SystemExit("message")`: 1, the
+    message on stderr), without a new interpreter's seconds of imports."""
+
+    def run(name: str, *args: str) -> tuple[int, str]:
+        main = importlib.import_module(f"benchmarks.{name}").main
+        code: int | str | None = 0
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+        err = capsys.readouterr().err
+        if isinstance(code, str):
+            return 1, f"{err}{code}\n"
+        return code or 0, err
 
     return run

@@ -193,11 +193,11 @@ def test_fit_length_head_writes_a_head_the_loader_takes(
     assert load_denoiser(model).length_slots == SLOTS
 
 
-def test_fit_length_head_refuses_bad_arguments(run_benchmark, tmp_path: Path):
-    done = run_benchmark("fit_length_head", "--n", "0")
-    assert done.returncode == 2 and "must be >= 1" in done.stderr
-    done = run_benchmark("fit_length_head", "--corpus", str(tmp_path))
-    assert done.returncode == 2 and "train.jsonl not found" in done.stderr
+def test_fit_length_head_refuses_bad_arguments(benchmark_main, tmp_path: Path):
+    code, err = benchmark_main("fit_length_head", "--n", "0")
+    assert code == 2 and "must be >= 1" in err
+    code, err = benchmark_main("fit_length_head", "--corpus", str(tmp_path))
+    assert code == 2 and "train.jsonl not found" in err
 
 
 def test_the_heads_pass_is_the_decodes_first_step_with_the_tiny_model(

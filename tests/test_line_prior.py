@@ -110,16 +110,16 @@ def test_the_prior_is_fitted_on_pairs_and_saved(run_benchmark, tmp_path: Path):
     assert int(np.argmax(prior.scores(window, [0, 1, 2, 3, 4]))) == 3
 
 
-def test_the_fit_refuses_bad_arguments(run_benchmark, tmp_path: Path):
-    missing = run_benchmark("fit_line_prior", "--pairs", str(tmp_path / "none.jsonl"))
-    assert missing.returncode == 2 and "not found" in missing.stderr
-    zero = run_benchmark("fit_line_prior", "--min-count", "0")
-    assert zero.returncode == 2 and "--min-count must be at least 1" in zero.stderr
+def test_the_fit_refuses_bad_arguments(benchmark_main, tmp_path: Path):
+    code, err = benchmark_main("fit_line_prior", "--pairs", str(tmp_path / "none.jsonl"))
+    assert code == 2 and "not found" in err
+    code, err = benchmark_main("fit_line_prior", "--min-count", "0")
+    assert code == 2 and "--min-count must be at least 1" in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"window": "x = 1"}) + "\n")
-    lacking = run_benchmark("fit_line_prior", "--pairs", str(bad), "--no-save")
-    assert lacking.returncode == 1 and "lacks package, window_line" in lacking.stderr
+    code, err = benchmark_main("fit_line_prior", "--pairs", str(bad), "--no-save")
+    assert code == 1 and "lacks package, window_line" in err
     few = tmp_path / "few.jsonl"
     _pairs(few, n=3)
-    too_few = run_benchmark("fit_line_prior", "--pairs", str(few), "--no-save")
-    assert too_few.returncode == 1 and "at least 5 packages" in too_few.stderr
+    code, err = benchmark_main("fit_line_prior", "--pairs", str(few), "--no-save")
+    assert code == 1 and "at least 5 packages" in err

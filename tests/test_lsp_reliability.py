@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from lsp_fake_worker import (
@@ -197,6 +198,19 @@ def test_work_on_a_large_file_is_bounded_by_what_was_asked(worker):
     assert chars < 30_000, log  # a window around the selection, not the file
 
 
+def _children(pid: int) -> list[int]:
+    """The ids of the processes whose parent is `pid` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a process that ended while the folder was read
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
 @pytest.mark.slow
 def test_shutdown_right_after_initialized_is_clean():
     """The server spawns its own worker at `initialized`; a shutdown while it is still
@@ -219,7 +233,10 @@ def test_shutdown_right_after_initialized_is_clean():
         )
         await asyncio.wait_for(init, 30)
         server.notify("initialized", {})
-        await asyncio.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while not _children(proc.pid):  # until the server has spawned its worker
+            assert time.monotonic() < deadline, "no worker spawned in 30 s"
+            await asyncio.sleep(0.01)  # a polling interval, not a wait for the event
         _, down = server.request("shutdown", None)
         await asyncio.wait_for(down, 30)
         server.notify("exit", None)

@@ -40,13 +40,13 @@ def test_both_priors_are_fitted_and_ranked(run_benchmark, tmp_path: Path):
         assert 0.0 <= got[name]["valid_edge_first"] <= 1.0
 
 
-def test_the_study_refuses_bad_arguments(run_benchmark, tmp_path: Path):
-    missing = run_benchmark("prior_neighbours_study", "--pairs", str(tmp_path / "none.jsonl"))
-    assert missing.returncode == 2 and "not found" in missing.stderr
-    assert "model.training.fix_pairs" in missing.stderr
-    zero_count = run_benchmark("prior_neighbours_study", "--min-count", "0")
-    assert zero_count.returncode == 2 and "--min-count must be at least 1" in zero_count.stderr
-    zero = run_benchmark("prior_neighbours_study", "--penalty", "0")
-    assert zero.returncode == 2 and "--penalty must be positive" in zero.stderr
-    lines = run_benchmark("prior_neighbours_study", "--lines", "edges")
-    assert lines.returncode == 2 and "invalid choice" in lines.stderr
+def test_the_study_refuses_bad_arguments(benchmark_main, tmp_path: Path):
+    code, err = benchmark_main("prior_neighbours_study", "--pairs", str(tmp_path / "none.jsonl"))
+    assert code == 2 and "not found" in err
+    assert "model.training.fix_pairs" in err
+    code, err = benchmark_main("prior_neighbours_study", "--min-count", "0")
+    assert code == 2 and "--min-count must be at least 1" in err
+    code, err = benchmark_main("prior_neighbours_study", "--penalty", "0")
+    assert code == 2 and "--penalty must be positive" in err
+    code, err = benchmark_main("prior_neighbours_study", "--lines", "edges")
+    assert code == 2 and "invalid choice" in err

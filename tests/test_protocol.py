@@ -212,6 +212,7 @@ def test_error_codes_are_checked():
         "model",
         "internal",
         "shutting_down",
+        "slow_reader",
         "version",
     } == CODES
 

@@ -62,8 +62,11 @@ def test_an_oversized_request_is_refused_before_it_is_sent(sock):
 
         async def go():
             async with WorkerClient(sock) as c:
-                slow = asyncio.create_task(c.fill("slow = <mask>\n"))
-                await asyncio.sleep(0.05)
+                stepping = asyncio.Event()
+                slow = asyncio.create_task(
+                    c.fill("slow = <mask>\n", on_step=lambda _: stepping.set())
+                )
+                await asyncio.wait_for(stepping.wait(), 10)  # the worker is running it
                 text = "中" * 1_500_000 + "\nx = <mask>\n"  # under max_text, over 4 MiB
                 with pytest.raises(WorkerError) as big:
                     await c.fill(text)
@@ -96,7 +99,8 @@ def test_closing_a_client_while_its_worker_starts_is_a_clean_error(sock):
     async def go():
         client = WorkerClient(sock, spawn=never_listens, connect_timeout=20)
         connecting = asyncio.create_task(client.connect())
-        await asyncio.sleep(0.5)
+        while client.process is None:  # until the worker is spawned, waiting for its socket
+            await asyncio.sleep(0.01)  # a polling interval, not a wait for the event
         await client.close()
         with pytest.raises(WorkerError) as failed:
             await connecting
@@ -154,8 +158,9 @@ def test_a_spawned_worker_with_the_shipped_model_exits_0_on_sigterm(sock):
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        while not os.path.exists(sock) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        while not os.path.exists(sock):  # listening: the model is loaded
+            assert proc.poll() is None and time.monotonic() < deadline, "the worker never listened"
+            time.sleep(0.1)  # a polling interval, not a wait for the event
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:

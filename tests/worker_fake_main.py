@@ -1,6 +1,7 @@
 """A worker on a deterministic fake denoiser, for tests over real sockets.
 
     python tests/worker_fake_main.py --socket PATH [--delay S] [--confidence P] [--token T]
+        [--max-queued BYTES] [--send-grace S]
 
 Runs the production `infill.serve.worker.serve_until_stopped` (signals, socket file,
 shutdown) with a `WorkerFake` instead of a model, so tests can SIGKILL / SIGTERM a real
@@ -172,11 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--confidence", type=float, default=0.5)
     p.add_argument("--token")
     p.add_argument("--exit-with-stdin", action="store_true")
+    p.add_argument("--max-queued", type=int, default=Limits().max_queued)
+    p.add_argument("--send-grace", type=float, default=Limits().send_grace)
     args = p.parse_args(argv)
     worker = Worker(
         denoiser=WorkerFake(delay=args.delay, confidence=args.confidence),
         token=args.token,
-        limits=Limits(grace=5.0),
+        limits=Limits(grace=5.0, max_queued=args.max_queued, send_grace=args.send_grace),
     )
     return serve_until_stopped(worker, f"unix:{args.socket}", exit_with_stdin=args.exit_with_stdin)
 

@@ -1,7 +1,9 @@
 """`infill fix FILE...`: score every token of each file (or of `--lines A:B`, or of each
 region changed since git's HEAD with `--changed`) and repair the most suspicious ones by
 what the model expects there; the diff of what changed on stdout, a summary line per file
-(the most suspicious token, where) on stderr."""
+(the most suspicious token, where) on stderr. A file of more than `--max-lines` lines is
+refused whole before any model runs (a usage error that names the ways to check part of
+it): scoring it would take minutes."""
 
 from __future__ import annotations
 
@@ -132,6 +134,27 @@ def _report_fix(
     return True
 
 
+def _too_long(args: argparse.Namespace) -> list[str]:
+    """Why each file to be fixed whole is too long for it (more than --max-lines lines);
+    a file that cannot be read is left to the run, which reports it."""
+    if args.lines is not None or args.changed or not args.max_lines:
+        return []
+    out = []
+    for path in args.files:
+        try:
+            text = read_source(Path(path)).text
+        except (InfillError, OSError):
+            continue
+        n = text.count("\n") + (not text.endswith("\n") and bool(text))
+        if n > args.max_lines:
+            out.append(
+                f"{path} has {n} lines, more than --max-lines {args.max_lines}: fixing it "
+                "whole would take minutes; check part of it with --lines A:B or --changed, "
+                "or raise --max-lines (0: no limit)"
+            )
+    return out
+
+
 def cmd_fix(args: argparse.Namespace) -> int:
     try:
         options = sampler_options(args)
@@ -149,8 +172,15 @@ def cmd_fix(args: argparse.Namespace) -> int:
             lines_spec(args.lines)
         if args.base != "HEAD" and not args.changed:
             raise ValueError("--base applies to --changed")
+        if args.max_lines < 0:
+            raise ValueError(f"--max-lines must be >= 0 (0: no limit), got {args.max_lines}")
+        too_long = _too_long(args)
     except (InfillError, ValueError) as exc:
         print(f"infill: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if too_long:
+        for message in too_long:
+            print(f"infill: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     backend = backend_for(args)
     return each_file(

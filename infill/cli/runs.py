@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from diffusion_infill.infill.cli.backends import Backend
 from diffusion_infill.infill.cli.files import Source, encode, write_atomic
-from diffusion_infill.infill.cli.progress import ProgressLine
+from diffusion_infill.infill.cli.progress import ProgressLine, ProgressLog
 from diffusion_infill.infill.cli.progress import wanted as progress_wanted
 from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.results import FillResult
@@ -91,13 +91,12 @@ def write_file(path: str, args: argparse.Namespace, source: Source, text: str) -
 @contextlib.contextmanager
 def file_progress(
     args: argparse.Namespace, path: str, verb: str, unit: str
-) -> Iterator[ProgressLine | None]:
-    """A progress line for one file's work (None when not wanted); ended however the work
-    ends, so that the summary or error starts on a line of its own."""
-    if not progress_wanted(args.progress):
-        yield None
-        return
-    line = ProgressLine(f"{path}: {verb}", unit)
+) -> Iterator[ProgressLine | ProgressLog]:
+    """The progress of one file's work: a line rewritten in place on a terminal (or with
+    --progress), else a plain line every few seconds once the work has run a while; ended
+    however the work ends, so that the summary or error starts on a line of its own."""
+    label = f"{path}: {verb}"
+    line = ProgressLine(label, unit) if progress_wanted(args.progress) else ProgressLog(label, unit)
     try:
         yield line
     finally:

@@ -4,8 +4,15 @@ replies out.
 Requests on one connection run concurrently (up to `max_requests`), each as a task with
 its deadline; `cancel` and a closed connection cancel them between denoising steps. Every
 request ends with exactly one reply: its result, or an `error` whose code is the failure's
-(the InfillError's own code; `deadline`, `cancelled`, `shutting_down`; `internal` for a
-bug, which is logged).
+(the InfillError's own code; `deadline`, `cancelled`, `shutting_down`, `slow_reader`;
+`internal` for a bug, which is logged).
+
+Frames out go through an `Outbox` (infill/serve/outbox.py), which bounds what waits for a
+client that does not read: past `max_queued` the connection's requests are cancelled
+(`slow_reader`) and no more frames are read from it until it has read; it is closed when
+it does not within `send_grace`. A frame over `max_frame` gets its `too_large` reply,
+then the worker stops writing, reads the rest of that frame away (within `frame_idle`)
+so that closing does not reset the connection under the reply, and closes.
 """
 
 from __future__ import annotations
@@ -14,16 +21,19 @@ import asyncio
 import hmac
 import logging
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Protocol
 
 from diffusion_infill.infill.core.errors import InfillError
-from diffusion_infill.infill.serve.frames import read_frame
+from diffusion_infill.infill.serve.frames import FrameTooLarge, discard, read_frame
+from diffusion_infill.infill.serve.outbox import Outbox
 from diffusion_infill.infill.serve.protocol import (
     BAD_REQUEST,
     CANCELLED,
     DEADLINE,
     INTERNAL,
     SHUTTING_DOWN,
+    SLOW_READER,
     TOO_LARGE,
     UNAUTHORIZED,
     Cancel,
@@ -42,6 +52,12 @@ from diffusion_infill.infill.serve.protocol import (
 from diffusion_infill.infill.serve.requests import ModelRequest
 
 log = logging.getLogger("infill.serve.worker")
+
+STOPPED = {  # why a request was cancelled, by the code of its error reply
+    CANCELLED: "cancelled by the client",
+    SHUTTING_DOWN: "the worker is shutting down",
+    SLOW_READER: "the client did not read its replies",
+}
 
 
 class Service(Protocol):
@@ -71,8 +87,12 @@ class Connection:
         self.limits = service.limits
         self.requests: dict[int, asyncio.Task[None]] = {}
         self.reasons: dict[int, str] = {}  # why a request task was cancelled
-        self.closed = False
-        self._lock = asyncio.Lock()
+        self.outbox = Outbox(writer, self.limits, self._fell_behind)
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self.outbox.closed
 
     async def serve(self) -> None:
         """The handshake, then requests until the client goes or the worker stops."""
@@ -87,19 +107,36 @@ class Connection:
     # -- frames out ---------------------------------------------------------------------
 
     def send_soon(self, msg: Message) -> None:
-        """Queue a frame without waiting for the socket (step events)."""
-        if not self.closed:
-            self.writer.write(pack(msg))
+        """Queue a step event, unless the client is not keeping up (then it is skipped:
+        the next step sent carries the spans' whole text)."""
+        if not self.closed and self.outbox.takes_steps():
+            self.outbox.step(pack(msg))
 
-    async def send(self, msg: Message) -> None:
+    def send(self, msg: Message) -> None:
+        """Queue a reply. One that would take the queue past `max_queued` is dropped
+        for a `slow_reader` error with its id (the client fell behind)."""
         if self.closed:
             return
-        async with self._lock:  # one drain at a time
-            try:
-                self.writer.write(pack(msg))
-                await self.writer.drain()
-            except (ConnectionError, OSError):  # the client is gone: nobody to tell
-                self.closed = True
+        behind = self.outbox.behind  # then an error (a request stopped) is always queued
+        if self.outbox.reply(pack(msg), small=behind and isinstance(msg, Error)):
+            return
+        if self.outbox.behind:  # this reply would have taken the queue past max_queued
+            rid = getattr(msg, "id", None)
+            self.outbox.reply(
+                pack(Error(rid, SLOW_READER, f"{self._behind()}; a reply was dropped")),
+                small=True,
+            )
+
+    def _behind(self) -> str:
+        return (
+            f"{STOPPED[SLOW_READER]}: more than {self.limits.max_queued} bytes waited "
+            "for it (max_queued)"
+        )
+
+    def _fell_behind(self) -> None:
+        """The client let more than `max_queued` bytes wait: stop its requests."""
+        for rid in list(self.requests):
+            self.cancel(rid, SLOW_READER)
 
     def cancel(self, rid: int, reason: str) -> None:
         task = self.requests.get(rid)
@@ -108,10 +145,16 @@ class Connection:
             task.cancel()
 
     def close(self) -> None:
-        self.closed = True
+        self._closed = True
         for task in list(self.requests.values()):
             task.cancel()
-        self.writer.close()
+        self.outbox.close()
+
+    async def finished(self) -> None:
+        """Return once the request tasks of a closed connection have ended."""
+        tasks = list(self.requests.values())
+        if tasks:
+            await asyncio.wait(tasks)
 
     # -- frames in ----------------------------------------------------------------------
 
@@ -123,17 +166,20 @@ class Connection:
                 return False
             msg = decode_request(body)
         except TimeoutError:
-            await self.send(
+            self.send(
                 Error(None, UNAUTHORIZED, f"no hello within {self.limits.handshake_timeout:g} s")
             )
             return False
+        except FrameTooLarge as exc:
+            await self._refuse_frame(exc)
+            return False
         except ProtocolError as exc:
-            await self.send(Error.of(exc.id, exc))
+            self.send(Error.of(exc.id, exc))
             return False
         except (ConnectionError, OSError):
             return False
         if not isinstance(msg, Hello):
-            await self.send(
+            self.send(
                 Error(
                     getattr(msg, "id", None),
                     UNAUTHORIZED,
@@ -145,17 +191,20 @@ class Connection:
         if token is not None and (
             msg.token is None or not hmac.compare_digest(msg.token.encode(), token.encode())
         ):
-            await self.send(Error(None, UNAUTHORIZED, "wrong or missing token"))
+            self.send(Error(None, UNAUTHORIZED, "wrong or missing token"))
             return False
-        await self.send(self.service.welcome())
+        self.send(self.service.welcome())
         return True
 
     async def _read_requests(self) -> None:
         while not self.closed:
+            await self.outbox.caught_up()  # no new work while the client is behind
+            if self.closed:
+                return
             try:
                 body = await read_frame(self.reader, self.limits.max_frame, self.limits.frame_idle)
-            except ProtocolError as exc:  # too large: the stream cannot be resynchronised
-                await self.send(Error.of(None, exc))
+            except FrameTooLarge as exc:  # the stream cannot be resynchronised
+                await self._refuse_frame(exc)
                 return
             except (ConnectionError, OSError):
                 return
@@ -164,26 +213,36 @@ class Connection:
             try:
                 msg = decode_request(body)
             except ProtocolError as exc:
-                await self.send(Error.of(exc.id, exc))
+                self.send(Error.of(exc.id, exc))
                 continue
             await self._dispatch(msg)
 
+    async def _refuse_frame(self, exc: FrameTooLarge) -> None:
+        """Reply `too_large`, end the writing side (the client reads the reply, then the
+        end), and read the rest of the refused frame away so that the close does not
+        reset the connection while the client still sends it."""
+        self.send(Error.of(None, exc))
+        if self.writer.can_write_eof():
+            with suppress(OSError, RuntimeError):
+                self.writer.write_eof()
+        await discard(self.reader, exc.size, self.limits.frame_idle)
+
     async def _dispatch(self, msg: Message) -> None:
         if isinstance(msg, InfoRequest):
-            await self.send(self.service.info(msg.id))
+            self.send(self.service.info(msg.id))
         elif isinstance(msg, Cancel):
             self.cancel(msg.id, CANCELLED)  # unknown ids: it may have just finished
         elif isinstance(msg, Hello):
-            await self.send(Error(None, BAD_REQUEST, "hello is only the first frame"))
+            self.send(Error(None, BAD_REQUEST, "hello is only the first frame"))
         elif isinstance(msg, ModelRequest):
             refusal = self._refusal(msg.id)
             if refusal is not None:
-                await self.send(refusal)
+                self.send(refusal)
             else:
                 self.service.requests += 1
                 self.requests[msg.id] = asyncio.create_task(self._request(msg))
         else:  # a reply type sent to the worker is refused by decode_request already
-            await self.send(Error(getattr(msg, "id", None), BAD_REQUEST, f"unexpected {msg.TYPE}"))
+            self.send(Error(getattr(msg, "id", None), BAD_REQUEST, f"unexpected {msg.TYPE}"))
 
     def _refusal(self, rid: int) -> Error | None:
         """Why a new request cannot start now, or None."""
@@ -219,11 +278,7 @@ class Connection:
             if current is not None:
                 current.uncancel()
             code = self.reasons.pop(msg.id, CANCELLED)
-            reply = Error(
-                msg.id,
-                code,
-                "cancelled by the client" if code == CANCELLED else "the worker is shutting down",
-            )
+            reply = Error(msg.id, code, self._behind() if code == SLOW_READER else STOPPED[code])
         except InfillError as exc:
             reply = Error.of(msg.id, exc)
         except Exception as exc:  # a bug: say so, keep serving
@@ -237,4 +292,4 @@ class Connection:
             msg.id,
             f"error {reply.code}: {reply.message}" if isinstance(reply, Error) else "ok",
         )
-        await self.send(reply)
+        self.send(reply)

@@ -14,23 +14,49 @@ from diffusion_infill.infill.serve.wire import ProtocolError
 HEADER = struct.Struct(">I")  # the frame length prefix
 
 
+class FrameTooLarge(ProtocolError):
+    """A frame's length prefix exceeds the limit; `size` is the length it claims (its
+    body is still on the stream)."""
+
+    def __init__(self, size: int, max_size: int) -> None:
+        super().__init__(
+            f"a frame of {size} bytes exceeds the limit of {max_size} bytes", code=TOO_LARGE
+        )
+        self.size = size
+
+
 async def read_frame(
     reader: asyncio.StreamReader, max_size: int, idle: float | None = None
 ) -> bytes | None:
     """The next frame's body; None at a clean end of stream (between frames). Waiting
     for a frame is unbounded; inside one, `idle` seconds without a byte (half a frame,
-    then silence) or the stream's end is a ConnectionError. ProtocolError(too_large) when
-    the length prefix exceeds `max_size` (the body is not read: the stream is lost)."""
+    then silence) or the stream's end is a ConnectionError. FrameTooLarge (a
+    ProtocolError, too_large) when the length prefix exceeds `max_size` (the body is not
+    read: the stream is lost; `discard` reads it away)."""
     first = await reader.read(1)
     if not first:
         return None
     head = first + await _read_more(reader, HEADER.size - 1, idle, "frame header")
     (size,) = HEADER.unpack(head)
     if size > max_size:
-        raise ProtocolError(
-            f"a frame of {size} bytes exceeds the limit of {max_size} bytes", code=TOO_LARGE
-        )
+        raise FrameTooLarge(size, max_size)
     return await _read_more(reader, size, idle, "frame")
+
+
+async def discard(reader: asyncio.StreamReader, n: int, within: float) -> int:
+    """Read and drop up to `n` bytes (the body of a refused frame), for at most `within`
+    seconds or until the stream ends; the bytes dropped."""
+    dropped = 0
+    try:
+        async with asyncio.timeout(within):
+            while dropped < n:
+                chunk = await reader.read(min(n - dropped, 1 << 16))
+                if not chunk:
+                    break
+                dropped += len(chunk)
+    except (TimeoutError, ConnectionError, OSError):
+        pass
+    return dropped
 
 
 async def _read_more(reader: asyncio.StreamReader, n: int, idle: float | None, what: str) -> bytes:

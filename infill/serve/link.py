@@ -4,7 +4,10 @@ under infill/serve/client.py's WorkerClient).
 It connects on first use (starting a spawned worker first, and a fresh one when the last
 died), says hello, sends each request and waits for its reply within a timeout, passes
 `step` events to the request's callback, and cancels a request whose caller gave up. When
-the connection is lost, every request in flight fails at once with `unavailable`.
+the connection is lost, every request in flight fails at once with `unavailable`; when the
+worker refused a frame as `too_large` and closed it (a worker whose `max_frame` is below
+the one assumed here), the request of the largest frame in flight, the one refused, fails
+with that reply's `too_large` instead.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class WorkerError(InfillError):
 class _Pending:
     future: asyncio.Future[Message]
     on_step: Callable[[Step], None] | None
+    size: int = 0  # bytes of the request's frame
 
 
 class WorkerLink:
@@ -103,6 +107,7 @@ class WorkerLink:
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
+        self._refusal: Error | None = None  # a frame the worker refused on this connection
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
 
@@ -137,7 +142,7 @@ class WorkerLink:
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[rid] = _Pending(future, on_step)
         try:
-            await self._send(make(rid))
+            await self._send(make(rid), self._pending[rid])
             async with asyncio.timeout(timeout):
                 reply = await future
         except TimeoutError:
@@ -156,7 +161,11 @@ class WorkerLink:
             )
         return reply
 
-    async def _send(self, msg: Message) -> None:
+    async def _send(self, msg: Message, pending: _Pending) -> None:
+        """Send one request (its frame's size goes into `pending`). A connection that
+        fails under the write is left to the read loop, which reads the worker's last
+        reply (a refused frame's `too_large`) before it fails the requests in flight
+        (within a second)."""
         writer = self._writer
         if writer is None or writer.is_closing():
             raise WorkerError(UNAVAILABLE, "not connected to the worker")
@@ -167,11 +176,13 @@ class WorkerLink:
                 f"the request is {len(frame)} bytes, over the "
                 f"worker's frame limit of {self.max_frame} bytes",
             )
+        pending.size = len(frame)
         try:
             writer.write(frame)
             await writer.drain()
         except (ConnectionError, OSError) as exc:
-            raise WorkerError(UNAVAILABLE, f"lost the connection to the worker: {exc}") from None
+            reason = f"lost the connection to the worker: {exc}"
+            asyncio.get_running_loop().call_later(1.0, self._lost, writer, reason)
 
     def _cancel(self, rid: int) -> None:
         """Tell the worker to drop request `rid` (best effort, never blocks)."""
@@ -225,7 +236,7 @@ class WorkerLink:
             for w in streams:
                 w.close()
             raise
-        self._writer, self.welcome = writer, msg
+        self._writer, self.welcome, self._refusal = writer, msg, None
         self._reader_task = asyncio.create_task(self._read_loop(reader, writer))
         return msg
 
@@ -312,18 +323,29 @@ class WorkerLink:
                 pending.future.set_result(msg)
         elif isinstance(msg, Error) and rid is None:
             log.warning("worker: %s: %s", msg.code, msg.message)
+            if msg.code == TOO_LARGE:  # a frame refused: the worker closes the connection
+                self._refusal = msg
 
     def _lost(self, writer: asyncio.StreamWriter | None, reason: str) -> None:
-        """The connection `writer` is gone: fail every request in flight on it, now."""
+        """The connection `writer` is gone: fail every request in flight on it, now (the
+        one whose frame the worker refused with the refusal, the others `unavailable`)."""
         if writer is not None:
             writer.close()
         if writer is not self._writer:
             return
         self._writer = None
         self.welcome = None
-        for p in list(self._pending.values()):
-            if not p.future.done():
-                p.future.set_exception(WorkerError(UNAVAILABLE, reason))
+        refusal, self._refusal = self._refusal, None
+        pending = [p for p in self._pending.values() if not p.future.done()]
+        refused = max(pending, key=lambda p: p.size) if refusal and pending else None
+        if refusal is not None:
+            reason = f"the worker refused a frame and closed the connection: {refusal.message}"
+        for p in pending:
+            p.future.set_exception(
+                WorkerError.of(refusal)
+                if p is refused and refusal is not None
+                else WorkerError(UNAVAILABLE, reason)
+            )
 
     async def close(self) -> None:
         """Close the connection; stop the worker if this client started it."""

@@ -25,6 +25,7 @@ from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from diffusion_infill.infill.serve.frames import HEADER, read_frame
+from diffusion_infill.infill.serve.limits import Limits
 from diffusion_infill.infill.serve.wire import (
     BAD_REQUEST,
     BOOL,
@@ -38,6 +39,7 @@ from diffusion_infill.infill.serve.wire import (
     POS,
     SCORES,
     SHUTTING_DOWN,
+    SLOW_READER,
     SPANS,
     STATS,
     STEP_SPANS,
@@ -64,6 +66,7 @@ __all__ = [  # for the worker, the client and tests: the error codes and message
     "INTERNAL",
     "MODEL",
     "SHUTTING_DOWN",
+    "SLOW_READER",
     "TOO_LARGE",
     "UNAUTHORIZED",
     "VERSION",
@@ -80,36 +83,6 @@ def _f(kind: Kind, **kw: Any) -> Any:
 
 
 # -- what a worker reports about itself -------------------------------------------------
-
-
-def _limit(default: float, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request (and one connection) may ask of the worker."""
-
-    max_frame: int = _limit(4 * 1024 * 1024, "bytes in one incoming frame")
-    max_text: int = _limit(2_000_000, "characters in a request's text")
-    max_spans: int = _limit(64, "spans (holes) in one fill, fixes in one fix")
-    max_span_tokens: int = _limit(1024, "highest max_span_tokens option accepted")
-    max_steps: int = _limit(4096, "denoising steps per canvas (the cap when none is asked)")
-    max_requests: int = _limit(16, "requests in flight per connection")
-    max_batch: int = _limit(32, "canvases in one batched forward pass")
-    deadline: float = _limit(30.0, "seconds a request may take when it names no deadline")
-    max_deadline: float = _limit(300.0, "the longest deadline a request may ask for")
-    handshake_timeout: float = _limit(10.0, "seconds a new connection has to say hello")
-    grace: float = _limit(5.0, "seconds requests in flight get to finish at shutdown")
-    frame_idle: float = _limit(
-        10.0, "seconds without a byte inside a begun frame before the connection is closed"
-    )
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"limit {f.name} must be a positive number, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ CANCELLED = "cancelled"
 DEADLINE = "deadline"
 INTERNAL = "internal"
 SHUTTING_DOWN = "shutting_down"
+SLOW_READER = "slow_reader"  # the client let more than max_queued bytes of replies wait
 VERSION = "version"
 CODES = frozenset(
     {
@@ -47,6 +48,7 @@ CODES = frozenset(
         MODEL,
         INTERNAL,
         SHUTTING_DOWN,
+        SLOW_READER,
         VERSION,
     }
 )

@@ -37,6 +37,7 @@ from importlib import metadata
 from pathlib import Path
 
 from diffusion_infill.infill.serve.connection import Connection
+from diffusion_infill.infill.serve.memory import release_soon
 from diffusion_infill.infill.serve.protocol import (
     PROTOCOL_VERSION,
     SHUTTING_DOWN,
@@ -125,6 +126,7 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._stop_asked = False
+        self._executor: ThreadPoolExecutor | None = None  # the model thread, once serving
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -151,7 +153,7 @@ class Worker:
         self._loop, self._stop_event = loop, asyncio.Event()
         if self._stop_asked:
             self._stop_event.set()
-        executor = ThreadPoolExecutor(1, thread_name_prefix="infill-model")
+        executor = self._executor = ThreadPoolExecutor(1, thread_name_prefix="infill-model")
         try:
             denoiser = await self._load(executor)
             self.scheduler = Scheduler(
@@ -249,6 +251,9 @@ class Worker:
             await conn.serve()
         finally:
             self._conns.discard(conn)
+        await conn.finished()
+        if self._executor is not None:  # what its requests freed goes back to the system
+            release_soon(self._executor)
 
     # -- what connections ask of the worker (connection.Service) ------------------------
 

@@ -28,7 +28,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="a folder where .jsonl files of training rows may appear during the run "
         "(later device calls bring them, one part each: write each elsewhere, then rename "
-        "it there); each one's texts join the training split's within MORE_CHECK_SECONDS",
+        "it there); each one's texts join the training split's within --more-check-seconds",
+    )
+    add(
+        "--more-check-seconds",
+        type=float,
+        default=None,
+        help="how often --more-corpus is looked at (default 10; 0: after every batch, "
+        "so that a part joins at the next step)",
     )
     add(
         "--fix-pairs",
@@ -88,9 +95,14 @@ def _budget_arguments(add: Callable[..., Any]) -> None:
         "--minutes",
         type=float,
         default=None,
-        help="wall-clock budget (sets the schedule); resumes count it",
+        help="wall-clock budget (sets the schedule); resumes count it; 0: none, as unset",
     )
-    add("--max-steps", type=int, default=1000, help="step budget without --minutes or --tokens")
+    add(
+        "--max-steps",
+        type=int,
+        default=1000,
+        help="step budget without --minutes or --tokens (sets the schedule)",
+    )
     add(
         "--tokens",
         type=float,

@@ -65,6 +65,7 @@ class BatchStream(torch.utils.data.IterableDataset):
 
 
 MORE_CHECK_SECONDS = 10.0  # how often a run with --more-corpus looks for new .jsonl files
+# (unless --more-check-seconds says)
 
 
 def _stream(trainer: Trainer) -> Iterator[Batch]:
@@ -98,13 +99,14 @@ def batches(trainer: Trainer) -> Iterator[Batch]:
     (train.jsonl, or parts brought one per device call: part_1.jsonl, part_2.jsonl, ...)
     has its texts join the sampler's, and the batches come from all of them (the loader
     processes, which hold copies of the old sampler, are replaced)."""
-    more = trainer.args.more_corpus
+    more, every = trainer.args.more_corpus, trainer.args.more_check_seconds
+    every = MORE_CHECK_SECONDS if every is None else every
     while True:
         stream = _stream(trainer)
         checked = time.monotonic()
         for batch in stream:
             yield batch
-            if more is None or time.monotonic() - checked < MORE_CHECK_SECONDS:
+            if more is None or time.monotonic() - checked < every:
                 continue
             checked = time.monotonic()
             new = new_parts(more, trainer.more_parts)

@@ -8,6 +8,7 @@
 #   pack`: pass --init-from /tmp/init)
 #
 #   bash model/training/train_on_gpu.sh start MINUTES [train args]  # unpack, launch, return
+#       (MINUTES 0: no time budget; --max-steps or --tokens in the train args ends the run)
 #   bash model/training/train_on_gpu.sh wait SECONDS  # follow the run, copying each new
 #       export to $OUT
 #   bash model/training/train_on_gpu.sh run MINUTES DEADLINE [args]  # both in one command:
@@ -15,7 +16,8 @@
 #   bash model/training/train_on_gpu.sh feed SECONDS  # a later command with
 #       .gpu2/train.jsonl.xz (a part of the training split that did not fit beside the
 #       weights; each call may bring another): unpack it as the next part_N.jsonl where a
-#       run started with `--more-corpus /tmp/corpus_more` looks, then `wait SECONDS`
+#       run started with `--more-corpus /tmp/corpus_more` looks, then `wait SECONDS` (0:
+#       return at once; the run takes the part at its next look, `--more-check-seconds`)
 #   bash model/training/train_on_gpu.sh eval  # held-out eval of the export on the GPU, to $OUT
 #
 # The project need not be installed on the machine: the checkout's lsp/, infill/ and model/
@@ -174,7 +176,7 @@ feed)
     xz -T0 -dc .gpu2/train.jsonl.xz > "$MORE/part.tmp" && mv "$MORE/part.tmp" "$part"
     wc -c "$part"
     follow $((SECONDS + $2))
-    grep "more training files" "$RUN.log"
+    grep "more training files" "$RUN.log" || echo "no part has joined the run yet"
     ;;
 eval)
     python3 -m benchmarks.eval_model --model "$RUN/export" --corpus "$CORPUS" \
