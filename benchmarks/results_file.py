@@ -62,7 +62,8 @@ def write_results(
     """Write `results` as JSON (default path from kind and model), print the path. The
     file records the commit that made it and, unless `results` says, the machine: its
     CPU, cores, the dtype and threads asked for."""
-    results = {"commit": commit(), **results}
+    results = dict(results)
+    results.setdefault("commit", commit())
     results.setdefault(
         "machine",
         f"{cpu()}, {os.cpu_count()} cores, INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
