@@ -1,5 +1,8 @@
 """The sampler: options validation, strategy helpers, and the DenoiseJob state machine."""
 
+# A bare marker at column 0 is a line hole (infill/core/line_holes.py); these tests are of
+# the sampler, so `line_holes=False` keeps each a plain hole of exactly its slots.
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,13 +64,13 @@ def test_invalid_options_are_rejected_up_front(kwargs, message):
 
 def test_unknown_option_name_is_rejected_by_fill_text():
     with pytest.raises(OptionError, match="unknown option 'treshold'"):
-        fill_text("<mask>", denoiser=TargetDenoiser(["x"]), treshold=0.5)
+        fill_text("<mask>", line_holes=False, denoiser=TargetDenoiser(["x"]), treshold=0.5)
 
 
 def test_option_errors_come_before_any_forward_pass():
     d = TargetDenoiser(["x"])
     with pytest.raises(OptionError):
-        fill_text("<mask>", denoiser=d, order="left-to-right", threshold=0.9)
+        fill_text("<mask>", line_holes=False, denoiser=d, order="left-to-right", threshold=0.9)
     assert d.calls == []
 
 
@@ -216,7 +219,7 @@ def test_every_order_fills_correctly(order):
 def test_confidence_threshold_commits_all_sure_positions_in_parallel():
     conf = {0: 0.99, 1: 0.5, 2: 0.97, 3: 0.3}
     d = TargetDenoiser(["abcd"], confidence=lambda k, j, c: conf.get(j, 0.99))
-    r = fill_text("<mask:4>", denoiser=d, exact_length=True)
+    r = fill_text("<mask:4>", line_holes=False, denoiser=d, exact_length=True)
     assert r.trace[0].committed == ((0, 0), (0, 2))
     assert r.trace[1].committed == ((0, 1),)  # none passes: only the best (0.5 > 0.3)
     assert r.trace[2].committed == ((0, 3),)
@@ -226,7 +229,7 @@ def test_confidence_threshold_commits_all_sure_positions_in_parallel():
 def test_lower_threshold_commits_more_per_step():
     conf = [0.99, 0.85, 0.8, 0.6]
     d = TargetDenoiser(["abcd"], confidence=lambda k, j, c: conf[j])
-    r = fill_text("<mask:4>", denoiser=d, exact_length=True, threshold=0.75)
+    r = fill_text("<mask:4>", line_holes=False, denoiser=d, exact_length=True, threshold=0.75)
     assert r.trace[0].committed == ((0, 0), (0, 1), (0, 2))
     assert r.stats.steps == 2
 
@@ -235,7 +238,7 @@ def test_margin_order_uses_top1_minus_top2():
     # With the fake, top2 is tiny, so margin ~ p: same schedule as confidence at 0.8.
     conf = [0.99, 0.85, 0.5]
     d = TargetDenoiser(["abc"], confidence=lambda k, j, c: conf[j])
-    r = fill_text("<mask:3>", denoiser=d, exact_length=True, order="margin")
+    r = fill_text("<mask:3>", line_holes=False, denoiser=d, exact_length=True, order="margin")
     assert r.trace[0].committed == ((0, 0), (0, 1))
     assert r.stats.steps == 2
 
@@ -243,7 +246,9 @@ def test_margin_order_uses_top1_minus_top2():
 def test_entropy_order_commits_low_entropy_positions():
     conf = [0.999, 0.6, 0.999]
     d = TargetDenoiser(["abc"], confidence=lambda k, j, c: conf[j])
-    r = fill_text("<mask:3>", denoiser=d, exact_length=True, order="entropy", threshold=0.1)
+    r = fill_text(
+        "<mask:3>", line_holes=False, denoiser=d, exact_length=True, order="entropy", threshold=0.1
+    )
     assert r.trace[0].committed == ((0, 0), (0, 2))
     assert r.text == "abc"
 
@@ -251,7 +256,7 @@ def test_entropy_order_commits_low_entropy_positions():
 def test_tokens_per_step_commits_exactly_k_best():
     conf = [0.5, 0.9, 0.7, 0.99, 0.6]
     d = TargetDenoiser(["abcde"], confidence=lambda k, j, c: conf[j])
-    r = fill_text("<mask:5>", denoiser=d, exact_length=True, tokens_per_step=2)
+    r = fill_text("<mask:5>", line_holes=False, denoiser=d, exact_length=True, tokens_per_step=2)
     assert r.trace[0].committed == ((0, 1), (0, 3))
     assert r.trace[1].committed == ((0, 2), (0, 4))
     assert r.trace[2].committed == ((0, 0),)
@@ -271,7 +276,7 @@ def test_left_to_right_commits_exactly_one_leftmost_per_step_and_scores_only_it(
 
 def test_max_steps_commits_everything_in_the_last_step():
     d = TargetDenoiser(["abcdef"], confidence=0.3)
-    r = fill_text("<mask:6>", denoiser=d, max_steps=2, exact_length=True)
+    r = fill_text("<mask:6>", line_holes=False, denoiser=d, max_steps=2, exact_length=True)
     assert r.stats.steps == 2
     assert len(r.trace[0].committed) == 1 and len(r.trace[1].committed) == 5
     assert r.text == "abcdef"
@@ -279,7 +284,14 @@ def test_max_steps_commits_everything_in_the_last_step():
 
 def test_max_steps_with_left_to_right_scores_all_in_the_last_step():
     d = TargetDenoiser(["abcd"], confidence=0.99)
-    r = fill_text("<mask:4>", denoiser=d, order="left-to-right", max_steps=2, exact_length=True)
+    r = fill_text(
+        "<mask:4>",
+        line_holes=False,
+        denoiser=d,
+        order="left-to-right",
+        max_steps=2,
+        exact_length=True,
+    )
     assert [len(p[0]) for _, p in d.calls] == [1, 3]
     assert r.text == "abcd"
 
@@ -293,7 +305,9 @@ def test_max_steps_one_is_one_forward_pass():
 def test_temperature_sampling_is_seeded():
     def fill(seed):
         d = TargetDenoiser(["abcdefgh"], confidence=0.4)
-        return fill_text("<mask:8>", denoiser=d, temperature=1.0, seed=seed, exact_length=True).text
+        return fill_text(
+            "<mask:8>", line_holes=False, denoiser=d, temperature=1.0, seed=seed, exact_length=True
+        ).text
 
     assert fill(3) == fill(3)
     assert len({fill(s) for s in range(4)}) > 1
@@ -302,8 +316,8 @@ def test_temperature_sampling_is_seeded():
 
 def test_temperature_zero_ignores_seed():
     d = TargetDenoiser(["abc"], confidence=0.4)
-    a = fill_text("<mask>", denoiser=d, seed=1).text
-    b = fill_text("<mask>", denoiser=d, seed=2).text
+    a = fill_text("<mask>", line_holes=False, denoiser=d, seed=1).text
+    b = fill_text("<mask>", line_holes=False, denoiser=d, seed=2).text
     assert a == b == "abc"
 
 
@@ -313,7 +327,7 @@ def test_remasking_corrects_a_token_whose_confidence_fell():
         return ("X", 0.99) if (slot == 0 and call == 1) else None
 
     d = TargetDenoiser(["abc"], confidence=lambda k, j, c: 0.99 if c == 1 else 0.95, script=script)
-    r = fill_text("<mask:3>", denoiser=d, remask_threshold=0.2, exact_length=True)
+    r = fill_text("<mask:3>", line_holes=False, denoiser=d, remask_threshold=0.2, exact_length=True)
     assert r.text == "abc"
     assert r.trace[1].remasked == ((0, 0),)
     assert r.stats.remasks == 1
@@ -327,23 +341,36 @@ def test_remask_budget_limits_remasks():
         return ("X", 0.99) if call == 1 else None
 
     d = TargetDenoiser(["abc"], confidence=0.95, script=script)
-    r = fill_text("<mask:3>", denoiser=d, remask_threshold=0.2, remask_budget=1, exact_length=True)
+    r = fill_text(
+        "<mask:3>",
+        line_holes=False,
+        denoiser=d,
+        remask_threshold=0.2,
+        remask_budget=1,
+        exact_length=True,
+    )
     assert r.stats.remasks == 1
     assert r.text.count("X") == 2
 
 
 def test_without_remasking_committed_positions_are_never_scored():
     d = TargetDenoiser(["abcd"], confidence=lambda k, j, c: 0.99 if j < 2 else 0.5)
-    fill_text("<mask:4>", denoiser=d, exact_length=True)
+    fill_text("<mask:4>", line_holes=False, denoiser=d, exact_length=True)
     (_, p1), (_, p2), *_ = d.calls
     assert p1 == [[0, 1, 2, 3]]
     assert p2 == [[2, 3]]
 
 
 def test_remasking_costs_one_verification_pass_when_nothing_changes():
-    plain = fill_text("<mask:3>", denoiser=TargetDenoiser(["abc"]), exact_length=True)
+    plain = fill_text(
+        "<mask:3>", line_holes=False, denoiser=TargetDenoiser(["abc"]), exact_length=True
+    )
     checked = fill_text(
-        "<mask:3>", denoiser=TargetDenoiser(["abc"]), exact_length=True, remask_threshold=0.5
+        "<mask:3>",
+        line_holes=False,
+        denoiser=TargetDenoiser(["abc"]),
+        exact_length=True,
+        remask_threshold=0.5,
     )
     assert checked.stats.nfe == plain.stats.nfe + 1
     assert checked.text == plain.text == "abc"
@@ -354,7 +381,7 @@ def test_remasking_costs_one_verification_pass_when_nothing_changes():
 
 def test_no_hints_unless_asked():
     d = TargetDenoiser(["ab"])
-    fill_text("<mask:2>", denoiser=d)
+    fill_text("<mask:2>", line_holes=False, denoiser=d)
     assert d.hints and all(h is None for h in d.hints) and d.forgotten == []
 
 
@@ -374,7 +401,7 @@ def test_cache_hints_refresh_every_k_steps():
 
 def test_cache_hints_refresh_after_growth():
     d = TargetDenoiser(["abcdef"], confidence=0.99)
-    r = fill_text("<mask:2>", denoiser=d, grow=2, cache_refresh=100)
+    r = fill_text("<mask:2>", line_holes=False, denoiser=d, grow=2, cache_refresh=100)
     assert r.text == "abcdef"
     grew = [bool(t.grown) for t in r.trace]
     refresh = [h.refresh for (h,) in d.hints]

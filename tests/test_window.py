@@ -122,7 +122,7 @@ def test_growth_beyond_the_reserve_trims_outer_context():
 
 def test_growth_stops_when_the_canvas_is_full_of_slots():
     d = TargetDenoiser(["abcdefghijklmnopqrstuvwxyz"], max_length=12, confidence=0.99)
-    r = fill_text("<mask:4>", denoiser=d)
+    r = fill_text("<mask:4>", line_holes=False, denoiser=d)
     assert r.text == "abcdefghijkl"  # 12 slots: all the canvas holds
     assert all(len(c) <= 12 for cs, _ in d.calls for c in cs)
 
