@@ -13,8 +13,9 @@ line by line. The shipped model gets about one such hole in ten right, so a doze
 holes would hold one right fill to lose; `--write` keeps, per shape, the first RIGHT holes
 of the draw it fills right and the first WRONG it does not (so that a gain shows too),
 and records them in tests/data/quality_floor.json; tests/test_quality_floor.py fills them
-again and fails when fewer are right than recorded (less one, for the last bits of
-floating point). A floor, not a figure: the held-out figures are eval_shapes'.
+again and fails when fewer are right than recorded (less two, for the last bits of
+floating point on other CPUs' kernels). A floor, not a figure: the held-out figures are
+eval_shapes'.
 """
 
 from __future__ import annotations

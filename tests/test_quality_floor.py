@@ -21,5 +21,5 @@ def test_the_shipped_model_keeps_its_exact_matches():
     assert {row["shape"] for row in rows} == set(SHAPES)
     right = fill_all(rows, load_denoiser(dtype="fp32"))
     lost = [row["text"][:60] for row, r in zip(rows, right, strict=True) if row["right"] and not r]
-    # one flip is allowed for the last bits of floating point on another CPU
-    assert sum(right) >= recorded["right"] - 1, f"lost {len(lost)} exact matches: {lost}"
+    # two flips are allowed for the last bits of floating point on another CPU's kernels
+    assert sum(right) >= recorded["right"] - 2, f"lost {len(lost)} exact matches: {lost}"
