@@ -47,6 +47,13 @@ KINDS: list[tuple[str, str, tuple[str, ...]]] = [
         ("real",),
     ),
     (
+        "Repository context",
+        "Fills with and without the rest of the package, paired "
+        "(`python -m benchmarks.eval_repo_context`), and the index's costs "
+        "(`python -m benchmarks.bench_repo_context`).",
+        ("repo",),
+    ),
+    (
         "Language server latency",
         "Round trips through `infill-lsp` over stdio (`python -m benchmarks.bench_lsp`).",
         ("lsp",),
@@ -72,6 +79,13 @@ KINDS: list[tuple[str, str, tuple[str, ...]]] = [
         "`python -m benchmarks.eval_completion`, `python -m benchmarks.eval_docstrings`.",
         ("completion", "docstrings"),
     ),
+    (
+        "Confidence",
+        "How well a fill's confidence is calibrated (expected calibration error), what the "
+        "completion gate and the runner-ups give, and what they cost "
+        "(`python -m benchmarks.eval_confidence`, `benchmarks.confidence_cost`).",
+        ("confidence",),
+    ),
     ("Fixer calibration", "`python -m benchmarks.calibrate_fix`.", ("fix",)),
     (
         "Reliability",
@@ -92,6 +106,14 @@ OTHER = (
 # Keys whose values are headline figures; a file without any falls back to every number.
 HEADLINE = {
     "exact_match",
+    "exact_alone",
+    "exact_with_context",
+    "won",
+    "lost",
+    "index_s_cold",
+    "reindex_one_file_ms_max",
+    "retrieval_ms_p95",
+    "index_memory_mb",
     "ms_p50",
     "ms_p95",
     "p50_ms",
@@ -123,9 +145,24 @@ HEADLINE = {
     "s_per_hole",
     "cpu_s",
     "first_fill_s",
+    "ece",
+    "valid_ece",
+    "shown_at_default",
+    "exact_at_default",
+    "prefix_at_default",
+    "top1_right_per_position",
+    "any_of_items_right_per_position",
+    "median_ms",
 }
 PERCENT = {
+    "shown_at_default",
+    "exact_at_default",
+    "prefix_at_default",
+    "top1_right_per_position",
+    "any_of_items_right_per_position",
     "exact_match",
+    "exact_alone",
+    "exact_with_context",
     "parse_rate",
     "clean",
     "top1_localisation",

@@ -35,6 +35,7 @@ _EXPORTS = {
         _CORE + "errors",
     ),
     "SamplerOptions": _CORE + "options",
+    "Snippet": _CORE + "snippets",
     "PreparedFill": _CORE + "prepared",
     **dict.fromkeys(["fix_text", "score_text"], _CORE + "repair"),
     **dict.fromkeys(

@@ -22,7 +22,9 @@ from pygls.exceptions import JsonRpcContentModified
 from diffusion_infill.infill.core.errors import InfillError, NoHolesError
 from diffusion_infill.infill.core.spans import find_holes
 from diffusion_infill.infill.core.suspicion import expectation
+from diffusion_infill.infill.serve.protocol import Result
 from diffusion_infill.lsp import diagnostics
+from diffusion_infill.lsp.excerpt import Excerpt
 from diffusion_infill.lsp.host import (
     Feature,
     Host,
@@ -40,6 +42,16 @@ from diffusion_infill.lsp.operations import (
     within,
 )
 from diffusion_infill.lsp.progress import WorkProgress
+from diffusion_infill.lsp.runner_ups import (
+    RUNNER_UP,
+    Filled,
+    alternative_edits,
+    filled,
+    runner_up_edit,
+    runner_up_titles,
+    sure,
+    sure_title,
+)
 
 __all__ = [  # with what lsp/operations.py defines that tests and benchmarks import from here
     "APPLY",
@@ -68,6 +80,7 @@ FILL_HOLES = "refactor.rewrite.infill.fillHoles"
 REWRITE = "refactor.rewrite.infill.rewriteSelection"
 FIX_SELECTION = "refactor.rewrite.infill.fixSelection"
 DOCSTRING = "refactor.rewrite.infill.insertDocstring"
+RUNNER_UP_KIND = "refactor.rewrite.infill.runnerUp"
 QUICK_FIX = "quickfix.infill"
 KINDS = [
     types.CodeActionKind.QuickFix,
@@ -76,6 +89,7 @@ KINDS = [
     REWRITE,
     FIX_SELECTION,
     DOCSTRING,
+    RUNNER_UP_KIND,
     QUICK_FIX,
 ]
 
@@ -88,6 +102,7 @@ OPS = {
     "docstring": DOCSTRING,
     "fix": FIX_SELECTION,
     "fixToken": QUICK_FIX,
+    RUNNER_UP: RUNNER_UP_KIND,
 }
 
 
@@ -97,6 +112,17 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 
 class CodeActions(Feature):
     """`textDocument/codeAction` (cheap: no model) and `codeAction/resolve` (the model)."""
+
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self.filled: dict[str, Filled] = {}  # per document: what Fill holes last made of it
+        # per document: the version Fill holes last ran on and the action that fills it
+        # with the runner-ups, which `eager` offers beside it
+        self.seconds: dict[str, tuple[int | None, types.CodeAction]] = {}
+
+    def closed(self, uri: str) -> None:
+        self.filled.pop(uri, None)
+        self.seconds.pop(uri, None)
 
     def register(self) -> None:
         self.host.feature(
@@ -109,7 +135,7 @@ class CodeActions(Feature):
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         host = self.host
         snap = host.snapshot(params.text_document.uri)
-        actions = offered(host, snap, params)
+        actions = offered(host, snap, params, self.filled.get(snap.uri))
         if resolve_supported(host):
             return actions
         if params.context.trigger_kind == types.CodeActionTriggerKind.Automatic:
@@ -162,6 +188,7 @@ class CodeActions(Feature):
                 self.host.log(f"code action {action.title!r} failed: {task.exception()}")
             else:
                 out.append(task.result())
+                out += self._second(action)
         return out
 
     async def apply(self, *args: Any) -> bool:
@@ -189,22 +216,68 @@ class CodeActions(Feature):
         snap = host.snapshot(op.uri)
         if snap.version != op.version:
             raise JsonRpcContentModified("the document changed since the action was offered")
+        if op.op == RUNNER_UP:
+            return self._runner_up(action, snap, op)
         try:
             async with WorkProgress(
                 host, action.title, token=progress_token, delay=host.settings.progress_delay / 1000
             ) as progress:
-                edits, note = await compute_edits(host, snap, op, progress)
+                edits, note, result, ex = await compute_edits(host, snap, op, progress)
         except InfillError as exc:
             raise request_failed(host, exc, action.title, show=show_errors) from None
         require_current(host, snap)
         if note and show_errors:
             host.show(f"{action.title}: {note}")
         action.edit = workspace_edit(host, snap, edits)
+        if op.op == "fill":
+            self._filled(action, snap, result, ex)
+        return action
+
+    def _second(self, action: types.CodeAction) -> list[types.CodeAction]:
+        """The action that fills with the runner-ups, beside a Fill holes `action` just
+        computed (none for another action, or without runner-ups)."""
+        data = action.data if isinstance(action.data, dict) else {}
+        if data.get("op") != "fill":
+            return []
+        version, second = self.seconds.pop(data.get("uri", ""), (None, None))
+        return [second] if second is not None and version == data.get("version") else []
+
+    def _filled(
+        self, action: types.CodeAction, snap: Snapshot, result: Result, ex: Excerpt
+    ) -> None:
+        """After Fill holes: its title with the fills' confidence, what it makes of the
+        document (for "use the runner-up"), and the action with the runner-ups."""
+        action.title = sure_title(action.title, result.fills)
+        done = filled(snap.text, result, ex)
+        if done is None:
+            self.filled.pop(snap.uri, None)
+            self.seconds.pop(snap.uri, None)
+            return
+        self.filled[snap.uri] = done
+        edits, used = alternative_edits(result, ex)
+        self.seconds[snap.uri] = (
+            snap.version,
+            types.CodeAction(
+                title=f"Infill: fill with the runner-up ({', '.join(sure(c) for c in used)} sure)",
+                kind=FILL_HOLES,
+                edit=workspace_edit(self.host, snap, edits),
+            ),
+        )
+
+    def _runner_up(self, action: types.CodeAction, snap: Snapshot, op: Op) -> types.CodeAction:
+        """A "use the runner-up" action: its edit, without the model."""
+        found = runner_up_edit(self.filled.get(snap.uri), snap.text, op.start, op.end)
+        if found is None:
+            raise JsonRpcContentModified("the fill this runner-up was offered for has changed")
+        action.edit = workspace_edit(self.host, snap, [found])
         return action
 
 
-def offered(host: Host, snap: Snapshot, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """The actions for this range, without edits (cheap: no model)."""
+def offered(
+    host: Host, snap: Snapshot, params: types.CodeActionParams, done: Filled | None = None
+) -> list[types.CodeAction]:
+    """The actions for this range, without edits (cheap: no model); with `done` (what
+    Fill holes last made of the document), its runner-ups where the range touches them."""
     s = host.settings
     a, b = snap.lines.span(params.range)
     only = params.context.only
@@ -245,6 +318,8 @@ def offered(host: Host, snap: Snapshot, params: types.CodeActionParams) -> list[
     if holes:
         n = len(holes)
         add(f"Infill: fill {n} hole{'s' if n > 1 else ''}", "fill", holes[0].start, holes[-1].end)
+    for title, start, end in runner_up_titles(done, snap.text, a, b) if done else []:
+        add(title, RUNNER_UP, start, end)
     if b > a:
         add("Infill: rewrite selection", "rewrite", a, b)
         add("Infill: fix selection", "fix", a, b)

@@ -21,6 +21,10 @@ on a CPU (1,200 ms for a multi-line completion, which takes 0.2-0.5 s there when
 2,000 ms on a GPU; 0 means none. The worker drops a cancelled job before its next
 denoising step.
 
+A completion offers up to `completionItems` items: the fill, then its runner-ups surest
+first, none whose confidence (the calibrated probability that it is right) is below
+`completionMinConfidence`; where the fill's is, no ghost text (lsp/offers.py `ranked`).
+
 While the user types the characters a completion offered, the rest of it is the answer
 at once, without the model (`completionTypedThrough`; lsp/offers.py).
 
@@ -40,6 +44,7 @@ from lsprotocol import types
 
 from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.results import SpanFill
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.lsp.budgets import (
     UNKNOWN,
@@ -50,7 +55,7 @@ from diffusion_infill.lsp.budgets import (
 )
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
-from diffusion_infill.lsp.offers import Offer, typed_through
+from diffusion_infill.lsp.offers import Offer, ranked, typed_through
 from diffusion_infill.lsp.positions import LINE_BREAK
 from diffusion_infill.lsp.progress import WorkProgress, live_view
 from diffusion_infill.lsp.settings import Settings
@@ -85,6 +90,7 @@ class Completion:
     offset: int  # the cursor, a str offset
     text: str  # what to insert at the cursor
     multiline: bool
+    more: tuple[str, ...] = ()  # other items after `text`: its runner-ups, surest first
 
 
 class Completions(Feature):
@@ -129,7 +135,10 @@ class Completions(Feature):
             return types.InlineCompletionList(items=[])
         here = done.snap.lines.range(done.offset, done.offset)
         return types.InlineCompletionList(
-            items=[types.InlineCompletionItem(insert_text=done.text, range=here)]
+            items=[
+                types.InlineCompletionItem(insert_text=text, range=here)
+                for text in (done.text, *done.more)
+            ]
         )
 
     async def items(self, params: types.CompletionParams) -> types.CompletionList | None:
@@ -219,11 +228,19 @@ class Completions(Feature):
             return None
         if not host.is_current(snap):
             return None  # stale: never offer text computed for an older version
-        text = ask.offer(result.fills[0].text if result.fills else "")
-        if not text:
+        return self._offered(uri, snap, at, ask, result.fills[0] if result.fills else None)
+
+    def _offered(
+        self, uri: str, snap: Snapshot, at: int, ask: CompletionAsk, fill: SpanFill | None
+    ) -> Completion | None:
+        """The completion of `fill` (`offered`), kept as the document's last offer."""
+        items = offered(ask, fill, self.host.settings)
+        if not items:
+            if fill is not None and fill.confidence is not None:
+                self.host.log(f"completion: none offered (confidence {fill.confidence:.2f})")
             return None
-        self.offers[uri] = Offer(snap.text, at, text, ask.multiline)
-        return Completion(snap, at, text, ask.multiline)
+        self.offers[uri] = Offer(snap.text, at, items[0], ask.multiline)
+        return Completion(snap, at, items[0], ask.multiline, tuple(items[1:]))
 
 
 @dataclass(frozen=True)
@@ -239,6 +256,15 @@ class CompletionAsk:
     def offer(self, fill: str) -> str:
         """The fill as offered (`shape`); "" for nothing."""
         return shape(fill, multiline=self.multiline, at_line_end=self.at_line_end)
+
+
+def offered(ask: CompletionAsk, fill: SpanFill | None, s: Settings) -> list[str]:
+    """The items of a completion's `fill` and its runner-ups as offered (`ranked`)."""
+    if fill is None or fill.rejected is not None:
+        return []
+    found = [(fill.text, fill.confidence)] + [(r.text, r.confidence) for r in fill.runner_ups]
+    shaped = [(ask.offer(text), confidence) for text, confidence in found]
+    return ranked(shaped, s.completion_min_confidence, s.completion_items)
 
 
 def completion_ask(
@@ -286,6 +312,7 @@ def completion_options(
     first pass and reuse them (again after the hole grows) and, with
     `completionReuse`, from the document's last completion (keystroke to keystroke)."""
     kind = "multi" if multiline else "line"
+    more = s.completion_items - 1  # the runner-ups that may be items too
     digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
     carry = f"completion:{kind}:{digest}" if s.completion_reuse else ""
     budget = steps or completion_steps(s, UNKNOWN, multiline)
@@ -300,6 +327,7 @@ def completion_options(
             max_steps=steps,
             cache_refresh=steps,  # one full pass, then the context's keys/values reused
             carry_key=carry,
+            runner_ups=more,
         )
     return s.sampler_options(
         default_span_tokens=s.completion_tokens,
@@ -309,6 +337,7 @@ def completion_options(
         max_steps=steps,
         cache_refresh=steps,
         carry_key=carry,
+        runner_ups=more,
     )
 
 
@@ -334,22 +363,27 @@ def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:
 
 
 def completion_list(done: Completion) -> types.CompletionList:
-    """One item whose edit starts at the word being typed (so the client's filter keeps
-    it), incomplete (the fill depends on every character typed: ask again on each)."""
+    """One item per offer, in order, each edit starting at the word being typed (so
+    the client's filter keeps it), incomplete (the fill depends on every character typed:
+    ask again on each)."""
     lines = done.snap.lines
     line_start = lines.start(lines.line_of(done.offset))
     word = _WORD.search(done.snap.text, line_start, done.offset)
     start = word.start() if word is not None else done.offset
-    new_text = done.snap.text[start : done.offset] + done.text
-    first = LINE_BREAK.split(new_text.strip(), maxsplit=1)
-    label = first[0][:80] + ("…" if len(first) > 1 or len(first[0]) > 80 else "")
-    item = types.CompletionItem(
-        label=label or new_text,
-        kind=types.CompletionItemKind.Text,
-        detail="infill",
-        filter_text=new_text,
-        sort_text="0",
-        insert_text_format=types.InsertTextFormat.PlainText,
-        text_edit=types.TextEdit(range=lines.range(start, done.offset), new_text=new_text),
-    )
-    return types.CompletionList(is_incomplete=True, items=[item])
+    items = []
+    for k, text in enumerate((done.text, *done.more)):
+        new_text = done.snap.text[start : done.offset] + text
+        first = LINE_BREAK.split(new_text.strip(), maxsplit=1)
+        label = first[0][:80] + ("…" if len(first) > 1 or len(first[0]) > 80 else "")
+        items.append(
+            types.CompletionItem(
+                label=label or new_text,
+                kind=types.CompletionItemKind.Text,
+                detail="infill",
+                filter_text=new_text,
+                sort_text=str(k),
+                insert_text_format=types.InsertTextFormat.PlainText,
+                text_edit=types.TextEdit(range=lines.range(start, done.offset), new_text=new_text),
+            )
+        )
+    return types.CompletionList(is_incomplete=True, items=items)

@@ -20,6 +20,7 @@ from typing import Any
 
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.serve.client import WorkerClient
 from diffusion_infill.infill.serve.protocol import Result, Step, WorkerInfo
@@ -113,10 +114,17 @@ class WorkerConnection:
         language: str | None,
         options: SamplerOptions,
         on_step: Callable[[Step], None] | None = None,
+        context: Sequence[Snippet] = (),
     ) -> Result:
         await self.connect()
         return await self.client.fill(
-            text, spans=spans, marker=marker, language=language, options=options, on_step=on_step
+            text,
+            spans=spans,
+            marker=marker,
+            language=language,
+            options=options,
+            on_step=on_step,
+            context=context,
         )
 
     async def fix(

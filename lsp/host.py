@@ -26,6 +26,7 @@ from diffusion_infill.infill.core.diff import Edit
 from diffusion_infill.infill.core.errors import INPUT, InfillError
 from diffusion_infill.lsp.connection import WorkerConnection
 from diffusion_infill.lsp.positions import Lines
+from diffusion_infill.lsp.repository import Repositories
 from diffusion_infill.lsp.settings import Settings
 
 log = logging.getLogger("infill.lsp")
@@ -56,6 +57,9 @@ class Host(Protocol):
 
     @property
     def worker(self) -> WorkerConnection: ...
+
+    @property
+    def repositories(self) -> Repositories: ...
 
     @property
     def client_capabilities(self) -> types.ClientCapabilities: ...

@@ -1,4 +1,14 @@
-"""Typing through a completion: the user types what the last completion offered.
+"""What a completion offers: its items, and typing through the first.
+
+The items (`ranked`) are the fill and its runner-ups (infill/core/rated.py) as the server
+shapes them, distinct, the fill first and the runner-ups surest first after it, none whose
+confidence is below `completionMinConfidence`, and none at all when the fill's is: the
+model is silent where it is unsure, and a client that cycles through inline suggestions
+(VS Code; the Neovim plugin's next/previous keys) shows the others. The fill stays first:
+a runner-up's confidence is read off the fill's decode, not its own, and ranking them
+together lost precision on validation completions (docs/ARCHITECTURE.md, "Confidence").
+
+Typing through a completion: the user types what the last completion offered.
 
 When the characters typed since a document's last completion, at its cursor and nothing
 else changed, are the start of what it offered, the rest of that offer is the answer at
@@ -10,6 +20,7 @@ asks the model again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -22,6 +33,23 @@ class Offer:
     at: int
     fill: str
     multiline: bool
+
+
+def ranked(candidates: Sequence[tuple[str, float | None]], floor: float, limit: int) -> list[str]:
+    """The offers of `candidates` ((offer, confidence): the fill, then its runner-ups;
+    "" for none): the fill, then the runner-ups surest first, distinct, at most `limit`,
+    none whose confidence is below `floor` (one without a confidence is kept); none when
+    the fill offers nothing or is below `floor`."""
+    if not candidates:
+        return []
+    (first, sure), rest = candidates[0], candidates[1:]
+    if not first.strip() or (sure is not None and sure < floor):
+        return []
+    out = [first]
+    for text, confidence in sorted(rest, key=lambda c: -(c[1] if c[1] is not None else 2.0)):
+        if text.strip() and text not in out and (confidence is None or confidence >= floor):
+            out.append(text)
+    return out[:limit]
 
 
 def typed_through(offer: Offer, text: str, at: int) -> str | None:

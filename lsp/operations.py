@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from diffusion_infill.infill.core.diff import Edit
 from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.options import DEFAULT_CHECKS, SamplerOptions
+from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.core.spans import Span, find_holes
 from diffusion_infill.infill.serve.protocol import Result, Step
 from diffusion_infill.lsp.docstring import DocstringSlot, docstring_slot
@@ -25,6 +26,7 @@ from diffusion_infill.lsp.excerpt import Excerpt, definition_start, excerpt
 from diffusion_infill.lsp.host import Host, Snapshot
 from diffusion_infill.lsp.positions import shift
 from diffusion_infill.lsp.progress import WorkProgress, live_view
+from diffusion_infill.lsp.runner_ups import RUNNER_UP
 from diffusion_infill.lsp.settings import Settings
 
 
@@ -43,7 +45,7 @@ class Op:
         try:
             op = cls(**data)
             ok = (
-                op.op in OPERATIONS
+                (op.op in OPERATIONS or op.op == RUNNER_UP)
                 and isinstance(op.uri, str)
                 and 0 <= op.start <= op.end
                 and (op.version is None or isinstance(op.version, int))
@@ -75,15 +77,17 @@ Done = tuple[list[Edit], Result, Excerpt]
 OnStep = Callable[[Step], None] | None
 
 
-def action_options(s: Settings, *, race: bool = True) -> SamplerOptions:
+def action_options(s: Settings, *, race: bool = True, runner_ups: int = 0) -> SamplerOptions:
     """The settings' sampler options; with `checks`, a fill that breaks the code loses to
     the next candidate, and with none passing it is left out (docs/ARCHITECTURE.md).
-    `race`: holes race `lengths` allocations (measured on code; a docstring is prose)."""
+    `race`: holes race `lengths` allocations (measured on code; a docstring is prose);
+    `runner_ups`: the other fills each hole lists (lsp/runner_ups.py)."""
     return s.sampler_options(
         checks=DEFAULT_CHECKS if s.checks else "",
         lengths=s.lengths if race else 1,
         length_contest=s.length_contest,
         context_copies=s.context_copies,
+        runner_ups=runner_ups,
     )
 
 
@@ -91,12 +95,14 @@ async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Do
     s = host.settings
     holes = find_holes(snap.text, s.hole_marker)
     ex = excerpt(snap.text, holes[0].start, holes[-1].end, context=s.context_chars)
+    spans = [(h.start - ex.offset, h.end - ex.offset) for h in holes]
     result = await host.worker.fill(
         ex.text,
         marker=s.hole_marker,
         language=snap.language,
-        options=action_options(s),
+        options=action_options(s, runner_ups=1),
         on_step=on_step,
+        context=await repository_context(host, snap, ex.text, spans),
     )
     return shift(result.edits, ex.offset), result, ex
 
@@ -112,8 +118,19 @@ async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
         language=snap.language,
         options=action_options(s),
         on_step=on_step,
+        context=await repository_context(host, snap, ex.text, [(span.start, span.end)]),
     )
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
+
+
+async def repository_context(
+    host: Host, snap: Snapshot, text: str, holes: list[tuple[int, int]]
+) -> list[Snippet]:
+    """The snippets of the workspace's repository for `holes` of `text` (an excerpt of
+    the document), with the `repositoryContext` setting on (lsp/repository.py)."""
+    if not host.settings.repository_context or snap.language != "python":
+        return []
+    return await host.repositories.snippets(snap.uri, text, holes)
 
 
 async def _docstring(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
@@ -194,9 +211,9 @@ NOTHING = {"fix": "nothing looked suspicious", "docstring": "the model wrote no 
 
 async def compute_edits(
     host: Host, snap: Snapshot, op: Op, progress: WorkProgress
-) -> tuple[list[Edit], str | None]:
-    """The operation's edits (str offsets in the snapshot's text), and a note when it
-    changed nothing."""
+) -> tuple[list[Edit], str | None, Result, Excerpt]:
+    """The operation's edits (str offsets in the snapshot's text), a note when it changed
+    nothing or left a span as it was, the worker's result and the excerpt it was sent."""
     started = asyncio.get_running_loop().time()
     on_step = live_view(host, snap, op.op, progress)
     edits, result, ex = await OPERATIONS[op.op](host, snap, op, on_step)
@@ -206,6 +223,9 @@ async def compute_edits(
         f"{op.op}: {len(edits)} edits, {tokens} tokens, {passes} passes, sent "
         f"{len(ex.text)} of {len(snap.text)} characters, {ms:.0f} ms"
     )
+    sure = [f"{f.confidence:.2f}" for f in result.fills if f.confidence is not None]
+    if sure:
+        host.log(f"{op.op}: confidence {', '.join(sure)}")
     rejected = [f.rejected for f in result.fills if f.rejected is not None]
     left = (
         (f"{len(rejected)} left as it was: every candidate failed the checks ({rejected[0]})")
@@ -215,5 +235,5 @@ async def compute_edits(
     if left:
         host.log(f"{op.op}: {left}")
     if not edits:
-        return [], left or NOTHING.get(op.op, "the model left the text as it was")
-    return edits, left
+        return [], left or NOTHING.get(op.op, "the model left the text as it was"), result, ex
+    return edits, left, result, ex

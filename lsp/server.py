@@ -40,6 +40,7 @@ from diffusion_infill.lsp.diagnostics import Diagnostics
 from diffusion_infill.lsp.documents import Document
 from diffusion_infill.lsp.host import Feature, Snapshot
 from diffusion_infill.lsp.protocol import InfillProtocol
+from diffusion_infill.lsp.repository import Repositories
 from diffusion_infill.lsp.settings import SECTION, Settings, parse, section
 
 log = logging.getLogger("infill.lsp")
@@ -96,6 +97,11 @@ class InfillServer(LanguageServer):
         )
         self.settings = Settings()
         self.worker = WorkerConnection()
+        self.repositories = Repositories(
+            self.log,
+            lambda: [f.uri for f in self.workspace.folders.values()],
+            lambda: {u: d.source for u, d in self.workspace.text_documents.items()},
+        )
         self.features = [feature(self) for feature in FEATURES]
         self._init_raw: dict[str, Any] = {}
         self._config_raw: dict[str, Any] = {}

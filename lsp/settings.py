@@ -22,6 +22,7 @@ from diffusion_infill.infill.core.options import (
     DEFAULT_GROW_CAP,
     DEFAULT_LENGTHS,
     MAX_CANDIDATES,
+    MAX_RUNNER_UPS,
     SamplerOptions,
 )
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, check_marker
@@ -29,6 +30,10 @@ from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_M
 from diffusion_infill.infill.serve.sockets import parse_address
 
 SECTION = "infill"
+# completionMinConfidence's default: the lowest threshold (in steps of 0.05) at which at
+# least half of the validation mid-line completions shown were exactly right
+# (benchmarks/results/confidence_3103Mtok_valid.json; docs/ARCHITECTURE.md, "Confidence")
+DEFAULT_MIN_CONFIDENCE = 0.25
 
 
 class Invalid(ValueError):
@@ -149,6 +154,9 @@ class Settings:
     # code actions: an in-line hole's fill meets the text that follows the same code
     # elsewhere in the buffer, the one the model scores higher wins (copy_fills.py)
     context_copies: bool = _s("contextCopies", _bool, default=True)
+    # code actions: copies from other files of the workspace's repository compete with the
+    # fills (snippets sent with the request; infill/context, lsp/repository.py)
+    repository_context: bool = _s("repositoryContext", _bool, default=True)
     # context keys/values reused between passes, a full pass every K (0: every pass exact)
     cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)
     # -- completion
@@ -174,6 +182,13 @@ class Settings:
     # answer at once with the rest of the last completion while the user types what it
     # offered (lsp/offers.py); false: ask the model on every keystroke
     completion_typed_through: bool = _s("completionTypedThrough", _bool, default=True)
+    # no ghost text for a completion whose confidence (the calibrated probability that it
+    # is right, infill/core/confidence.py) is below this; 0: every completion is shown
+    completion_min_confidence: float = _s(
+        "completionMinConfidence", _real(0.0, 1.0), default=DEFAULT_MIN_CONFIDENCE
+    )
+    # items a completion offers at most: the fill, then its runner-ups surest first
+    completion_items: int = _s("completionItems", _int(1, 1 + MAX_RUNNER_UPS), default=3)
     # ms a completion may take before it answers nothing and its job is cancelled; None:
     # the worker's device decides (lsp.budgets.completion_deadline); 0: no deadline
     completion_deadline: int | None = _s(

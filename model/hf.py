@@ -23,6 +23,7 @@ from tokenizers import Tokenizer
 
 from diffusion_infill.model import cache_batch
 from diffusion_infill.model.cache import COPY_MARGIN, CachedModernBert, ContextCache
+from diffusion_infill.model.calibration import Calibration, load_calibration
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
 from diffusion_infill.model.first_pass import FirstPass
 from diffusion_infill.model.hf_loading import (
@@ -69,6 +70,7 @@ class HFDenoiser(FirstPass):
         precision: Precision | None = None,
         length_head: LengthHead | None = None,
         network: str = "",
+        calibration: Calibration | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -84,6 +86,8 @@ class HFDenoiser(FirstPass):
         self.length_head = length_head if self._sparse_head else None
         self.length_slots = SLOTS if self.length_head is not None else 0
         self.network = network  # model/length_head.py `network_digest`, "" when unnamed
+        # the fills' confidence weights (model/calibration.py); None: no confidence
+        self.calibration = calibration
         # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA, but a
         # CPU without bf16 instructions runs it ~3x slower than fp32: chosen per machine.
         self.precision = precision or pick_precision(device)
@@ -133,6 +137,7 @@ class HFDenoiser(FirstPass):
         network = network_digest(model)  # before int8: the weights as stored
         try:
             head = load_length_head(path, int(config.hidden_size), network)
+            calibration = load_calibration(path, network)
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from exc
         if precision.int8:
@@ -156,6 +161,7 @@ class HFDenoiser(FirstPass):
             precision=precision,
             length_head=head,
             network=network,
+            calibration=calibration,
         )
 
     def encode(self, text: str) -> list[int]:

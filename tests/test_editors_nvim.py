@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from lsp_fake_worker import ROOT, fake_worker
+from test_lsp_confidence import Calibrated
 from test_lsp_nvim import NVIM
 
 SCRIPT = Path(__file__).resolve().parent / "nvim_plugin" / "test_plugin.lua"
@@ -47,7 +48,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name, text in FILES.items():
         (cases / name).write_text(text, encoding="utf-8")
     out = tmp / "report.json"
-    with fake_worker() as address:
+    with fake_worker(Calibrated(0.95, {1: ("b", 0.3)})) as address:  # 'ada', then 'bda'
         env = {
             **os.environ,
             "INFILL_PLUGIN": str(PLUGIN),
@@ -118,8 +119,13 @@ def test_inline_completion_is_shown_and_accepted_with_the_keymap(report):
     assert report["completion"] == "name = 'ada'\n"
 
 
+def test_the_keymaps_cycle_through_the_completions(report):
+    # the fake worker's runner-up of 'ada' is 'bda' (its second token at slot 1)
+    assert (report["ghost_next"], report["ghost_previous"]) == ("'bda'", "'ada'")
+
+
 def test_suggested_keymaps(report):
-    assert report["keymaps"] == {"fill": True, "accept": True}
+    assert report["keymaps"] == {"fill": True, "accept": True, "next": True, "previous": True}
 
 
 def test_checkhealth(report):

@@ -11,6 +11,7 @@ from lsp_fake_worker import actions, at, lsp, open_doc, pick, run
 from lsprotocol import types
 
 from diffusion_infill.lsp.positions import apply_text_edits
+from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE
 from diffusion_infill.model.loading import default_model_dir
 
 pytestmark = pytest.mark.slow
@@ -50,15 +51,25 @@ def test_shipped_model():
     async def go():
         # no workerAddress: the server spawns its own worker
         # (`python -m diffusion_infill.infill.serve.worker`)
-        async with lsp(None, {"workerAddress": None}) as (client, _):
+        settings = {"workerAddress": None, "completionMinConfidence": 0}
+        async with lsp(None, settings) as (client, _):
             filled = await exercise(client, text)
             assert filled.startswith("def add(a, b):\n    return ")
             assert filled != text and filled.strip() != "def add(a, b):\n    return"
-            # the shipped model completes a line it can: an offer comes, on one line
+            # with the gate off, the shipped model completes the line: an offer, on one line
             typed = "def add(a, b):\n    return a + \n"
-            got = await complete(client, open_doc(client, "typed.py", typed), 1, 15)
+            uri = open_doc(client, "typed.py", typed)
+            got = await complete(client, uri, 1, 15)
             assert got is not None and got.items, "no inline completion"
             assert got.items[0].insert_text.strip() and "\n" not in got.items[0].insert_text
+            # which it is far from sure of (it writes `b + b + b ...`): the default gate
+            # shows nothing there
+            gate = {"completionMinConfidence": DEFAULT_MIN_CONFIDENCE}
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"infill": gate})
+            )
+            got = await complete(client, uri, 1, 15)
+            assert got is None or not got.items, got
 
     run(go(), timeout=600)
 

@@ -12,7 +12,7 @@ import argparse
 import os
 import socket
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from diffusion_infill.infill.core.engine import fill_text
@@ -20,6 +20,7 @@ from diffusion_infill.infill.core.errors import INPUT, TOO_LARGE, InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.repair import fix_text
 from diffusion_infill.infill.core.results import FillResult, TokenScore
+from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.serve.client import WorkerError
 from diffusion_infill.infill.serve.protocol import DEADLINE, Result
 from diffusion_infill.infill.serve.sockets import default_socket_path
@@ -40,6 +41,7 @@ class Backend(Protocol):
         language: str | None,
         options: SamplerOptions,
         progress: Progress | None = None,
+        context: Sequence[Snippet] = (),
     ) -> FillResult: ...
 
     def fix(
@@ -85,6 +87,7 @@ class InProcess:
         language: str | None,
         options: SamplerOptions,
         progress: Progress | None = None,
+        context: Sequence[Snippet] = (),
     ) -> FillResult:
         return fill_text(
             text,
@@ -93,6 +96,7 @@ class InProcess:
             language=language,
             options=options,
             progress=progress,
+            context=context,
         )
 
     def fix(
@@ -156,8 +160,13 @@ class ThroughWorker:
         language: str | None,
         options: SamplerOptions,
         progress: Progress | None = None,
+        context: Sequence[Snippet] = (),
     ) -> FillResult:
-        reply = self._ask(lambda c: c.fill(text, marker=marker, language=language, options=options))
+        reply = self._ask(
+            lambda c: c.fill(
+                text, marker=marker, language=language, options=options, context=context
+            )
+        )
         return reply.to_fill_result(text)
 
     def fix(

@@ -15,31 +15,20 @@ from typing import Any
 from diffusion_infill.infill.cli.backends import Backend, backend_for
 from diffusion_infill.infill.cli.files import Source, check_writable, language_for, read_source
 from diffusion_infill.infill.cli.parser import check_output_args, check_worker_args, sampler_options
+from diffusion_infill.infill.cli.repo import RepoSnippets
 from diffusion_infill.infill.cli.runs import (
     EXIT_USAGE,
     each_file,
-    error,
     file_progress,
+    report_left,
     summary,
     write_file,
 )
 from diffusion_infill.infill.core.engine import check_text
-from diffusion_infill.infill.core.errors import InfillError, line_col
+from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult
 from diffusion_infill.infill.core.spans import check_marker, find_holes
-
-
-def _report_rejected(path: str, result: FillResult) -> None:
-    """One line on stderr per span whose every candidate failed the checks (its text was
-    left as it was). Not an error: the file was filled as well as it could be."""
-    for f in result.fills:
-        if f.rejected is not None:
-            error(
-                path,
-                f"{line_col(result.original, f.span.start)}: left as it was: "
-                f"every candidate failed the checks ({f.rejected})",
-            )
 
 
 def _fill_file(
@@ -50,6 +39,7 @@ def _fill_file(
     find_holes(source.text, args.marker)  # no holes, bad markers: an error before any model
     if args.in_place:  # a file with holes is to be written: refused before the model runs
         check_writable(Path(path), force=args.force)
+    context = args.repo_snippets.snippets(path, source.text, find_holes(source.text, args.marker))
     with file_progress(args, path, "filling", "slots") as progress:
         return source, backend.fill(
             source.text,
@@ -57,6 +47,7 @@ def _fill_file(
             language=language_for(args, path),
             options=options,
             progress=progress,
+            context=context,
         )
 
 
@@ -72,7 +63,7 @@ def _report_fill(path: str, args: argparse.Namespace, source: Source, result: Fi
         if args.trace:
             obj["trace"] = [asdict(step) for step in result.trace]
         print(json.dumps(obj, ensure_ascii=False), flush=True)
-        _report_rejected(path, result)
+        report_left(path, result, args.min_confidence)
         return True
     if args.trace:
         print(f"{path}: trace\n{result.trace_text()}", file=sys.stderr)
@@ -80,7 +71,7 @@ def _report_fill(path: str, args: argparse.Namespace, source: Source, result: Fi
         sys.stdout.write(result.diff(path))
         sys.stdout.flush()
     print(summary(path, result), file=sys.stderr)
-    _report_rejected(path, result)
+    report_left(path, result, args.min_confidence)
     return True
 
 
@@ -94,6 +85,7 @@ def cmd_fill(args: argparse.Namespace) -> int:
         print(f"infill: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     backend = backend_for(args)
+    args.repo_snippets = RepoSnippets(args.repo)
     return each_file(
         args,
         backend,

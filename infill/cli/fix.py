@@ -27,6 +27,7 @@ from diffusion_infill.infill.cli.runs import (
     EXIT_USAGE,
     each_file,
     file_progress,
+    report_left,
     summary,
     write_file,
 )
@@ -126,11 +127,15 @@ def _report_fix(
         if result is not None:
             obj.update(result.to_dict())
         print(json.dumps(obj, ensure_ascii=False), flush=True)
+        if result is not None:
+            report_left(path, result, args.min_confidence, checks=False)
         return True
     if changed and not args.in_place:
         sys.stdout.write(result.diff(path))
         sys.stdout.flush()
     print(_fix_summary(path, original, result, scores, args), file=sys.stderr)
+    if result is not None:
+        report_left(path, result, args.min_confidence, checks=False)
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from typing import Any
 
@@ -12,6 +13,7 @@ from diffusion_infill.infill.core.options import (
     DEFAULT_CHECKS,
     DEFAULT_GROW_CAP,
     DEFAULT_LENGTHS,
+    MAX_RUNNER_UPS,
     SamplerOptions,
 )
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER
@@ -125,6 +127,30 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
         help="with checks: never replace an in-line hole's fill by text that follows the "
         "same code elsewhere in the file (one pass less)",
     )
+    s.add_argument(
+        "--min-confidence",
+        type=probability("--min-confidence"),
+        default=None,
+        metavar="P",
+        help="leave a span as it was, with a line on stderr, where the fill's confidence "
+        "(the calibrated probability that it is right, 0..1) is below P; needs a model "
+        "with confidence weights (the shipped one has them)",
+    )
+
+
+def probability(flag: str) -> Any:
+    """An argparse type: a number from 0 to 1, else a usage error naming `flag`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value <= 1:  # nan too
+            raise argparse.ArgumentTypeError(f"{flag} must be a number from 0 to 1, got {text!r}")
+        return value
+
+    return parse
 
 
 def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._ArgumentGroup:
@@ -178,10 +204,24 @@ def _add_fill_command(commands: Any) -> None:
     fill.add_argument("files", nargs="+", metavar="FILE")
     out = _add_output_args(fill, "filled")
     out.add_argument("--trace", action="store_true", help="print every denoising step")
+    out.add_argument(
+        "--runner-ups",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"with --json: up to N other fills per hole, surest first (0..{MAX_RUNNER_UPS})",
+    )
     _add_model_args(fill)
     text = fill.add_argument_group("text")
     text.add_argument("--marker", default=DEFAULT_MARKER, help="hole marker (default: <mask>)")
     _add_language_arg(text)
+    text.add_argument(
+        "--repo",
+        default="auto",
+        metavar="auto|DIR|off",
+        help="read the rest of the repository: copies from its other files compete with "
+        "the model's fills (auto: the file's git work tree, else its project; default auto)",
+    )
     _add_sampler_args(fill)
 
 
@@ -263,6 +303,8 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         lengths=args.lengths,
         length_contest=args.length_contest,
         context_copies=args.context_copies,
+        min_confidence=args.min_confidence,
+        runner_ups=getattr(args, "runner_ups", 0),
     )
 
 

@@ -16,7 +16,7 @@ from diffusion_infill.infill.cli.backends import Backend
 from diffusion_infill.infill.cli.files import Source, encode, write_atomic
 from diffusion_infill.infill.cli.progress import ProgressLine, ProgressLog
 from diffusion_infill.infill.cli.progress import wanted as progress_wanted
-from diffusion_infill.infill.core.errors import InfillError
+from diffusion_infill.infill.core.errors import InfillError, line_col
 from diffusion_infill.infill.core.results import FillResult
 from diffusion_infill.infill.serve.client import WorkerError
 from diffusion_infill.model.denoiser import ModelLoadError
@@ -40,6 +40,25 @@ def summary(path: str, result: FillResult) -> str:
         + (f", {s.candidates} candidates" if s.candidates else "")
         + (f", {rejected} left as they were" if rejected else "")
     )
+
+
+def report_left(path: str, result: FillResult, floor: float | None, *, checks: bool = True) -> None:
+    """One line on stderr per span left as it was: its fill's confidence is below `floor`
+    (--min-confidence), or (with `checks`) every candidate failed the checks. Not an
+    error: the file was filled as well as it could be."""
+    for f in result.fills:
+        if f.rejected is None:
+            continue
+        where = line_col(result.original, f.span.start)
+        if floor is not None and f.confidence is not None and f.confidence < floor:
+            error(
+                path,
+                f"{where}: left as it was: its confidence {f.confidence:.2f} "
+                f"is below --min-confidence {floor:g}",
+            )
+        elif checks:
+            why = f"every candidate failed the checks ({f.rejected})"
+            error(path, f"{where}: left as it was: {why}")
 
 
 def each_file(

@@ -237,6 +237,10 @@ class CandidateJob:
             raise RuntimeError("the candidates are not decided yet")
         return self._choices
 
+    def passes(self, i: int, ids: list[int]) -> bool:
+        """Whether `ids` as span `i`'s fill passes its checks beside the other choices."""
+        return self._checks.passes(i, {j: c.ids for j, c in enumerate(self.choices())} | {i: ids})
+
     # -- rounds -----------------------------------------------------------------------
 
     def _ids(self, canvases: Sequence[Canvas]) -> dict[int, list[int]]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from diffusion_infill.infill.core.alternatives import kept, shorter
 from diffusion_infill.infill.core.canvas import Canvas
+from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.infill.core.steps import LogitsRequest
 from diffusion_infill.model.denoiser import CacheHint
@@ -99,6 +100,25 @@ def copy_probes(
     return out
 
 
+PREFIX_ROOM = 128  # tokens of a canvas's left context other files' code may displace
+
+
+def _prefixed(
+    prefix: list[int], out: list[int], at: int, canvas: Canvas, source: Hashable | None
+) -> tuple[list[int], int, Hashable | None]:
+    """`out` (a copy of `canvas`, its hole at `at`) read after `prefix` (its end, as much
+    as the budget holds, displacing at most PREFIX_ROOM tokens of the left context); the
+    canvas, the hole's position and the cache source (None: computed whole)."""
+    if not prefix:
+        return out, at, source
+    room = canvas.budget - len(out) + min(PREFIX_ROOM, len(canvas.left))
+    keep = prefix[len(prefix) - min(len(prefix), max(room, 0)) :]
+    if not keep:
+        return out, at, source
+    cut = max(0, len(keep) + len(out) - canvas.budget)  # left context displaced
+    return keep + out[cut:], at + len(keep) - cut, None
+
+
 class CopyRound:
     """The pass that scores each probed hole's chosen fill (k 0) against its copies (k
     1..): `ask` once the candidates have chosen, `requests` for the pass, then `ranked`
@@ -109,9 +129,17 @@ class CopyRound:
     are, not as the model spelt it."""
 
     def __init__(
-        self, copies: dict[int, list[list[int]]], encode: Callable[[str], list[int]], mask: int
+        self,
+        copies: dict[int, list[list[int]]],
+        encode: Callable[[str], list[int]],
+        mask: int,
+        frames: Sequence[Frame | None] = (),
+        prefixes: dict[int, list[int]] | None = None,
     ) -> None:
         self.copies = copies
+        # by hole: code of other files its fill and copies are read after (cross_copies.py)
+        self._prefixes = prefixes or {}
+        self._frames = frames  # by hole: a whole-line hole's frame (its fill read without it)
         self._encode = encode
         self._mask = mask
         self.requests: list[LogitsRequest] = []
@@ -135,7 +163,7 @@ class CopyRound:
         self.requests, self._rows = [], []
         for w, canvas in enumerate(windows):
             for s in canvas.spans:
-                text = chosen.get(s.index, "")
+                text = self._code(s.index, chosen.get(s.index, ""))
                 own = self._encode(text) if text.strip() else []
                 # a copy of the fill's own text scores the same: not asked
                 copies = [c for c in self.copies.get(s.index, []) if c != own]
@@ -148,6 +176,14 @@ class CopyRound:
                     self.requests += [r for _, _, r in asked]
                     self._rows += [(s.index, k, ids) for k, ids, _ in asked]
         return bool(self.requests)
+
+    def _code(self, span: int, text: str) -> str:
+        """A chosen fill's text as the model wrote it: a whole-line hole's without its
+        frame's indentation and line break."""
+        frame = self._frames[span] if span < len(self._frames) else None
+        if frame is None or not text.startswith(frame.head) or not text.endswith(frame.tail):
+            return text
+        return text[len(frame.head) : len(text) - len(frame.tail)]
 
     def _request(
         self, canvas: Canvas, span: int, k: int, ids: list[int], source: Hashable | None
@@ -162,6 +198,7 @@ class CopyRound:
         if len(out) > canvas.budget:
             return None
         at = copy.offsets()[[s.index for s in spans].index(span)]
+        out, at, source = _prefixed(self._prefixes.get(span, []), out, at, canvas, source)
         positions = list(range(at, at + len(ids)))
         key = ("infill-copy", self._serial, span, k)
         hint = CacheHint(key, tuple(positions), True, source=source) if source else None

@@ -25,7 +25,7 @@ from diffusion_infill.infill.core.candidates import CandidateJob, Decode, Ended
 from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice
 from diffusion_infill.infill.core.contest import inline_holes
-from diffusion_infill.infill.core.copy_fills import CopyRound, copy_probes
+from diffusion_infill.infill.core.cross_copies import copy_round
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
@@ -43,6 +43,7 @@ from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.prepared import PreparedFill
 from diffusion_infill.infill.core.results import FillResult
 from diffusion_infill.infill.core.sampler import DenoiseJob, denoise
+from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.core.spans import (
     DEFAULT_MARKER,
     Span,
@@ -210,6 +211,7 @@ def prepare_fill(
     parse_text: str | None = None,
     decided: Sequence[list[int] | None] | None = None,
     more_lines: Collection[int] = (),
+    context: Sequence[Snippet] = (),
 ) -> PreparedFill:
     """Validate spans, plan windows, build the canvases and the job (passes: indents, head_lengths).
 
@@ -219,8 +221,7 @@ def prepare_fill(
         rewrite: the spans hold code being rewritten (minimal edits), not hole markers.
         language: "python": scope-aware windows (parsing `parse_text`, holes neutralised,
             if given); anything else gets line windows.
-        decided: per span (position order), its tokens if already chosen (a repair's
-            substitution; exact spans of that length), else None. Nothing masked: no pass.
+        decided: per span, its tokens if already chosen (a repair's, exact), else None.
         more_lines: whole-line spans (by position) that may take more lines than they hold.
     """
     started = time.perf_counter()
@@ -245,8 +246,8 @@ def prepare_fill(
     if (sure := sure_spans(ordered, head.sure)) is not None:
         _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
         set_races(canvases, head.race)  # the others race its lengths should they fail
-        start_contest(job, head.contest)  # and in-line holes contest theirs
-    _copy_round(job, before, ordered, {i for i in inline if allocs[i].raced}, denoiser, options)
+        start_contest(job, head)  # and in-line holes contest theirs
+    copy_round(job, before, ordered, (inline, allocs), frames, denoiser, options, context)
     return PreparedFill(
         text,
         ordered,
@@ -261,26 +262,6 @@ def prepare_fill(
     )
 
 
-def _copy_round(
-    job: Job,
-    before: str,
-    spans: list[Span],
-    holes: set[int],
-    denoiser: Denoiser,
-    options: SamplerOptions,
-) -> None:
-    """`holes` (in a line, their length a guess: neither a rewrite's own nor exact) that
-    have copies of the code around them (`before`: holes neutralised) get the pass that
-    scores those against their chosen fills (infill/core/copy_fills.py); with the checks
-    on only, as raced lengths without them make a CandidateJob too."""
-    on = options.context_copies and options.check_kinds
-    if not (on and holes and isinstance(job, CandidateJob)):
-        return
-    copies = copy_probes(before, [(s.start, s.end) for s in spans], holes, denoiser.encode)
-    if copies:
-        job.copy_round(CopyRound(copies, denoiser.encode, denoiser.special.mask))
-
-
 def prepare_holes(
     text: str,
     *,
@@ -289,6 +270,7 @@ def prepare_holes(
     marker: str = DEFAULT_MARKER,
     language: str | None = PYTHON,
     max_spans: int | None = None,
+    context: Sequence[Snippet] = (),
 ) -> PreparedFill:
     """`prepare_fill` for every hole marker in `text`; more than `max_spans` holes is a
     LimitError (a worker's limit)."""
@@ -306,6 +288,7 @@ def prepare_holes(
         language=language,
         parse_text=neutralise(recast.text, recast.spans),
         more_lines=[i for i in recast.lines if recast.spans[i].length is not None],
+        context=context,
     )
     return fill.as_given(text, recast) if recast.lines else fill
 
@@ -318,6 +301,7 @@ def fill_text(
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
+    context: Sequence[Snippet] = (),
     **overrides: Any,
 ) -> FillResult:
     """Fill every hole marker in `text` (`<mask>`, `<mask:N>` with a hint of N tokens).
@@ -329,11 +313,15 @@ def fill_text(
         language: "python" for scope-aware windows; None or another name: line windows.
         options: sampler options; keyword overrides (e.g. `threshold=0.8`) apply on top.
         progress: called after each step with (slots committed, slots in all).
+        context: windows of other files of the repository (`Snippet`), whose copies the
+            model weighs beside its fills (infill.context retrieves them).
 
     Raises InfillError (a subclass naming the problem) for bad input or options.
     """
     opts = SamplerOptions.build(options, **overrides)
-    fill = prepare_holes(text, denoiser=denoiser, options=opts, marker=marker, language=language)
+    fill = prepare_holes(
+        text, denoiser=denoiser, options=opts, marker=marker, language=language, context=context
+    )
     denoise(fill.job, denoiser, progress)
     return fill.result()
 
@@ -345,6 +333,7 @@ def fill_spans(
     denoiser: Denoiser,
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
+    context: Sequence[Snippet] = (),
     **overrides: Any,
 ) -> FillResult:
     """Mask the characters of each span and fill them ("rewrite selection"; an empty span
@@ -354,7 +343,13 @@ def fill_spans(
     """
     opts = SamplerOptions.build(options, **overrides)
     fill = prepare_fill(
-        text, spans, denoiser=denoiser, options=opts, rewrite=True, language=language
+        text,
+        spans,
+        denoiser=denoiser,
+        options=opts,
+        rewrite=True,
+        language=language,
+        context=context,
     )
     denoise(fill.job, denoiser)
     return fill.result()

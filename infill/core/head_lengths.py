@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from weakref import WeakKeyDictionary
 
 from diffusion_infill.infill.core.allocation import Allocation
 from diffusion_infill.infill.core.candidates import CandidateJob
@@ -46,6 +47,10 @@ from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.denoiser import Denoiser
 
 MIN_PROBABILITY = 0.5  # the head's likeliest length is taken when it is at least this likely
+# per job, what the head read of its holes (`start_contest`, `head_rows`)
+_ROWS: WeakKeyDictionary[DenoiseJob | CandidateJob, dict[int, tuple[float, ...]]] = (
+    WeakKeyDictionary()
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ class Chosen:
     # in-line holes it is not sure of: their likeliest lengths decoded beside the
     # network's own ending (infill/core/contest.py)
     contest: Contest = field(default_factory=lambda: Contest({}, {}))
+    # every hole the head read: its log-probabilities of each length (what a fill's
+    # confidence reads, infill/core/evidence.py)
+    rows: dict[int, tuple[float, ...]] = field(default_factory=dict)
 
 
 def asked_holes(
@@ -118,6 +126,7 @@ def first_step(
     chosen = Chosen()
     for ci, rows in zip(held, lengths, strict=True):
         for (index, _), row in zip(asked[ci] if ci is not None else [], rows, strict=True):
+            chosen.rows[index] = tuple(float(v) for v in row)
             length = choose(list(row), len(row) - 1)
             if length is not None:
                 chosen.sure[index] = length
@@ -132,7 +141,7 @@ def first_step(
             chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
     if not chosen.sure:
         set_races(canvases, chosen.race)  # before the step: a fill may fail in it
-        start_contest(job, chosen.contest)  # its first pass is the step after this one
+        start_contest(job, chosen)  # its first pass is the step after this one
         job.advance(logits)
         return chosen, 0
     forget = getattr(denoiser, "forget", None)
@@ -141,10 +150,18 @@ def first_step(
     return chosen, 1
 
 
-def start_contest(job: DenoiseJob | CandidateJob, contest: Contest) -> None:
-    """Start the `contest` beside `job`'s primary round (a job with the checks on)."""
-    if isinstance(job, CandidateJob) and contest.prior:
-        job.contest(contest)
+def start_contest(job: DenoiseJob | CandidateJob, chosen: Chosen) -> None:
+    """Start the `chosen` contest beside `job`'s primary round (a job with the checks
+    on), and keep what the head read of each hole for `job` (`head_rows`)."""
+    _ROWS[job] = chosen.rows
+    if isinstance(job, CandidateJob) and chosen.contest.prior:
+        job.contest(chosen.contest)
+
+
+def head_rows(job: DenoiseJob | CandidateJob) -> dict[int, tuple[float, ...]]:
+    """Per hole the length head read for `job`: its log-probability of each length (what
+    a fill's confidence reads, infill/core/evidence.py); {} where it read none."""
+    return _ROWS.get(job, {})
 
 
 def choose(logp: list[float], slots: int) -> int | None:

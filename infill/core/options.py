@@ -39,6 +39,7 @@ MAX_CARRY_KEY = 4096  # characters of a carry_key (a document URI, say)
 # growth").
 DEFAULT_GROW_CAP = 64
 MAX_CANDIDATES = 8  # alternative k halves the allocation k times: 8 reaches one slot from 256
+MAX_RUNNER_UPS = 8  # runner-ups a fill may list (infill/core/rated.py)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,11 @@ class SamplerOptions:
     #                   score picks among those that pass; with order
     #                   entropy-bound (no null token), such a hole races this many exact
     #                   lengths around its allocation from the start, in the same passes
+    min_confidence: float | None = None  # a fill whose confidence (infill/core/confidence.py)
+    #                   is below this is held back: its span keeps its text, and says why;
+    #                   needs a model with confidence weights. None: every fill is returned
+    runner_ups: int = 0  # per span, up to this many other fills, surest first: the other
+    #                   fills its decode made, and fills one token from it (rated.py)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -170,6 +176,14 @@ def _validate_checks(o: SamplerOptions) -> None:
             f"checks must be a comma-separated list of {', '.join(KINDS)} "
             f"(or empty: no checks), got {o.checks!r}"
         )
+
+
+def _validate_confidence(o: SamplerOptions) -> None:
+    if o.min_confidence is not None and not 0 <= _real("min_confidence", o.min_confidence) <= 1:
+        raise OptionError(f"min_confidence must be a number from 0 to 1, got {o.min_confidence}")
+    _int("runner_ups", o.runner_ups, 0)
+    if o.runner_ups > MAX_RUNNER_UPS:
+        raise OptionError(f"runner_ups must be <= {MAX_RUNNER_UPS}, got {o.runner_ups}")
 
 
 def _validate_cache(o: SamplerOptions) -> None:
@@ -248,6 +262,7 @@ def _validate(o: SamplerOptions) -> None:
     _int("window_tokens", o.window_tokens, 8, optional=True)
     _validate_cache(o)
     _validate_checks(o)
+    _validate_confidence(o)
     for name in _SWITCHES:
         if not isinstance(value := getattr(o, name), bool):
             raise OptionError(f"{name} must be true or false, got {value!r}")

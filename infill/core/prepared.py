@@ -15,11 +15,15 @@ from dataclasses import replace
 
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.canvas import fill_ids, render
+from diffusion_infill.infill.core.confidence import Calibrator
 from diffusion_infill.infill.core.diff import minimal_edits
 from diffusion_infill.infill.core.echo import Ends
+from diffusion_infill.infill.core.errors import OptionError
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
+from diffusion_infill.infill.core.head_lengths import head_rows
 from diffusion_infill.infill.core.line_holes import Recast
 from diffusion_infill.infill.core.lines import Frame, framed
+from diffusion_infill.infill.core.rated import Rated, rate_fills
 from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TraceStep
 from diffusion_infill.infill.core.sampler import DenoiseJob
 from diffusion_infill.infill.core.spans import Span
@@ -57,6 +61,14 @@ class PreparedFill:
         # infill/core/lines.py), None when the model writes it all
         self.frames = list(frames) if frames is not None else [None] * len(spans)
         self.probes = probes  # forward passes before the job (infill/core/indents.py)
+        # per span the length head read: its log-probability of each length
+        self.head = head_rows(job)
+        self.rated: list[Rated] = []  # per span, once `result()` has read the fills
+        if job.options.min_confidence is not None and Calibrator.of(denoiser) is None:
+            raise OptionError(
+                "min_confidence needs a model with confidence weights (confidence.json "
+                "beside its weights: python -m benchmarks.fit_confidence fits them)"
+            )
 
     def as_given(self, text: str, recast: Recast) -> PreparedFill:
         """This fill, its result read in `text`, the text as given, where `recast`
@@ -100,30 +112,62 @@ class PreparedFill:
         return render(ids, self.denoiser.special, self.denoiser.decode)
 
     def _span_fills(self) -> list[SpanFill]:
-        """Each span's fill; with the checks on, the winning candidate's, or the span's
-        own text and the reason when every candidate failed."""
+        """Each span's fill and its confidence and runner-ups (infill/core/rated.py); with
+        the checks on, the winning candidate's, or the span's own text and the reason when
+        every candidate failed; the same where its confidence is below `min_confidence`."""
+        n = len(self.spans)
         if isinstance(self.job, CandidateJob):
-            chosen = [c.ids for c in self.job.choices()]
-            why = [c.rejected for c in self.job.choices()]
+            choices = self.job.choices()
+            chosen = [c.ids for c in choices]
+            why, copied = [c.rejected for c in choices], [c.copied for c in choices]
         else:
             slots = {s.index: s for c in self.job.canvases for s in c.spans}
-            chosen = [fill_ids(slots[i].ids, self.denoiser.special) for i in range(len(self.spans))]
-            why = [None] * len(self.spans)
+            chosen = [fill_ids(slots[i].ids, self.denoiser.special) for i in range(n)]
+            why, copied = [None] * n, [False] * n
+        rated = self.rated = self._ratings(chosen, copied)
+        floor = self.job.options.min_confidence
         fills: list[SpanFill] = []
         for i, (span, ids) in enumerate(zip(self.spans, chosen, strict=True)):
+            confidence, runner_ups = rated[i].confidence, rated[i].runner_ups
             if ids is None:
                 fills.append(SpanFill(span, self.text[span.start : span.end], 0, why[i]))
-                continue
-            text, n = decoded_fill(
-                ids,
-                self.denoiser.decode,
-                REPLACEMENT in self.text,
-                i,
-                self.ends.keys[i],
-                self.ends.spaced[i],
-            )
-            fills.append(SpanFill(span, framed(text, self.frames[i]), n))
+            elif floor is not None and confidence is not None and confidence < floor:
+                low = f"its confidence {confidence:.2f} is below the minimum {floor:g}"
+                kept = self.text[span.start : span.end]
+                fills.append(SpanFill(span, kept, 0, low, confidence, runner_ups))
+            else:
+                text, tokens = self._write(i, ids)
+                fills.append(SpanFill(span, text, tokens, None, confidence, runner_ups))
         return fills
+
+    def _ratings(self, chosen: list[list[int] | None], copied: list[bool]) -> list[Rated]:
+        """Each span's rating (infill/core/rated.py); none asked where the model has no
+        confidence weights and no runner-ups are asked for (nothing to compute)."""
+        if Calibrator.of(self.denoiser) is None and not self.job.options.runner_ups:
+            return [Rated() for _ in chosen]
+        return rate_fills(
+            self.job,
+            chosen,
+            copied,
+            text=self.text,
+            spans=self.spans,
+            frames=self.frames,
+            head=self.head,
+            denoiser=self.denoiser,
+            write=self._write,
+        )
+
+    def _write(self, i: int, ids: list[int]) -> tuple[str, int]:
+        """Span `i`'s fill `ids` as written (`decoded_fill`, framed), and the tokens kept."""
+        text, n = decoded_fill(
+            ids,
+            self.denoiser.decode,
+            REPLACEMENT in self.text,
+            i,
+            self.ends.keys[i],
+            self.ends.spaced[i],
+        )
+        return framed(text, self.frames[i]), n
 
     def _stats(self, fills: list[SpanFill]) -> FillStats:
         job = self.job

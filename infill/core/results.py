@@ -16,12 +16,26 @@ from diffusion_infill.infill.core.window import Window
 
 
 @dataclass(frozen=True)
+class RunnerUp:
+    """Another fill of a span the engine decoded or read off its decode, and its
+    confidence (None: the model has no confidence weights)."""
+
+    text: str
+    confidence: float | None = None
+
+
+@dataclass(frozen=True)
 class SpanFill:
     span: Span  # the span, in original-text offsets
     text: str  # what replaced it (null tokens dropped)
     tokens: int  # non-null tokens generated for it
-    rejected: str | None = None  # why every candidate failed the checks (then `text` is
-    #                              the span's text as it was: nothing is written there)
+    rejected: str | None = None  # why every candidate failed the checks, or why the fill
+    #                              was held back (then `text` is the span's text as it
+    #                              was: nothing is written there)
+    # the calibrated probability that the fill is right (infill/core/confidence.py); None
+    # when the model has no confidence weights or the fill's tokens were given
+    confidence: float | None = None
+    runner_ups: tuple[RunnerUp, ...] = ()  # other fills, surest first (options.runner_ups)
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,8 @@ class FillResult:
                     "text": f.text,
                     "tokens": f.tokens,
                     "rejected": f.rejected,
+                    "confidence": f.confidence,
+                    "runner_ups": [asdict(r) for r in f.runner_ups],
                 }
                 for f in self.fills
             ],

@@ -15,7 +15,7 @@ One step of one canvas:
    its argmax token, or a draw at temperature > 0. A committed null ends its span (its later
    masked slots become null). The step that reaches `max_steps` commits every masked
    position. With `eager_ends` no pass is spent on nulls alone (infill/core/ends.py). The
-   trace keeps each committed token's log-probability (`StepRecord.logp`).
+   trace keeps each committed token's log-probability and odds (`StepRecord.logp`, `odds`).
 3. Grow: a span (not exact) whose slots are all committed with no null gets `grow` more
    masked slots, up to `max_span_tokens`, unless `ended` says its fill has ended anyway (it
    writes the code after it again); context at the canvas's outer ends makes room.
@@ -24,9 +24,8 @@ One step of one canvas:
 
 With `cache_refresh=k`, each request carries a CacheHint (active = all span slots) so the
 denoiser may reuse the context's keys/values: a full pass first, every k passes, and after
-growth moved positions. Call `requests()` once per `advance()`.
-
-`order="entropy-bound"` is DiffusionGemma's sampler (infill/core/entropy_bound.py).
+growth moved positions. Call `requests()` once per `advance()`. `order="entropy-bound"`
+is DiffusionGemma's sampler (infill/core/entropy_bound.py).
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ from diffusion_infill.infill.core.entropy_bound import EntropyBoundRun
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.scoring import SCORES, choose, log_softmax, pick_tokens, softmax
-from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord
+from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord, commit_odds
 from diffusion_infill.infill.core.strategies import STRATEGIES
 from diffusion_infill.model.denoiser import CacheHint, Denoiser, SpecialIds
 
@@ -90,11 +89,8 @@ class DenoiseJob:
         self.special = special
         self.vocab_size = vocab_size
         self.strategy = STRATEGIES[options.order]
-        self._cut = (
-            self.strategy.cut(options.effective_threshold)
-            if options.effective_threshold is not None
-            else None
-        )
+        threshold = options.effective_threshold
+        self._cut = self.strategy.cut(threshold) if threshold is not None else None
         self._rng = np.random.default_rng(options.seed) if options.temperature > 0 else None
         self._remask_left = options.effective_remask_budget
         self._canvas_steps = [0] * len(self.canvases)
@@ -229,7 +225,7 @@ class DenoiseJob:
         )
         x, probs = self._probabilities(p, arr, by_index)
         remasked = self._remask(p, probs, by_index) if p.committed and not last else []
-        committed, logp = self._commit(p, x, probs, arr, by_index, last) if p.masked else ([], [])
+        committed, logp, odds = self._commit(p, x, probs, arr, by_index, last)
         grown = [] if last else self._grow(p.canvas)
         self._settle(p.canvas, last, changed=bool(committed or remasked))
         self.trace.append(
@@ -242,6 +238,7 @@ class DenoiseJob:
                 grown=tuple(grown),
                 spans=tuple((s.index, tuple(s.ids)) for s in canvas.spans),
                 logp=tuple(logp),
+                odds=odds,
             )
         )
 
@@ -287,13 +284,15 @@ class DenoiseJob:
         arr: np.ndarray,
         by_index: dict[int, SpanSlots],
         last: bool,
-    ) -> tuple[list[Slot], list[float]]:
+    ) -> tuple[list[Slot], list[float], tuple[tuple[float, int, float], ...]]:
         """Commit the masked slots the order picks (all of them in the last step); a
         committed null ends its span. With `eager_ends`, a pass also commits a content
         token when the order picked only nulls, and closes every span whose masked slots
-        all predict null (the model says the fill has ended). Returns the slots and each
-        one's log-probability under `arr`, the pass's logits (0.0 for a null)."""
+        all predict null (the model says the fill has ended). Returns the slots, each
+        one's log-probability under `arr` (0.0 for a null) and its odds (`commit_odds`)."""
         sp, n = self.special, len(p.masked)
+        if not n:
+            return [], [], ()
         tokens = pick_tokens(x[:n], self.options.temperature, self._rng)
         if last or self.strategy.sequential:
             chosen = np.arange(n)
@@ -325,7 +324,8 @@ class DenoiseJob:
                         logp.append(0.0)
         if self.options.eager_ends and not last:
             committed += close_ended(p.masked, tokens, by_index, mask=sp.mask, null=sp.null)
-        return committed, logp + [0.0] * (len(committed) - len(logp))
+        odds = commit_odds(committed, by_index, p.masked, probs, tokens)
+        return committed, logp + [0.0] * (len(committed) - len(logp)), odds
 
     def _grow(self, ci: int) -> list[tuple[int, int]]:
         """Append `grow` masked slots to each span that filled up without a null."""

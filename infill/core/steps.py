@@ -6,10 +6,13 @@ Shared by the sampler (infill/core/sampler.py) and its entropy-bound order
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from diffusion_infill.infill.core.canvas import Slot
+import numpy as np
+
+from diffusion_infill.infill.core.canvas import Slot, SpanSlots
 from diffusion_infill.model.denoiser import CacheHint
 
 
@@ -33,3 +36,33 @@ class StepRecord:
     # per committed slot: its token's log-probability in the pass that committed it (0.0
     # for a null); what infill/core/contest.py sums
     logp: tuple[float, ...] = ()
+    # per committed slot: (p of its token, the likeliest other token, its p) in that pass
+    # (`commit_odds`): what a fill's confidence reads (infill/core/confidence.py)
+    odds: tuple[tuple[float, int, float], ...] = ()
+
+
+def commit_odds(
+    slots: Sequence[Slot],
+    spans: Mapping[int, SpanSlots],
+    masked: Sequence[Slot],
+    probs: np.ndarray,
+    tokens: np.ndarray,
+) -> tuple[tuple[float, int, float], ...]:
+    """Per committed slot of `spans` (row r of `probs` and `tokens` is `masked[r]`'s):
+    the probability of the token it took, the likeliest other token and that one's
+    probability; a slot whose row predicted another token (a null tail, filled by force)
+    gets (1.0, -1, 0.0)."""
+    rows = {slot: r for r, slot in enumerate(masked)}
+    out = []
+    for slot in slots:
+        r, tok = rows.get(slot), spans[slot[0]].ids[slot[1]]
+        if r is None or int(tokens[r]) != tok:
+            out.append((1.0, -1, 0.0))
+            continue
+        row = probs[r]
+        own = float(row[tok])
+        row[tok] = -1.0  # the likeliest other token: the row's argmax without its own
+        second = int(row.argmax())
+        row[tok] = own
+        out.append((own, second, float(row[second])))
+    return tuple(out)

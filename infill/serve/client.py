@@ -25,6 +25,7 @@ from typing import Any
 
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import TokenScore
+from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from diffusion_infill.infill.serve.link import TIMEOUT, UNAVAILABLE, WorkerError, WorkerLink
@@ -85,13 +86,15 @@ class WorkerClient(WorkerLink):
         deadline: float | None = None,
         on_step: Callable[[Step], None] | None = None,
         timeout: float | None = None,
+        context: Sequence[Snippet] = (),
     ) -> Result:
         """Fill the hole markers of `text`, or rewrite `spans` (character ranges) of it.
 
         `options`: SamplerOptions or a map of its fields; `deadline`: seconds the worker
         may spend (None: its default); `on_step`: called with each `Step` event (the canvas
         settling); `timeout`: seconds to wait for the reply (None: request_timeout, or more
-        when the deadline is longer)."""
+        when the deadline is longer); `context`: windows of the user's repository
+        (`Snippet`, infill.context) sent with the request."""
         return await self._call(
             lambda rid: FillRequest(
                 rid,
@@ -102,6 +105,7 @@ class WorkerClient(WorkerLink):
                 _options(options),
                 on_step is not None,
                 deadline,
+                list(context),
             ),
             Result,
             timeout=self._timeout(timeout, deadline),

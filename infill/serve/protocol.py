@@ -22,6 +22,7 @@ from diffusion_infill.infill.core.diff import Edit
 from diffusion_infill.infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TokenScore
+from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from diffusion_infill.infill.serve.frames import HEADER, read_frame
@@ -55,6 +56,8 @@ from diffusion_infill.infill.serve.wire import (
     one_of,
     optional,
     record,
+    row,
+    rows,
 )
 
 __all__ = [  # for the worker, the client and tests: the error codes and messages, frames
@@ -144,6 +147,9 @@ class Message:
 
 
 _ID = integer()
+SNIPPETS = rows(
+    lambda items, where: Snippet(*row(items, where, [STR, STR], 2)), lambda s: [s.path, s.text]
+)
 _LANGUAGE = optional(STR)
 _DEADLINE = optional(number(0.001, 86400.0))
 
@@ -172,6 +178,16 @@ class FillRequest(Message):
     options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
     stream: bool = _f(BOOL, default=False)  # send a `step` event after every step
     deadline: float | None = _f(_DEADLINE, default=None)  # seconds; null: worker default
+    # windows of other files of the user's repository: [[path, text], ...] (may be absent)
+    context: list[Snippet] = _f(SNIPPETS, default_factory=list)
+
+    def to_wire(self) -> dict[str, Any]:
+        """As every message, without `context` where empty (what a worker that predates
+        the field reads)."""
+        out = super().to_wire()
+        if not self.context:
+            del out["context"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -243,7 +259,8 @@ class Result(Message):
     id: int = _f(_ID)
     text: str = _f(STR)  # the whole text after the edits
     edits: list[Edit] = _f(EDITS)  # minimal, in the request text's character offsets
-    fills: list[SpanFill] = _f(FILLS)  # per span: [start, end, text, tokens]
+    # per span: [start, end, text, tokens, rejected?, confidence?, [[text, confidence]...]?]
+    fills: list[SpanFill] = _f(FILLS)
     stats: FillStats | None = _f(optional(STATS))  # None: nothing was filled
     scores: list[TokenScore] | None = _f(optional(SCORES), default=None)
 

@@ -147,6 +147,7 @@ class RequestHandler:
                 marker=msg.marker,
                 language=msg.language,
                 max_spans=self.limits.max_spans,
+                context=msg.context,
             )
         return prepare_fill(
             msg.text,
@@ -155,6 +156,7 @@ class RequestHandler:
             options=options,
             rewrite=True,
             language=msg.language,
+            context=msg.context,
         )
 
     async def _on_model_thread(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:

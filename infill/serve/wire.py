@@ -22,7 +22,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from diffusion_infill.infill.core.diff import Edit
 from diffusion_infill.infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
-from diffusion_infill.infill.core.results import FillStats, SpanFill, TokenScore
+from diffusion_infill.infill.core.results import FillStats, RunnerUp, SpanFill, TokenScore
 from diffusion_infill.infill.core.spans import Span
 
 MAX_ID = 2**63 - 1
@@ -166,6 +166,7 @@ def row(items: list[Any], where: str, kinds: list[Kind], at_least: int) -> list[
 
 POS = integer()
 SUSPICION = number(0.0, 1.0)
+PROBABILITY = number(0.0, 1.0)
 
 
 def _span(items: list[Any], where: str) -> Span:
@@ -177,9 +178,28 @@ def _edit(items: list[Any], where: str) -> Edit:
     return Edit(*row(items, where, [POS, POS, STR], 3))
 
 
+def _runner_up(items: list[Any], where: str) -> RunnerUp:
+    return RunnerUp(*row(items, where, [STR, optional(PROBABILITY)], 1))
+
+
+RUNNER_UPS = rows(_runner_up, lambda r: [r.text, r.confidence])
+
+
 def _fill(items: list[Any], where: str) -> SpanFill:
-    start, end, text, tokens, *rejected = row(items, where, [POS, POS, STR, POS, optional(STR)], 4)
-    return SpanFill(Span(start, end), text, tokens, rejected[0] if rejected else None)
+    # rejected, confidence and runner-ups: absent from old workers
+    kinds = [POS, POS, STR, POS, optional(STR), optional(PROBABILITY), RUNNER_UPS]
+    start, end, text, tokens, *rest = row(items, where, kinds, 4)
+    rest += [None, None, []][len(rest) :]
+    return SpanFill(Span(start, end), text, tokens, rest[0], rest[1], tuple(rest[2]))
+
+
+def _dump_fill(f: SpanFill) -> list[Any]:
+    """[start, end, text, tokens], then as much of [rejected, confidence, runner-ups] as
+    says something."""
+    tail = [f.rejected, f.confidence, RUNNER_UPS.dump(list(f.runner_ups))]
+    while tail and tail[-1] in (None, []):
+        tail.pop()
+    return [f.span.start, f.span.end, f.text, f.tokens, *tail]
 
 
 def _score(items: list[Any], where: str) -> TokenScore:  # p_likely: absent from old workers
@@ -193,13 +213,7 @@ def _step_span(items: list[Any], where: str) -> tuple[int, str]:
 
 SPANS = rows(_span, lambda s: [s.start, s.end, s.length, s.exact])
 EDITS = rows(_edit, lambda e: [e.start, e.end, e.new_text])
-FILLS = rows(
-    _fill,
-    lambda f: (
-        [f.span.start, f.span.end, f.text, f.tokens]
-        + ([f.rejected] if f.rejected is not None else [])
-    ),
-)
+FILLS = rows(_fill, _dump_fill)
 SCORES = rows(_score, lambda s: [s.start, s.end, s.text, s.suspicion, s.likely, s.p_likely])
 STEP_SPANS = rows(_step_span, list)
 

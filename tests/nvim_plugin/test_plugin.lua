@@ -142,9 +142,21 @@ local function run()
   wait('insert mode', function()
     return vim.api.nvim_get_mode().mode == 'i'
   end)
-  report.ghost = wait('the inline completion to show', function()
+  local function shown()
     local marks = vim.api.nvim_buf_get_extmarks(bufnr, ghost, 0, -1, { details = true })
     return marks[1] and marks[1][4].virt_text[1][1]
+  end
+  report.ghost = wait('the inline completion to show', shown)
+  -- the suggested keymaps <M-]> and <M-[> cycle through the server's items (surest first)
+  vim.api.nvim_feedkeys(vim.keycode('<M-]>'), 'm', false)
+  report.ghost_next = wait('the next completion to show', function()
+    local g = shown()
+    return g ~= report.ghost and g
+  end)
+  vim.api.nvim_feedkeys(vim.keycode('<M-[>'), 'm', false)
+  report.ghost_previous = wait('the previous completion to show', function()
+    local g = shown()
+    return g == report.ghost and g
   end)
   -- the suggested keymap <M-l> (keymaps = true) calls vim.lsp.inline_completion.get()
   vim.api.nvim_feedkeys(vim.keycode('<M-l>'), 'm', false)
@@ -161,6 +173,8 @@ local function run()
   report.keymaps = {
     fill = not vim.tbl_isempty(vim.fn.maparg('<leader>if', 'n', false, true)),
     accept = not vim.tbl_isempty(vim.fn.maparg('<M-l>', 'i', false, true)),
+    next = not vim.tbl_isempty(vim.fn.maparg('<M-]>', 'i', false, true)),
+    previous = not vim.tbl_isempty(vim.fn.maparg('<M-[>', 'i', false, true)),
   }
 
   -- :checkhealth infill

@@ -56,6 +56,7 @@ M.default_keymaps = {
   cancel = { lhs = '<leader>ic', modes = { 'n' }, desc = 'Infill: cancel' },
   accept = { lhs = '<M-l>', modes = { 'i' }, desc = 'Infill: accept inline completion' },
   next = { lhs = '<M-]>', modes = { 'i' }, desc = 'Infill: next inline completion' },
+  previous = { lhs = '<M-[>', modes = { 'i' }, desc = 'Infill: previous inline completion' },
 }
 
 M.options = nil ---@type infill.Options? set by setup()
@@ -377,15 +378,22 @@ local function set_keymaps(bufnr, keymaps)
       -- Alt key would leave insert mode (<M-l> is <Esc>l there)
       return lhs:match('^<[MmAa]%-') and '' or lhs
     end,
+    -- the server offers up to `completionItems` completions (its fill, then runner-ups)
     next = function()
       if vim.lsp.inline_completion then
-        vim.lsp.inline_completion.select({ bufnr = bufnr })
+        vim.lsp.inline_completion.select({ bufnr = bufnr, count = 1 })
+      end
+    end,
+    previous = function()
+      if vim.lsp.inline_completion then
+        vim.lsp.inline_completion.select({ bufnr = bufnr, count = -1 })
       end
     end,
   }
+  local inline_keys = { accept = true, next = true, previous = true }
   for name, spec in pairs(M.default_keymaps) do
     local lhs = keymaps == true and spec.lhs or (type(keymaps) == 'table' and keymaps[name])
-    if type(lhs) == 'string' and (name ~= 'accept' and name ~= 'next' or vim.lsp.inline_completion) then
+    if type(lhs) == 'string' and (not inline_keys[name] or vim.lsp.inline_completion) then
       local rhs = actions[name]
       if name == 'accept' then
         rhs = function()

@@ -1,0 +1,205 @@
+"""Copies from other files of the repository: what follows code like the hole's elsewhere.
+
+A package repeats itself across its files (a method's first line after the same
+signature, the same `raise` after the same check, the same call's arguments). The model
+reads one window of one file; the client sends the windows of other files most like the
+code around the holes (`Snippet`, infill/core/snippets.py). Each hole that holds one line
+of code (or part of one) gets copies from them, which the pass of infill/core/copy_fills.py
+(`CopyRound`) scores beside the fill the model chose: the best copy the model scores
+higher per token that passes the checks replaces the fill. Without snippets nothing
+changes.
+
+- A hole inside a line (code before it on its line): the text after the longest tail of
+  its line before it (at least MIN_TAIL characters) found in a snippet, cut where the text
+  after the hole on its line starts again, within that line (as in-file copies are cut).
+- A hole that holds a line's code (a cursor at a line's indentation, a whole line): the
+  code of the snippet lines whose neighbours are the hole's, the non-blank lines before
+  and after it compared stripped; a line whose neighbours agree on at least two lines (or
+  one of at least LONG_LINE characters) is a copy, those that agree on more first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+from diffusion_infill.infill.core.allocation import Allocation
+from diffusion_infill.infill.core.candidates import CandidateJob
+from diffusion_infill.infill.core.copy_fills import CopyRound, context_copies
+from diffusion_infill.infill.core.lines import Frame
+from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.snippets import Snippet, check_context
+from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.model.denoiser import Denoiser
+
+LIMIT = 4  # copies from other files per hole at most
+MIN_TAIL = 4  # characters of the hole's line before it that a copy must follow
+MAX_TAIL = 40  # characters of that tail tried at most
+DEPTH = 3  # neighbouring lines compared on each side
+LONG_LINE = 12  # characters of a lone neighbour that make it evidence enough
+MIN_AGREE = 2  # neighbouring lines that must agree (or one long one)
+_END_CHARS = 3  # characters of the text after the hole (on its line) a copy ends before
+
+
+def repo_copies(
+    text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
+) -> list[str]:
+    """The copies of the hole [start, end) of `text` (holes neutralised) found in
+    `context`: for a hole inside a line, the text after its line's tail (`inline_copies`);
+    for a hole of one line's code, the code of lines with its neighbours (`line_copies`).
+    None for a hole over several lines."""
+    if not context or "\n" in text[start:end].rstrip("\r\n"):
+        return []
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].strip():
+        return inline_copies(text, start, end, context, limit)
+    return line_copies(text, start, end, context, limit)
+
+
+def inline_copies(
+    text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
+) -> list[str]:
+    """What follows, in the snippets, the longest tail of the hole's line before `start`
+    (MIN_TAIL to MAX_TAIL characters) that occurs there, cut as in-file copies are
+    (infill/core/copy_fills.py `context_copies`); each once, at most `limit`."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end < 0 else line_end]
+    for size in range(min(len(before), MAX_TAIL), MIN_TAIL - 1, -1):
+        tail = before[-size:]
+        if not tail.strip():
+            continue
+        found: list[str] = []
+        for s in context:
+            at = s.text.find(tail)
+            while at >= 0 and len(found) < limit:
+                for copy in _cuts(s.text, at + size, after[:_END_CHARS]):
+                    if copy.strip() and copy not in found:
+                        found.append(copy)
+                at = s.text.find(tail, at + 1)
+        if found:
+            return found[:limit]
+    return []
+
+
+def _cuts(text: str, at: int, after: str) -> list[str]:
+    """The text from `at` to its line's end, or, where `after` is not empty, each prefix
+    of it that `after` follows (the first three); without trailing whitespace."""
+    line_end = text.find("\n", at)
+    rest = text[at : len(text) if line_end < 0 else line_end]
+    if not after:
+        return [rest.rstrip(" \t\r")]
+    cuts = [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
+    return [c.rstrip(" \t\r") for c in cuts]
+
+
+def _neighbours(text: str, start: int, end: int) -> tuple[list[str], list[str]]:
+    """The stripped non-blank lines before the hole's line and after it, nearest first
+    (DEPTH of each)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end if not text[start:end].endswith("\n") else end - 1)
+    above = [ln.strip() for ln in text[:line_start].split("\n")]
+    below = [ln.strip() for ln in text[line_end + 1 :].split("\n")] if line_end >= 0 else []
+    return (
+        [ln for ln in reversed(above) if ln][:DEPTH],
+        [ln for ln in below if ln][:DEPTH],
+    )
+
+
+def _agreement(lines: list[str], j: int, above: list[str], below: list[str]) -> tuple[int, int]:
+    """How many of line j's non-blank neighbours in `lines` (stripped) equal the hole's,
+    nearest first, on each side until the first that differs; and the characters of the
+    lines that agree."""
+    agree = chars = 0
+    for side, want in ((-1, above), (1, below)):
+        k, n = j + side, 0
+        while n < len(want) and 0 <= k < len(lines):
+            if not lines[k]:
+                k += side
+                continue
+            if lines[k] != want[n]:
+                break
+            agree, chars, n, k = agree + 1, chars + len(want[n]), n + 1, k + side
+    return agree, chars
+
+
+def line_copies(
+    text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
+) -> list[str]:
+    """The code of the snippet lines whose neighbours agree with the hole's (`_agreement`:
+    at least MIN_AGREE lines, or one of LONG_LINE characters), most agreeing first, then
+    in snippet order; not blank, each once, at most `limit`."""
+    above, below = _neighbours(text, start, end)
+    if not above and not below:
+        return []
+    ranked: dict[str, tuple[int, int]] = {}
+    order = 0
+    for s in context:
+        lines = [ln.strip() for ln in s.text.split("\n")]
+        for j, code in enumerate(lines):
+            if not code:
+                continue
+            agree, chars = _agreement(lines, j, above, below)
+            if agree >= MIN_AGREE or (agree == 1 and chars >= LONG_LINE):
+                order += 1
+                if code not in ranked or ranked[code][0] < agree:
+                    ranked[code] = (agree, -order)
+    best = sorted(ranked, key=lambda c: ranked[c], reverse=True)
+    return best[:limit]
+
+
+def evidence(copies: Sequence[str], context: Sequence[Snippet], lines: int = DEPTH) -> str:
+    """The snippet lines each copy comes from, `lines` each side (the first snippet line
+    that holds it), each region once, in copy order, a blank line after each: what the
+    copies' pass reads before the hole's window."""
+    regions: list[str] = []
+    for copy in copies:
+        for s in context:
+            at = s.text.find(copy)
+            if at < 0:
+                continue
+            rows = s.text.split("\n")
+            j = s.text.count("\n", 0, at)
+            region = "\n".join(rows[max(0, j - lines) : j + lines + 1]).strip("\n")
+            if region not in regions:
+                regions.append(region)
+            break
+    return "".join(f"{r}\n\n" for r in regions)
+
+
+def copy_round(
+    job: object,
+    before: str,
+    spans: list[Span],
+    holes: tuple[Collection[int], Sequence[Allocation]],
+    frames: Sequence[Frame | None],
+    denoiser: Denoiser,
+    options: SamplerOptions,
+    context: Sequence[Snippet] = (),
+) -> None:
+    """The pass that scores copies against the chosen fills (infill/core/copy_fills.py),
+    for the holes whose length is a guess (`holes`: the in-line holes, and each span's
+    allocation): an in-line hole's copies of the code around it in `before` (holes
+    neutralised), and a one-line hole's copies from `context` (validated here:
+    `check_context`). With the checks on only, as raced lengths without them make a
+    CandidateJob too."""
+    context = check_context(context)
+    on = options.context_copies and options.check_kinds
+    if not (on and isinstance(job, CandidateJob)):
+        return
+    inline, allocs = holes
+    encode: Callable[[str], list[int]] = denoiser.encode
+    copies: dict[int, list[list[int]]] = {}
+    prefixes: dict[int, list[int]] = {}
+    for i in (i for i, a in enumerate(allocs) if a.raced):
+        s = spans[i]
+        found = context_copies(before, s.start, s.end) if i in inline else []
+        repo = [c for c in repo_copies(before, s.start, s.end, context) if c not in found]
+        if repo:
+            prefixes[i] = encode(evidence(repo, context))
+        if found + repo:
+            copies[i] = [encode(c) for c in found + repo]
+    if copies:
+        job.copy_round(
+            CopyRound(copies, encode, denoiser.special.mask, frames=frames, prefixes=prefixes)
+        )
