@@ -18,8 +18,8 @@ result: the held-out evaluation a training run ends with takes ~16 minutes on tw
 instead of ~28 on one.
 
 Prints a table and writes JSON to benchmarks/results/eval_<model>.json. The measures are
-benchmarks/infill_scores.py's (the holes), benchmarks/model_scores.py's (masked tokens,
-injected bugs) and benchmarks/checks_ablation.py's (`--ablate-checks`).
+benchmarks/infill_scores.py's (the holes) and benchmarks/model_scores.py's (masked tokens,
+injected bugs).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.checks_ablation import run_ablation
 from benchmarks.eval_parts import PARTS, SHIP_PARTS, merge_results, run_jobs, split_parts
 from benchmarks.heldout import (
     HELDOUT_WINDOW_CHARS,
@@ -45,7 +44,7 @@ from benchmarks.results_file import write_results
 from diffusion_infill import infill
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
-__all__ = [  # with what the tests and benchmarks.ablate import from here
+__all__ = [  # with what the tests import from here
     "PARTS",
     "SHIP_PARTS",
     "closeness",
@@ -83,9 +82,6 @@ def main(argv: list[str] | None = None) -> None:
     files = load_test_files(args.corpus, args.split)
     single, multi, bugs, args_ex = _examples(args, files, parts)
     t0 = time.perf_counter()
-    if args.ablate_checks:
-        run_ablation(args, den, files, single, multi, args_ex, parts, t0)
-        return
     results = _measure(
         args,
         parts,
@@ -146,12 +142,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     _engine_arguments(parser)
-    parser.add_argument(
-        "--ablate-checks",
-        action="store_true",
-        help="only the checks' ablation on single-line, multi-line and "
-        "'arguments' holes (--parts); --out names its JSON",
-    )
     parser.add_argument(
         "--bug-order",
         choices=("preference", "suspicion"),
@@ -235,8 +225,6 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace, parts
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.window_chars < 1:
         parser.error(f"--window-chars must be at least 1, got {args.window_chars}")
-    if args.jobs > 1 and args.ablate_checks:
-        parser.error("--jobs does not apply to --ablate-checks")
 
 
 def _measure(

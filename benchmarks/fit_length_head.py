@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
@@ -32,10 +33,11 @@ from tqdm import tqdm
 
 from benchmarks.eval_shapes import checkpoint, truth_token_count
 from benchmarks.heldout import EDITOR_WINDOW, HELDOUT_WINDOW_CHARS, load_test_files
-from benchmarks.length_study import first_canvas, length_prior
 from benchmarks.results_file import write_results
 from benchmarks.shapes import shape_examples
 from diffusion_infill import infill
+from diffusion_infill.infill.core.engine import prepare_fill
+from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.model.length_head import (
     CLASSES,
     SLOTS,
@@ -50,6 +52,30 @@ WINDOWS = {"700": HELDOUT_WINDOW_CHARS, "editor": EDITOR_WINDOW}
 # (docs/ARCHITECTURE.md, "A length head read from the first pass"): the smallest learnt
 # as much as any
 HIDDEN, LR, WEIGHT_DECAY = 32, 1e-3, 0.1
+
+
+def first_canvas(den, text: str, span: infill.Span, options) -> tuple[list[int], list[int]]:
+    """The canvas of the first pass over one span's allocation, and the span's slots."""
+    fill = prepare_fill(
+        text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(text, [span]),
+    )
+    canvas = fill.job.canvases[0]
+    first = canvas.offsets()[0]
+    return canvas.ids(), list(range(first, first + len(canvas.spans[0].ids)))
+
+
+def length_prior(null_lp: list[float], length: int) -> float:
+    """log P(fill length = L) from the first pass's null probabilities."""
+    not_null = [math.log1p(-min(math.exp(v), 1 - 1e-9)) for v in null_lp]
+    if length > len(null_lp):
+        return sum(not_null)
+    end = null_lp[length] if length < len(null_lp) else 0.0
+    return sum(not_null[:length]) + end
 
 
 def hole_features(den, ex, options: infill.SamplerOptions) -> tuple | None:  # noqa: ANN001
@@ -127,7 +153,7 @@ def classes(lengths: torch.Tensor) -> torch.Tensor:
 
 def first_pass_prior(nulls: torch.Tensor) -> torch.Tensor:
     """log P(length = 0..16) from the network's own null probabilities at the first pass
-    (benchmarks/length_study.py `length_prior`), one row per hole."""
+    (`length_prior`), one row per hole."""
     return torch.tensor([[length_prior(row, n) for n in range(CLASSES)] for row in nulls.tolist()])
 
 

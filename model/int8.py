@@ -32,7 +32,7 @@ from diffusion_infill.model.cpu import cpu_vnni
 
 # Linear layers int8 leaves in fp32 by default (name patterns): those whose 8-bit inputs
 # cost most, measured by how far the model's token distributions move from fp32's
-# (benchmarks/int8_study.py --agreement): the first layer's Wqkv (fed by the embeddings'
+# (docs/ARCHITECTURE.md, "int8 on the CPU"): the first layer's Wqkv (fed by the embeddings'
 # norm: that layer has none of its own) and the head's dense layer (run at the masked
 # slots only).
 KEEP_FP32: tuple[str, ...] = ("model.layers.0.attn.Wqkv", "head.dense")

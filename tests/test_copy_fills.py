@@ -131,50 +131,6 @@ def test_the_option_must_be_a_bool():
         fill_text(TWICE, denoiser=TargetDenoiser(["x"]), context_copies="yes")
 
 
-def test_the_study_replays_a_rule_against_the_engines_fill():
-    from benchmarks.copy_study import replay
-
-    def scored(text: str, masked: float, tokens: int = 2) -> dict:
-        return {"text": text, "masked": masked, "pll": 0.0, "tokens": tokens}
-
-    records = [  # a right copy above a wrong fill; a wrong copy above a right fill
-        {"truth": "key", "exact": False, "own": scored("k", -4.0), "copies": [scored("key", -1.0)]},
-        {"truth": "a", "exact": True, "own": scored("a", -2.0), "copies": [scored("b", -1.5)]},
-        {"truth": "c", "exact": False, "own": None, "copies": []},
-    ]
-    assert replay(records, "masked", False, 0.0) == {"won": 1, "lost": 1}
-    assert replay(records, "masked", False, 1.0) == {"won": 1, "lost": 0}
-    assert replay(records, "masked", False, 5.0) == {"won": 0, "lost": 0}
-
-
-def test_the_studys_line_copies_are_lines_at_the_holes_depth_likest_the_fill_first():
-    from benchmarks.copy_study import line_copies
-
-    text = (
-        "def f(a):\n    x = g(a, 1)\n    if a:\n        x = g(a, 2)\n"
-        "    ___\n    y = h(a)\n    x = g(b)\n    return x\n"
-    )
-    hole = text.index("___")
-    found = line_copies(text, hole, hole + 3, "x = g(a)", 3)
-    assert found == ["x = g(b)", "x = g(a, 1)", "y = h(a)"]  # not the deeper line, nor itself
-    assert line_copies(text, hole, hole + 3, "x = g(b)", 1) == ["x = g(a, 1)"]  # not the fill
-    inline = text.index("g(a, 1)")
-    assert line_copies(text, inline, inline + 7, "g(a)", 3) == []  # code before the hole
-
-
-def test_the_study_refuses_a_file_without_the_shapes_records(tmp_path, capsys):
-    from benchmarks.copy_study import main
-
-    empty = tmp_path / "shapes.json"
-    empty.write_text('{"shapes": {}}')
-    with pytest.raises(SystemExit):
-        main([str(empty)])
-    assert "holds no engine-length records of part-of-line holes" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main([str(tmp_path / "missing.json")])
-    assert "not found" in capsys.readouterr().err
-
-
 def test_a_copy_keeps_no_trailing_whitespace_or_carriage_return():
     text = "z = 1  \r\nx = ___\r\n"
     hole = text.index("___")

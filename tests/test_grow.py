@@ -121,36 +121,3 @@ def test_what_cannot_be_grown_is_refused_clearly(
         grow.main([str(src), str(tmp_path / "out")])
     assert "no model.safetensors" in capsys.readouterr().err
     assert not (tmp_path / "out").exists(), "nothing is written for a refused source"
-
-
-def test_fit_gap_reads_the_same_batches_for_every_model_and_grown_models_agree(
-    corpus: Path, tiny_model_dir: Path, tmp_path: Path
-) -> None:
-    from benchmarks import fit_gap
-
-    grow.grow(tiny_model_dir, tmp_path / "grown", 2)
-    out = tmp_path / "gap.json"
-    fit_gap.main(
-        [
-            "--models",
-            f"{tiny_model_dir},grown={tmp_path / 'grown'}",
-            "--corpus",
-            str(corpus),
-            "--batches",
-            "1",
-            "--length",
-            "64",
-            "--dtype",
-            "fp32",
-            "--out",
-            str(out),
-        ]
-    )
-    rows = json.loads(out.read_text())["rows"]
-    assert [r["layers"] for r in rows] == [2, 4]
-    assert [r["name"] for r in rows] == [str(tiny_model_dir), "grown"]
-    for split in ("train", "valid"):  # same function, same batches: the same loss
-        assert rows[0][split]["masked_ce"] == pytest.approx(rows[1][split]["masked_ce"], abs=1e-4)
-    assert rows[0]["gap_masked_ce"] == pytest.approx(
-        rows[0]["valid"]["masked_ce"] - rows[0]["train"]["masked_ce"]
-    )

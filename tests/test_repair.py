@@ -274,25 +274,3 @@ def test_the_default_is_the_best_recall_that_changes_few_clean_files():
     ]
     assert pick_default(rows) is rows[2]  # same recall, fewer clean files changed
     assert pick_default(rows[3:]) is rows[3]
-
-
-def test_the_repair_study_counts_every_variant(tiny_model_dir, tmp_path):
-    import json
-
-    from benchmarks import repair_study
-
-    body = "".join(
-        f"def f{i}(a, b):\n    if a < b + {i}:\n        return a - b * 2\n    return b == a\n\n"
-        for i in range(30)
-    )
-    (tmp_path / "valid.jsonl").write_text(
-        json.dumps({"unit": "u", "path": "a.py", "text": body}) + "\n"
-    )
-    out = tmp_path / "study.json"
-    repair_study.main(
-        ["--model", str(tiny_model_dir), "--corpus", str(tmp_path), "--n", "3", "--out", str(out)]
-    )
-    counts = json.loads(out.read_text())["counts"]["all"]
-    assert counts["n"] == 3
-    assert set(counts) == {"n", *repair_study.VARIANTS}
-    assert all(0 <= v <= 3 for v in counts.values())

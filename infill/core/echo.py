@@ -5,7 +5,7 @@
                                            # its own last line, again
 
 The model ends an in-line hole badly: between `f(` and `)` it puts almost no weight on
-`<null>` where the arguments end (benchmarks/inline_ends.py: 0.003 on average), so it
+`<null>` where the arguments end (0.003 on average: docs/ARCHITECTURE.md), so it
 writes the arguments, then the `)` and the rest of the line that follow the hole anyway,
 then new lines of code, until growth stops at its cap:
 
