@@ -7,7 +7,7 @@ held-out part-of-line holes the true length is exact about twice as often as the
 network's. The length head (model/length_head.py) ranks the lengths better than the
 network's nulls, yet its likeliest taken alone does not pay; what pays is letting the
 candidates decode and comparing what the model wrote
-(`python -m benchmarks.length_study --shape part-of-line --head-top 4`; docs/ARCHITECTURE.md,
+(`python -m benchmarks.length_study --shape part-of-line --head-top 4`; docs/log/architecture.md,
 "The length contest"). So, for such a hole whose length the head is not sure of
 (infill/core/head_lengths.py):
 

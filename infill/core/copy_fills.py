@@ -14,7 +14,7 @@ written as that many masks in place of the hole on its window's canvas, and scor
 by the mean log-probability the model gives its tokens there (`CopyRound`). The best
 copy that scores above the fill and passes the checks replaces it
 (infill/core/candidates.py); a tie keeps the fill (`python -m benchmarks.copy_study`
-replays other rules; docs/ARCHITECTURE.md, "Copies of the code around a hole"). One
+replays other rules; docs/log/architecture.md, "Copies of the code around a hole"). One
 canvas per fill and copy; no decode.
 """
 
