@@ -15,7 +15,7 @@ CPU_MULTILINE_DEADLINE_MS = 1200  # on an empty line (idle: 180-500 ms p50)
 GPU_DEADLINE_MS = 2000  # any completion on an accelerator (a bigger model, a network hop)
 # passes of a one-line completion when `completionSteps` is unset: fewer while typing on
 # a line already completed, on a CPU that runs the model without bf16 (fp32 or int8), where
-# typing is slowest (docs/ARCHITECTURE.md, "Three passes while typing"); a line's first
+# typing is slowest (docs/log/architecture.md, "Three passes while typing"); a line's first
 # completion takes as many everywhere
 COMPLETION_STEPS = 4
 SLOW_CPU_TYPING_STEPS = 3
@@ -25,7 +25,7 @@ SLOW_CPU_MULTILINE_STEPS = 6
 # canvas tokens of a one-line completion when `completionWindowTokens` is unset: more
 # context is right more often, at a cost that grows with it: as much as keeps a line's
 # first completion within 80 ms on a CPU with bf16, less on one without, more on an
-# accelerator (docs/ARCHITECTURE.md, "A wider window for a one-line completion")
+# accelerator (docs/log/architecture.md, "A wider window for a one-line completion")
 COMPLETION_WINDOW = 256
 SLOW_CPU_COMPLETION_WINDOW = 128
 ACCELERATOR_COMPLETION_WINDOW = 384

@@ -6,7 +6,7 @@ confidence is below `completionMinConfidence`, and none at all when the fill's i
 model is silent where it is unsure, and a client that cycles through inline suggestions
 (VS Code; the Neovim plugin's next/previous keys) shows the others. The fill stays first:
 a runner-up's confidence is read off the fill's decode, not its own, and ranking them
-together lost precision on validation completions (docs/ARCHITECTURE.md, "Confidence").
+together lost precision on validation completions (docs/log/architecture.md, "Confidence").
 
 Typing through a completion: the user types what the last completion offered.
 

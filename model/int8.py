@@ -6,7 +6,7 @@ Each quantised linear layer keeps its weights as int8 codes per output channel w
 8 bits with a scale per row (per token): the rows of a layer's input differ in size from
 token to token (a masked slot's against the code's) as much as its channels do. The
 integer product runs on oneDNN's int8 kernels through one of two torch operations, the
-faster on the CPU at hand (`cpu_vnni`, model/cpu.py; timings: docs/ARCHITECTURE.md, "int8
+faster on the CPU at hand (`cpu_vnni`, model/cpu.py; timings: docs/log/architecture.md, "int8
 without torch.ao"): on a CPU with VNNI, `onednn.qlinear_pointwise` on weights packed once
 at load (unsigned 8-bit inputs: the rows' codes shifted by 128), where `torch._int_mm`
 repacks them at every call; without VNNI (AVX2), `torch._int_mm` (int8 x int8, int32
@@ -17,7 +17,7 @@ stay fp32.
 Why 7-bit weights: a CPU without VNNI (AVX2, a Zen 3) multiplies 8-bit inputs by 8-bit
 weights in pairs summed in int16 (vpmaddubsw), which saturates beyond 32,767: 255 x 128 x 2
 can, 255 x 64 x 2 cannot (tests/test_precision.py checks that both kernels stay exact).
-Why these layers, and the held-out figures: docs/ARCHITECTURE.md, "int8 on the CPU".
+Why these layers, and the held-out figures: docs/log/architecture.md, "int8 on the CPU".
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from diffusion_infill.model.cpu import cpu_vnni
 
 # Linear layers int8 leaves in fp32 by default (name patterns): those whose 8-bit inputs
 # cost most, measured by how far the model's token distributions move from fp32's
-# (docs/ARCHITECTURE.md, "int8 on the CPU"): the first layer's Wqkv (fed by the embeddings'
+# (docs/log/architecture.md, "int8 on the CPU"): the first layer's Wqkv (fed by the embeddings'
 # norm: that layer has none of its own) and the head's dense layer (run at the masked
 # slots only).
 KEEP_FP32: tuple[str, ...] = ("model.layers.0.attn.Wqkv", "head.dense")

@@ -39,7 +39,7 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
 and only `line` otherwise. One parse of each text and walks limited to the nodes that touch
-the ranges keep a call to a few milliseconds (docs/ARCHITECTURE.md, "Checks"). What the
+the ranges keep a call to a few milliseconds (docs/log/architecture.md, "Checks"). What the
 checks read of a tree (the nodes around a range, what an identifier binds or loads) is
 infill/core/syntax_tree.py.
 """

@@ -10,7 +10,7 @@ directory without them gives no confidence (None).
 
 "Right" is what the held-out figures count: the fill equals the original text (stripped,
 or line by line for a whole line). So a confidence of 0.7 means that, of fills given 0.7,
-about 7 in 10 are exactly what was there (docs/ARCHITECTURE.md, "Confidence").
+about 7 in 10 are exactly what was there (docs/log/architecture.md, "Confidence").
 
     calibrator = Calibrator.of(denoiser)  # None without weights
     p = calibrator.probability(evidence)

@@ -6,8 +6,8 @@ right-hand side) is where the network's own ending is furthest from the truth's:
 held-out part-of-line holes the true length is exact about twice as often as the
 network's. The length head (model/length_head.py) ranks the lengths better than the
 network's nulls, yet its likeliest taken alone does not pay; what pays is letting the
-candidates decode and comparing what the model wrote (docs/ARCHITECTURE.md, "The length
-contest"). So, for such a hole whose length the head is not sure of
+candidates decode and comparing what the model wrote (docs/log/architecture.md, "The
+length contest"). So, for such a hole whose length the head is not sure of
 (infill/core/head_lengths.py):
 
 - its `CONTEST` likeliest lengths by the head are decoded exactly, each on a copy of the

@@ -13,7 +13,8 @@ candidates have chosen, one more pass reads the hole's chosen fill and each copy
 written as that many masks in place of the hole on its window's canvas, and scores each
 by the mean log-probability the model gives its tokens there (`CopyRound`). The best
 copy that scores above the fill and passes the checks replaces it
-(infill/core/candidates.py); a tie keeps the fill (docs/ARCHITECTURE.md, "Copies of the code around a hole"). One
+(infill/core/candidates.py); a tie keeps the fill (docs/log/architecture.md, "Copies of
+the code around a hole"). One
 canvas per fill and copy; no decode.
 """
 

@@ -5,7 +5,7 @@
                                            # its own last line, again
 
 The model ends an in-line hole badly: between `f(` and `)` it puts almost no weight on
-`<null>` where the arguments end (0.003 on average: docs/ARCHITECTURE.md), so it
+`<null>` where the arguments end (0.003 on average: docs/log/architecture.md), so it
 writes the arguments, then the `)` and the rest of the line that follow the hole anyway,
 then new lines of code, until growth stops at its cap:
 
@@ -29,7 +29,7 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
 - `cut_loop`: the fill up to the first line that says again what the line before it
   said (`import sys` twice in a row). The model loops: a third of its multi-line fills
   with the true length write one line three times or more, and a one-line hole's fill
-  goes on `Response,\n    Response,` (docs/ARCHITECTURE.md, "A line written again ends
+  goes on `Response,\n    Response,` (docs/log/architecture.md, "A line written again ends
   the fill"). Blank lines and lines of brackets and punctuation alone (`)`, `],`) do not
   count: code closes two calls in a row;
 - `cut_statement` (Python): a span that starts after code on its line, outside brackets,
@@ -49,7 +49,7 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
 - `ended`: whether `end_fill` would cut a fill: the sampler does not grow such a span
   (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
 
-Measured in docs/ARCHITECTURE.md, "In-line holes end where they echo" (test, a call's
+Measured in docs/log/architecture.md, "In-line holes end where they echo" (test, a call's
 arguments: exact match 1.0% -> 27.0% with the same weights) and "A line written again
 ends the fill".
 """

@@ -24,7 +24,7 @@ selection of several lines and a span whose tokens are decided are left as they 
 Asking costs no pass of its own where the head is sure of no hole (about nine requests in
 ten); where it is sure of one, that pass is spent and the request planned again.
 
-Measured with the shipped network: docs/ARCHITECTURE.md, "A length head read from the first
+Measured with the shipped network: docs/log/architecture.md, "A length head read from the first
 pass" (part-of-line holes gain most; more holes are left as they were). A model directory
 without a head (`python -m benchmarks.fit_length_head` fits one) is never asked.
 """

@@ -18,7 +18,7 @@ and spans the rules settle are left to them.
 
     frames, passes = model_indents(text, before, spans, frames, denoiser)
 
-Measured: docs/ARCHITECTURE.md, "Whole-line holes".
+Measured: docs/log/architecture.md, "Whole-line holes".
 """
 
 from __future__ import annotations

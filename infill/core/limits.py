@@ -48,7 +48,7 @@ def fill_limits(spans: list[Span], scopes: PythonScopes | None) -> list[str]:
 
     Not newlines in a hole with code after it on its line: forbidden there, the shipped
     model wrote `)):        return 1.` where it meant a line break, and grew to the
-    256-token cap (docs/ARCHITECTURE.md, "Length")."""
+    256-token cap (docs/log/architecture.md, "Length")."""
     if scopes is None:
         return [""] * len(spans)
     out = []

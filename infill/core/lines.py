@@ -12,7 +12,7 @@ may not hold a line break. A span of k lines is filled with k lines or more
 (`SamplerOptions.selection_lines`), as is any span over k lines of text, framed or not: its
 fill may not end before it holds k - 1 line breaks (`selected_breaks`,
 infill/core/canvas.py `SpanSlots.may_end`); left to itself the model
-wrote one line for 188 of 200 held-out blocks of 2-8 lines (docs/ARCHITECTURE.md, "A
+wrote one line for 188 of 200 held-out blocks of 2-8 lines (docs/log/architecture.md, "A
 selection of k lines").
 
     frames = line_frames(text, spans)        # per span: Frame(head, tail, lines) or None
@@ -25,7 +25,7 @@ The indentation (`indentation`), from the nearest code lines before and after th
   after the span's depth where it is less indented, else one step out;
 - after a blank line, the line after the span's depth where it is less indented (a new
   statement after a block);
-- otherwise the line before's own (measured: docs/ARCHITECTURE.md, "Whole-line holes").
+- otherwise the line before's own (measured: docs/log/architecture.md, "Whole-line holes").
 Where the code allows several depths (a hidden line may close blocks: `else:`), the engine
 lets the model choose among them (infill/core/indents.py).
 Comment-only and blank lines are passed over. One step is the file's own (a tab where the

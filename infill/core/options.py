@@ -12,7 +12,7 @@ from diffusion_infill.infill.core.strategies import STRATEGIES
 
 DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no budget is given
 # The checks the command and the language server run unless told otherwise: those the
-# held-out evaluation kept (docs/ARCHITECTURE.md, "Checks"), plus `comment` and `keyword`,
+# held-out evaluation kept (docs/log/architecture.md, "Checks"), plus `comment` and `keyword`,
 # which could not fire on its whole-line holes and flag only fills that are broken by
 # definition (code after the hole commented out; a repeated keyword argument, a
 # SyntaxError). The engine's own default is none, so that a caller of
@@ -22,7 +22,7 @@ DEFAULT_CHECKS = "parse,name,comment,keyword,line"
 # every millisecond counts): a hole whose length the model chose and whose fill fails its
 # checks races the halvings 4, 2, 1 of its allocation, picked by the model's score.
 # Held-out one-line holes, the shipped model, the other defaults: 95.0% filled cleanly vs
-# 87.5% without, exact match 14.5% either way (docs/ARCHITECTURE.md, "Length"). Racing 8
+# 87.5% without, exact match 14.5% either way (docs/log/architecture.md, "Length"). Racing 8
 # as well (5) cost half the race's passes for one exact match in 800 validation holes
 # ("Passes per produced token"). The engine's own default is 1.
 DEFAULT_LENGTHS = 4

@@ -273,7 +273,7 @@ def repair_plan(
     (exactly: given more slots the model writes content into all of them). A token the
     model would delete (`likely` "", a `not` where it does not belong) is deleted
     (`_deletion`). On 100 validation bug windows the substitution repaired 10,
-    re-denoising the flagged word 4 (docs/ARCHITECTURE.md, "Repair")."""
+    re-denoising the flagged word 4 (docs/log/architecture.md, "Repair")."""
     spans: list[Span] = []
     decided: list[list[int] | None] = []
     for s, e, score in picked:

@@ -12,7 +12,7 @@ z(surprise) + WORST_WEIGHT z(worst preference) + PRIOR_WEIGHT z(prior), within t
 scored, the prior being how often releases change a line like it (infill/core/line_prior.py:
 its text alone, no forward pass).
 
-The gate and the weights come from `python -m benchmarks.line_gate` (docs/ARCHITECTURE.md,
+The gate and the weights come from `python -m benchmarks.line_gate` (docs/log/architecture.md,
 "The line the model least expects" and "A prior over the lines releases change"): the best
 top-1 on the validation set of real one-line fixes among the settings that keep the 400
 injected validation bugs' top-1 within a point of the one-pass fixer's.

@@ -28,7 +28,7 @@ def preference(score: TokenScore) -> float:
     log p(likely) - log p(written). The fixer, the diagnostics and the evaluation take the
     worst tokens in this order: with the shipped model (fine-tuned on bug-shaped swaps) the
     worst token by it was the bug in 30.0% of 200 validation bug windows, against 22.5%
-    for the worst by suspicion alone (docs/ARCHITECTURE.md, "Fixer calibration"): a token
+    for the worst by suspicion alone (docs/log/architecture.md, "Fixer calibration"): a token
     that is merely hard to predict (a new name, a string) has no confident replacement.
     Rows without `p_likely` (0.0) fall back to the suspicion's order."""
     return math.log(max(score.p_likely, 1e-30)) - math.log(max(1.0 - score.suspicion, 1e-30))

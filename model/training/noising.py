@@ -76,7 +76,7 @@ class NoiseConfig:
     p_inline: float = 0.0
     # share of all holes of these examples (of any kind) drawn first as an editor-shaped
     # in-line hole where the chosen line has one: raises their share above the part-of-line
-    # kind's 30% (in-line holes were left unended: docs/TRAINING.md, "In-line holes")
+    # kind's 30% (in-line holes were left unended: docs/log/training.md, "In-line holes")
     p_inline_span: float = 0.0
     p_substitute: float = 0.5  # share of sequences with random-token substitution
     max_substitute: float = 0.15  # most of a sequence's clean tokens substituted

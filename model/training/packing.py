@@ -5,7 +5,7 @@ bf16 weights are over the repository's 64 MiB limit.
 Packed, every floating-point matrix is int8 with one bf16 scale per group of 64 values
 along its rows (absolute maximum to 127): 29 MiB, a relative error under 1% of each
 group's largest value. A warm restart from the unpacked weights repairs that in its first
-steps (docs/TRAINING.md, the GPU runs).
+steps (docs/log/training.md, the GPU runs).
 
     python -m diffusion_infill.model.training.packing pack model/weights .gpu/init   # here
     python -m diffusion_infill.model.training.packing unpack .gpu/init /tmp/init  # there
