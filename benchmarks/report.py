@@ -94,13 +94,13 @@ KINDS: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     (
         "Training",
-        "Throughput, the recipe's ablations and the learning curve (docs/TRAINING.md).",
+        "Throughput, the recipe's ablations and the learning curve (docs/log/training.md).",
         ("train", "loader", "ablation", "learning", "fit", "gap"),
     ),
 ]
 OTHER = (
     "Decoder studies",
-    "Studies of the sampler and the engine's rules (docs/ARCHITECTURE.md names each).",
+    "Studies of the sampler and the engine's rules (docs/log/architecture.md names each).",
 )
 
 # Keys whose values are headline figures; a file without any falls back to every number.

@@ -35,31 +35,6 @@ MORE = re.compile(r"\s*(?:,|and)\s*" + _TITLE)
 ANCHOR = re.compile(_DOC + r"#([A-Za-z0-9_-]+)")
 COMMENT = re.compile(r"^\s*(?:#+|--|//|\*|>)?\s*")
 
-# References in files that other work owns (the README, the changelog, the contributing
-# guide, the benchmarks and their results files, and docs/RESULTS.md, which
-# benchmarks/report.py writes from them) to sections that are history now, in
-# docs/log/architecture.md and docs/log/training.md. Each should name the log instead; once
-# none does, its line here goes.
-OWNED_ELSEWHERE = ("README.md", "CHANGELOG.md", "CONTRIBUTING.md", "benchmarks/", "docs/RESULTS.md")
-PENDING = {
-    ("ARCHITECTURE", "A line's neighbours in the prior"),
-    ("ARCHITECTURE", "A failing hole the head read races by the same score"),
-    ("ARCHITECTURE", "An empty line in one full pass"),
-    ("ARCHITECTURE", "int8 without torch.ao"),
-    ("ARCHITECTURE", "Passes per produced token: where they go"),
-    ("ARCHITECTURE", "The head reads the decode's first pass"),
-    ("ARCHITECTURE", "The injected bugs on the test split, measured again"),
-    ("ARCHITECTURE", "The MLPs' output layers in int8 after smoothing"),
-    ("ARCHITECTURE", "The MLPs' output layers in int8, a scale per token"),
-    ("ARCHITECTURE", "The real-files set is pinned"),
-    ("ARCHITECTURE", "Token healing: tried and dropped"),
-    ("TRAINING", "Real fixes as training rows"),
-}
-
-
-def pending(rel: str, name: str, title: str) -> bool:
-    return rel.startswith(OWNED_ELSEWHERE) and (name, title) in PENDING
-
 
 def _files() -> list[Path]:
     out = []
@@ -165,7 +140,7 @@ def broken() -> list[tuple[str, str, str]]:
 
 
 def test_references_find_their_headings() -> None:
-    bad = [b for b in broken() if not pending(*b)]
+    bad = broken()
     assert not bad, "references to headings that do not exist:\n" + "\n".join(
         f'{rel}: docs/{name}.md, "{title}"' for rel, name, title in bad
     )
@@ -196,8 +171,6 @@ if __name__ == "__main__":
     refs = references()
     bad = broken()
     for rel, name, title in bad:
-        mark = "pending" if pending(rel, name, title) else "BROKEN"
-        print(f'{mark}: {rel}: docs/{name}.md, "{title}"')
-    waiting = sum(pending(*b) for b in bad)
-    print(f"{len(refs)} references, {len(bad) - waiting} unresolved, {waiting} pending")
-    sys.exit(1 if len(bad) > waiting else 0)
+        print(f'BROKEN: {rel}: docs/{name}.md, "{title}"')
+    print(f"{len(refs)} references, {len(bad)} unresolved")
+    sys.exit(1 if bad else 0)
