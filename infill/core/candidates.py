@@ -22,13 +22,16 @@ The length contest (infill/core/contest.py) decodes in-line holes' likeliest len
 the primary; copies start from their window's context entries (infill/core/copies.py);
 once chosen, an in-line hole's fill meets the copies of the code around it
 (infill/core/copy_fills.py). The rounds are one job for a driver, batched like any
-DenoiseJob (canvases: alternatives.py).
+DenoiseJob (canvases: alternatives.py); `CandidateJob.round` says which one it is in
+(`Round`): PRIMARY -> ALTERNATIVES (failing spans only) -> SCORING (several passing) ->
+COPIES (copies to score) -> DONE, each round skipped when it has nothing to do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 
 import numpy as np
 
@@ -50,6 +53,16 @@ from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, Step
 from diffusion_infill.model.denoiser import SpecialIds
 
 Ended = Callable[[int, list[int]], bool]  # (span index, tokens) -> ended without a null
+
+
+class Round(Enum):
+    """Where a CandidateJob is: each round's requests and what its logits go to."""
+
+    PRIMARY = "primary"  # the plain decode (and the length contest's canvases beside it)
+    ALTERNATIVES = "alternatives"  # failing spans decoded again, side by side
+    SCORING = "scoring"  # one pass: several passing alternatives scored
+    COPIES = "copies"  # one pass: copies of the context scored against the chosen fills
+    DONE = "done"  # every span has its choice
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,7 @@ class CandidateJob:
         self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> its score
+        self.round = Round.PRIMARY
         self._choices: list[Choice] | None = None
         self._copies_round: CopyRound | None = None  # context copies, scored once chosen
         self._pending: list[Choice] | None = None  # the choices while copies are scored
@@ -117,7 +131,7 @@ class CandidateJob:
 
     @property
     def done(self) -> bool:
-        return self._choices is not None
+        return self.round is Round.DONE
 
     def _jobs(self) -> list[DenoiseJob]:
         """Every round's job, the side round's after the primary's."""
@@ -204,33 +218,38 @@ class CandidateJob:
         self._copies_round = copies
 
     def requests(self) -> list[LogitsRequest]:
-        if self.done:
-            raise RuntimeError("the job is done")
-        if self._pending is not None:
-            assert self._copies_round is not None
-            return self._copies_round.requests
-        if self._scoring is not None:
-            return [
-                LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
-                for canvas, _, rows in self._scoring
-            ]
-        if self.side is not None and len(self.rounds) == 1:  # the side round beside it
-            return self.side.requests()
-        return self._copies(self.rounds[-1].requests())
+        match self.round:
+            case Round.PRIMARY if self.side is not None:  # the contest's canvases beside it
+                return self.side.requests()
+            case Round.PRIMARY | Round.ALTERNATIVES:
+                return self._copies(self.rounds[-1].requests())
+            case Round.SCORING:
+                assert self._scoring is not None
+                return [
+                    LogitsRequest(canvas.ids(), [p for _, ps in rows for p in ps])
+                    for canvas, _, rows in self._scoring
+                ]
+            case Round.COPIES:
+                assert self._copies_round is not None
+                return self._copies_round.requests
+        raise RuntimeError("the job is done")
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
-        if self._pending is not None:
-            self._copied(logits)
-        elif self._scoring is not None:
-            self._score(logits)
-        elif self.side is not None and len(self.rounds) == 1:
-            self.side.advance(logits)
-            if self.side.done:
-                self._next()
-        else:
-            self.rounds[-1].advance(logits)
-            if self.rounds[-1].done:
-                self._next()
+        match self.round:
+            case Round.PRIMARY if self.side is not None:
+                self.side.advance(logits)
+                if self.side.done:
+                    self._next()
+            case Round.PRIMARY | Round.ALTERNATIVES:
+                self.rounds[-1].advance(logits)
+                if self.rounds[-1].done:
+                    self._next()
+            case Round.SCORING:
+                self._score(logits)
+            case Round.COPIES:
+                self._copied(logits)
+            case Round.DONE:
+                raise RuntimeError("the job is done")
 
     def choices(self) -> list[Choice]:
         if self._choices is None:
@@ -247,8 +266,8 @@ class CandidateJob:
         return {s.index: fill_ids(s.ids, self.special) for c in canvases for s in c.spans}
 
     def _next(self) -> None:
-        """After a round: check, then start the next round or decide."""
-        if len(self.rounds) == 1:
+        """After a decoding round: check, then start the next round or decide."""
+        if self.round is Round.PRIMARY:
             self._primary_ids = self._ids(self.primary_canvases)
             if self.side is not None:
                 self._settle_contest()
@@ -275,9 +294,12 @@ class CandidateJob:
                 )
             )
             self._copies = FromWindows(self.rounds[1], [a[0] for a in self._alts], self.primary)
+            self.round = Round.ALTERNATIVES
             return
         self._judge()
-        if not self._scoring:
+        if self._scoring:
+            self.round = Round.SCORING
+        else:
             self._decide()
 
     def _settle_contest(self) -> None:
@@ -356,8 +378,13 @@ class CandidateJob:
             else None,
         ):
             self._pending = choices  # one more pass: the copies (`_copied`)
+            self.round = Round.COPIES
             return
+        self._finish(choices)
+
+    def _finish(self, choices: list[Choice]) -> None:
         self._choices = self._verified(choices)
+        self.round = Round.DONE
 
     def _chosen(self, choices: list[Choice]) -> dict[int, str]:
         """The text of each chosen fill whose tokens are valid text."""
@@ -381,7 +408,7 @@ class CandidateJob:
                 if self._checks.passes(i, chosen | {i: ids}):
                     choices[i] = Choice(ids, choices[i].candidate, copied=True)
                     break
-        self._choices = self._verified(choices)
+        self._finish(choices)
 
     def _verified(self, choices: list[Choice]) -> list[Choice]:
         if not any(c.candidate or c.copied for c in choices):
