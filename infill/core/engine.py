@@ -4,10 +4,25 @@
     result = fill_spans(text, [Span(10, 24)], denoiser=den)    # rewrite a selection
 
 Both prepare a fill (`prepare_holes` / `prepare_fill`: a `PreparedFill`,
-infill/core/prepared.py), denoise its job and read the result. A worker that batches
-several requests prepares the fills itself, drives their jobs together (`job.requests()` /
-`job.advance()`), and calls `PreparedFill.result()` when a job is done. Each span's slots
-and each window's canvas are infill/core/allocation.py's.
+infill/core/prepared.py), denoise its job and read the result. The stages a fill meets, in
+order (each a `SamplerOptions` switch; docs/ARCHITECTURE.md, "The stages of a fill"):
+
+    prepare_fill   line_holes       frame whole-line spans (lines.py, line_holes.py)
+                   indent_pass      the model picks an open line's depth (indents.py)
+                   (plan)           slots, windows, canvases (allocation.py, window.py)
+                   selection_lines  k selected lines end with k lines (lines.py)
+                   statement_ends   where a fill ends: echo, statement, loop (echo.py)
+                   checks           the job: a CandidateJob when checks or races are on
+                   length_head      the first pass reads lengths; sure ones planned again
+                   length_contest   unsure in-line holes decode their likeliest lengths
+                   context_copies   copies of the code around (copy_fills, cross_copies)
+    denoise        the job's rounds: primary, alternatives (race_by_commit), scoring,
+                   copies (candidates.py `Round`); each step is the sampler's
+    result         spans' texts, edits, confidence and runner-ups (prepared.py, rated.py)
+
+A worker that batches several requests prepares the fills itself, drives their jobs
+together (`job.requests()` / `job.advance()`), and calls `PreparedFill.result()` when a
+job is done. Each span's slots and each window's canvas are infill/core/allocation.py's.
 
 The result is the original text with each span's range replaced by the decoded fill (null
 tokens dropped); text outside the spans is copied, never decoded, so it comes back byte
@@ -228,10 +243,13 @@ def prepare_fill(
     check_text(text)
     ordered = check_spans(text, list(spans))
     chosen, before = _check_decided(ordered, decided), parse_text or text
+    # line_holes, indent_pass: whole-line spans framed, their depth the model's if open
     frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language, more_lines)
     parse = before if language == PYTHON else None  # scope-aware windows for Python
 
     def plan(planned: list[Span]) -> tuple[list[Allocation], list[Window], list[Canvas], Ends, Job]:
+        # slots, windows, canvases (selection_lines); where fills end (statement_ends);
+        # the job (checks)
         allocs, windows, canvases = _planned(
             text, planned, frames, chosen, denoiser, options, rewrite, parse
         )
@@ -240,13 +258,15 @@ def prepare_fill(
         return allocs, windows, canvases, ends, job
 
     allocs, windows, canvases, ends, job = plan(ordered)
+    # length_head: the job's first step also reads each asked hole's length
     asked = asked_holes(canvases, allocs, frames, denoiser, options)
     inline = inline_holes(text, ordered)  # the holes in a line, should the head be unsure
     head, passes = first_step(job, canvases, asked, denoiser, options, inline)  # job's step 1
     if (sure := sure_spans(ordered, head.sure)) is not None:
         _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
         set_races(canvases, head.race)  # the others race its lengths should they fail
-        start_contest(job, head)  # and in-line holes contest theirs
+        start_contest(job, head)  # length_contest: in-line holes contest theirs
+    # context_copies: the code around each in-line hole, and other files', once chosen
     copy_round(job, before, ordered, (inline, allocs), frames, denoiser, options, context)
     return PreparedFill(
         text,
