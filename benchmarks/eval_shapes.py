@@ -114,7 +114,6 @@ def main(argv: list[str] | None = None) -> None:
         "selection_lines": options.selection_lines,
         "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
         "length_contest": options.length_contest,
-        "race_by_commit": options.race_by_commit,
         "context_copies": options.context_copies,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
@@ -157,7 +156,6 @@ def _options(
             selection_lines=not args.no_selection_lines,
             length_head=not args.no_length_head,
             length_contest=not args.no_length_contest,
-            race_by_commit=not args.no_race_by_commit,
             context_copies=not args.no_context_copies,
             default_span_tokens=args.default_span_tokens,
             remask_threshold=args.remask_threshold,
@@ -183,7 +181,6 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         + ("_no_selection_lines" if args.no_selection_lines else "")
         + ("_no_length_head" if args.no_length_head else "")
         + ("_no_length_contest" if args.no_length_contest else "")
-        + ("_no_race_by_commit" if args.no_race_by_commit else "")
         + ("_no_context_copies" if args.no_context_copies else "")
         + ("_rewrite_length" if args.rewrite_length else "")
         + (f"_remask{args.remask_threshold:g}" if args.remask_threshold is not None else "")
@@ -311,8 +308,6 @@ _RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leav
     "--no-length-head": "leave every hole's length to the network (no length head)",
     "--no-length-contest": "decode a hole inside a line at the network's length alone, not "
     "beside the length head's likeliest lengths",
-    "--no-race-by-commit": "choose among a failing hole's raced lengths by a scoring pass's "
-    "mean log-probability, not by the commit sum and the length head's prior",
     "--no-context-copies": "never replace an in-line hole's fill by a copy of the code around it",
 }
 

@@ -111,23 +111,6 @@ def test_commit_sum_counts_a_remasked_slot_from_its_next_commit():
     assert PRIOR_WEIGHT > 0
 
 
-def test_a_failing_hole_the_head_read_races_by_commit_sum_without_a_scoring_pass():
-    # at its line's indentation (no contest); "w * h)" fails, the head's lengths race
-    by_commit = HeadDenoiser(["w * h)"], length=5, probability=UNSURE - 0.15)
-    r = fill_text(AT_INDENT, denoiser=by_commit, **CHECKED)
-    visible = HeadDenoiser(["w * h)"], length=5, probability=UNSURE - 0.15)
-    r_visible = fill_text(AT_INDENT, denoiser=visible, race_by_commit=False, **CHECKED)
-    assert r.fills[0].text == r_visible.fills[0].text == "w * h"
-    # the same rounds, less the pass that scored the passing alternatives
-    assert len(by_commit.calls) == len(visible.calls) - 1
-    assert r.stats.nfe == by_commit.nfe
-
-
-def test_race_by_commit_must_be_a_bool():
-    with pytest.raises(OptionError, match="race_by_commit must be true or false"):
-        fill_text(IN_LINE, denoiser=TargetDenoiser(["x"]), race_by_commit="no")
-
-
 def test_a_contest_copy_builds_its_first_context_entries_from_its_windows():
     den = HeadDenoiser(["w * h  # the area"], length=5, probability=UNSURE)
     den.confidence = 0.5  # below the threshold: one token a pass, so several passes

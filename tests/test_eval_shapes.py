@@ -108,7 +108,6 @@ def test_end_to_end_with_and_without_line_holes(
         ("whole-line", "--no-indent-pass", "indent_pass"),
         ("block", "--no-selection-lines", "selection_lines"),
         ("part-of-line", "--no-length-contest", "length_contest"),
-        ("cursor", "--no-race-by-commit", "race_by_commit"),
     ],
 )
 def test_end_to_end_with_an_engine_rule_off(
@@ -160,27 +159,6 @@ def test_end_to_end_with_a_rewrite_length(
     )  # fmt: skip
     assert result["rewrite_length"] is True
     assert result["shapes"]["block"]["engine_length"]["n"] == 2
-
-
-def test_indent_study_end_to_end(
-    run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
-) -> None:
-    out = tmp_path / "indent.json"
-    done = run_benchmark(
-        "indent_study", "--model", str(tiny_model_dir), "--corpus", str(modules_corpus),
-        "--n", "6", "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result = json.loads(out.read_text())
-    assert result["summary"]["n"] == len(result["records"]) == 6
-    assert {"truth", "rules", "allowed", "scores"} <= set(result["records"][0])
-    assert "margin_0.5" in result["summary"]
-    assert "rules_right" in done.stdout
-
-
-def test_indent_study_rejects_no_holes(run_benchmark, modules_corpus: Path) -> None:
-    done = run_benchmark("indent_study", "--corpus", str(modules_corpus), "--n", "0")
-    assert done.returncode == 2 and "--n must be >= 1" in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ from diffusion_infill.infill.core.alternatives import (
     scoring_rows,
 )
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
-from diffusion_infill.infill.core.contest import Contest, SideRound, race_scores
+from diffusion_infill.infill.core.contest import Contest, SideRound
 from diffusion_infill.infill.core.copies import FromWindows
 from diffusion_infill.infill.core.copy_fills import CopyRound
 from diffusion_infill.infill.core.errors import DenoiserError
@@ -111,7 +111,6 @@ class CandidateJob:
         self.rounds = [self.primary]
         self._copies = FromWindows(self.primary, [], self.primary)  # the alternatives'
         self.side: SideRound | None = None  # the length contest (infill/core/contest.py)
-        self._race = Contest({}, {})  # what scores a raced hole the length head read
         self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> its score
@@ -207,9 +206,7 @@ class CandidateJob:
     def contest(self, contest: Contest) -> None:
         """Decode the holes of `contest` at its lengths beside the primary round, in the
         same passes, from its next request on (infill/core/contest.py; nothing once the
-        primary round is done); a raced hole with its prior races by `race_scores`."""
-        if self.options.race_by_commit:
-            self._race = contest
+        primary round is done)."""
         if self.side is None and not self.primary.done and contest.lengths:
             self.side = SideRound(self.primary, contest)
 
@@ -331,11 +328,9 @@ class CandidateJob:
         # one token (or none) is a last resort: it wins on one sure token, seldom right
         for i, ks in self._passing.items():
             self._passing[i] = [k for k in ks if tokens[(i, k)] > 1] or ks
-        # a hole the length head read: by its commit sum and the head's prior, no pass
-        by_commit = {i for i, ks in self._passing.items() if i in self._race.prior and len(ks) > 1}
-        self._scores.update(race_scores(self._race, by_commit, self._alts, self.rounds[1], tokens))
-        rest = {i: ks for i, ks in self._passing.items() if i not in by_commit}
-        self._scoring = scoring_rows(alt_canvases, self._alts, rest, self.special.null) or None
+        self._scoring = (
+            scoring_rows(alt_canvases, self._alts, self._passing, self.special.null) or None
+        )
 
     def _score(self, logits: Sequence[np.ndarray]) -> None:
         """The scoring pass: each passing alternative's mean log-probability."""

@@ -19,9 +19,7 @@ length contest"). So, for such a hole whose length the head is not sure of
   their length (`score`), and the best wins; a tie goes to the network's own fill;
 - when none passes, the hole fails as before and races the head's next lengths.
 
-On a GPU the copies share the passes; on a CPU they cost what they hold. A failing hole the
-head read (in a line or not) races by the same score, with no scoring pass
-(`race_scores`, `SamplerOptions.race_by_commit`).
+On a GPU the copies share the passes; on a CPU they cost what they hold.
 """
 
 from __future__ import annotations
@@ -194,22 +192,3 @@ def inline_holes(text: str, spans: Sequence[Span]) -> frozenset[int]:
     return frozenset(
         i for i, s in enumerate(spans) if text[text.rfind("\n", 0, s.start) + 1 : s.start].strip()
     )
-
-
-def race_scores(
-    contest: Contest,
-    spans: set[int],
-    alts: Sequence[tuple[int, int]],
-    job: DenoiseJob,
-    tokens: dict[tuple[int, int], int],
-) -> dict[tuple[int, int], float]:
-    """(span, k) -> the `contest`'s score of each passing raced alternative (`tokens`: its
-    token count, by (span, k)) of `spans`, from the alternatives' round `job` (`alts`:
-    (window, k) per canvas): a hole the length head read races by what the model wrote,
-    as a contest is won, not by a scoring pass."""
-    out: dict[tuple[int, int], float] = {}
-    for ci, (_, k) in enumerate(alts):
-        for i in spans:
-            if (i, k) in tokens:
-                out[(i, k)] = contest.score(i, tokens[(i, k)], commit_sum(job.trace, ci, i))
-    return out

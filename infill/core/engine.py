@@ -16,7 +16,7 @@ order (each a `SamplerOptions` switch; docs/ARCHITECTURE.md, "The stages of a fi
                    length_head      the first pass reads lengths; sure ones planned again
                    length_contest   unsure in-line holes decode their likeliest lengths
                    context_copies   copies of the code around (copy_fills, cross_copies)
-    denoise        the job's rounds: primary, alternatives (race_by_commit), scoring,
+    denoise        the job's rounds: primary, alternatives (the race), scoring,
                    copies (candidates.py `Round`); each step is the sampler's
     result         spans' texts, edits, confidence and runner-ups (prepared.py, rated.py)
 

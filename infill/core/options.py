@@ -83,9 +83,6 @@ class SamplerOptions:
     #                              its likeliest lengths beside the network's ending; the
     #                              best by the model's confidence wins
     #                              (infill/core/contest.py)
-    race_by_commit: bool = True  # a raced hole the length head read is won by the commit
-    #                              sum and the head's prior (infill/core/contest.py), not
-    #                              by a scoring pass's mean log-probability
     context_copies: bool = True  # with the checks, a hole after code on its line whose
     #                              length is a guess: text that follows the same code
     #                              elsewhere replaces its fill where the model scores it
@@ -241,7 +238,6 @@ _SWITCHES = (  # the options that are true or false
     "indent_pass",
     "length_head",
     "length_contest",
-    "race_by_commit",
     "context_copies",
     "statement_ends",
     "exact_length",
