@@ -33,7 +33,6 @@ from benchmarks.results_file import RESULTS, write_results
 
 # stage -> the eval_shapes arguments that turn it off
 STAGES = {  # the stages whose gain was least sure when kept first
-    "length_contest": ["--no-length-contest"],
     "context_copies": ["--no-context-copies"],
     "checks": ["--checks", ""],
     "length_head": ["--no-length-head"],

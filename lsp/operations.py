@@ -85,7 +85,6 @@ def action_options(s: Settings, *, race: bool = True, runner_ups: int = 0) -> Sa
     return s.sampler_options(
         checks=DEFAULT_CHECKS if s.checks else "",
         lengths=s.lengths if race else 1,
-        length_contest=s.length_contest,
         context_copies=s.context_copies,
         runner_ups=runner_ups,
     )

@@ -148,9 +148,6 @@ class Settings:
     # code actions: a failing hole whose length the model chose races lengths - 1 halvings
     # (the last before one token: 4, 2, 1 of 16)
     lengths: int = _s("lengths", _int(1, MAX_CANDIDATES), default=DEFAULT_LENGTHS)
-    # code actions: a hole inside a line whose length the length head is unsure of also
-    # decodes its likeliest lengths beside the model's own ending (infill/core/contest.py)
-    length_contest: bool = _s("lengthContest", _bool, default=True)
     # code actions: an in-line hole's fill meets the text that follows the same code
     # elsewhere in the buffer, the one the model scores higher wins (copy_fills.py)
     context_copies: bool = _s("contextCopies", _bool, default=True)

@@ -11,7 +11,6 @@ import sys
 import pytest
 from fakes import TargetDenoiser
 from test_copy_fills import TWICE, Spellings
-from test_head_lengths import HeadDenoiser
 
 from diffusion_infill.infill.cli import main
 from diffusion_infill.model import loading
@@ -90,23 +89,6 @@ def test_a_failing_hole_races_shorter_lengths_by_default(tmp_path, capsys, fake_
     assert obj["fills"][0]["rejected"]
     assert main(["fill", "--json", "--lengths", "9", str(f)]) == 2
     assert "lengths must be <= 8" in capsys.readouterr().err
-
-
-def test_a_hole_in_a_line_contests_its_likeliest_lengths_unless_told_not_to(
-    tmp_path, capsys, monkeypatch
-):
-    # the network writes on past the expression; the length head likes 5 tokens, unsure
-    monkeypatch.setattr(
-        loading,
-        "load_denoiser",
-        lambda model_dir=None, **kw: HeadDenoiser(["w * h  # area"], length=5, probability=0.3),
-    )
-    f = tmp_path / "m.py"
-    f.write_text("def area(w, h):\n    return <mask>\n")
-    assert main(["fill", "--json", str(f)]) == 0
-    assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w * h"
-    assert main(["fill", "--json", "--no-length-contest", str(f)]) == 0
-    assert json.loads(capsys.readouterr().out)["fills"][0]["text"] == "w * h  # area"
 
 
 def test_an_in_line_hole_takes_a_copy_of_the_code_around_it_unless_told_not_to(

@@ -107,7 +107,6 @@ def test_end_to_end_with_and_without_line_holes(
         ("part-of-line", "--no-statement-ends", "statement_ends"),
         ("whole-line", "--no-indent-pass", "indent_pass"),
         ("block", "--no-selection-lines", "selection_lines"),
-        ("part-of-line", "--no-length-contest", "length_contest"),
     ],
 )
 def test_end_to_end_with_an_engine_rule_off(

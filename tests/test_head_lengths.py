@@ -78,8 +78,6 @@ def test_progress_reports_the_step_the_heads_pass_took():
 
 def test_where_the_head_is_unsure_a_failing_fill_races_its_likeliest_lengths():
     # "w * h)" does not parse; the head is unsure but likes 5 tokens best
-    # (a hole at its line's indentation: one after code on its line contests its lengths,
-    # tests/test_contest.py)
     code = CODE.replace("return <mask>", "<mask>")
     den = HeadDenoiser(["w * h)"], length=5, probability=MIN_PROBABILITY - 0.2)
     r = fill_text(code, denoiser=den, checks="parse", lengths=4)

@@ -102,14 +102,6 @@ def test_context_copies_are_a_setting_of_code_actions():
     assert bad.context_copies is True and "infill.contextCopies" in warnings[0]
 
 
-def test_the_length_contest_is_a_setting_of_code_actions():
-    assert action_options(Settings()).length_contest is True
-    off = parse({"lengthContest": False})[0]
-    assert action_options(off).length_contest is False
-    bad, warnings = parse({"lengthContest": "no"})
-    assert bad.length_contest is True and "infill.lengthContest" in warnings[0]
-
-
 def test_excerpt_of_a_short_text_is_the_text():
     text = "a = 1\nb = 2\n"
     assert excerpt(text, 3, 4, context=1000).text == text

@@ -113,14 +113,6 @@ def _add_check_args(p: argparse.ArgumentParser) -> None:
         f"{DEFAULT_LENGTHS}, 1: none)",
     )
     s.add_argument(
-        "--no-length-contest",
-        dest="length_contest",
-        action="store_false",
-        help="with checks: a hole inside a line whose length the model's length head is "
-        "unsure of decodes only the model's own ending, not also its likeliest lengths "
-        "(faster on a CPU, fewer fills right)",
-    )
-    s.add_argument(
         "--no-context-copies",
         dest="context_copies",
         action="store_false",
@@ -301,7 +293,6 @@ def sampler_options(args: argparse.Namespace) -> SamplerOptions:
         checks=args.checks,
         candidates=args.candidates,
         lengths=args.lengths,
-        length_contest=args.length_contest,
         context_copies=args.context_copies,
         min_confidence=args.min_confidence,
         runner_ups=getattr(args, "runner_ups", 0),

@@ -14,13 +14,12 @@ The cost is bounded and visible, and paid only when a fill fails:
    hole (`lengths` > 1; its length the model's guess) gets `lengths - 1` exact lengths
    instead: a length head's likeliest, else the last halvings before one token.
 3. The best passing alternative wins, by the mean log-probability of its tokens with the
-   canvas visible (one scoring pass) or, for a hole the length head read, by its commit
-   sum; one token (or none) wins only when nothing longer passes. With none passing, the
+   canvas visible (one scoring pass); one token (or none) wins only when nothing longer
+   passes. With none passing, the
    span is *rejected*: it keeps its text and says why.
 
-The length contest (infill/core/contest.py) decodes in-line holes' likeliest lengths beside
-the primary; copies start from their window's context entries (infill/core/copies.py);
-once chosen, an in-line hole's fill meets the copies of the code around it
+Alternatives start from their window's context entries (infill/core/copies.py); once
+chosen, an in-line hole's fill meets the copies of the code around it
 (infill/core/copy_fills.py). The rounds are one job for a driver, batched like any
 DenoiseJob (canvases: alternatives.py); `CandidateJob.round` says which one it is in
 (`Round`): PRIMARY -> ALTERNATIVES (failing spans only) -> SCORING (several passing) ->
@@ -43,7 +42,6 @@ from diffusion_infill.infill.core.alternatives import (
     scoring_rows,
 )
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
-from diffusion_infill.infill.core.contest import Contest, SideRound
 from diffusion_infill.infill.core.copies import FromWindows
 from diffusion_infill.infill.core.copy_fills import CopyRound
 from diffusion_infill.infill.core.errors import DenoiserError
@@ -58,7 +56,7 @@ Ended = Callable[[int, list[int]], bool]  # (span index, tokens) -> ended withou
 class Round(Enum):
     """Where a CandidateJob is: each round's requests and what its logits go to."""
 
-    PRIMARY = "primary"  # the plain decode (and the length contest's canvases beside it)
+    PRIMARY = "primary"  # the plain decode
     ALTERNATIVES = "alternatives"  # failing spans decoded again, side by side
     SCORING = "scoring"  # one pass: several passing alternatives scored
     COPIES = "copies"  # one pass: copies of the context scored against the chosen fills
@@ -110,8 +108,6 @@ class CandidateJob:
         )
         self.rounds = [self.primary]
         self._copies = FromWindows(self.primary, [], self.primary)  # the alternatives'
-        self.side: SideRound | None = None  # the length contest (infill/core/contest.py)
-        self._won: dict[int, int] = {}  # span -> the contest's winning k, when not 0
         self._scoring: Scoring | None = None  # the scoring pass, when one is due
         self._scores: dict[tuple[int, int], float] = {}  # (span, k) -> its score
         self.round = Round.PRIMARY
@@ -133,13 +129,12 @@ class CandidateJob:
         return self.round is Round.DONE
 
     def _jobs(self) -> list[DenoiseJob]:
-        """Every round's job, the side round's after the primary's."""
-        return [self.primary, *([self.side.job] if self.side else []), *self.rounds[1:]]
+        """Every round's job."""
+        return list(self.rounds)
 
     def _starts(self) -> list[int]:
         """The step each of `_jobs()` starts after, and last, the step the rounds end at."""
-        starts = [0] + ([self.side.start] if self.side else [])
-        end = self.primary.steps + (self.side.alone if self.side else 0)
+        starts, end = [0], self.primary.steps
         for r in self.rounds[1:]:
             starts.append(end)
             end += r.steps
@@ -203,21 +198,12 @@ class CandidateJob:
         copies = self._copies_round.keys() if self._copies_round else []
         return [key for r in self._jobs() for key in r.cache_keys()] + copies
 
-    def contest(self, contest: Contest) -> None:
-        """Decode the holes of `contest` at its lengths beside the primary round, in the
-        same passes, from its next request on (infill/core/contest.py; nothing once the
-        primary round is done)."""
-        if self.side is None and not self.primary.done and contest.lengths:
-            self.side = SideRound(self.primary, contest)
-
     def copy_round(self, copies: CopyRound) -> None:
         """Score `copies` against the holes' chosen fills once chosen (copy_fills.py)."""
         self._copies_round = copies
 
     def requests(self) -> list[LogitsRequest]:
         match self.round:
-            case Round.PRIMARY if self.side is not None:  # the contest's canvases beside it
-                return self.side.requests()
             case Round.PRIMARY | Round.ALTERNATIVES:
                 return self._copies(self.rounds[-1].requests())
             case Round.SCORING:
@@ -233,10 +219,6 @@ class CandidateJob:
 
     def advance(self, logits: Sequence[np.ndarray]) -> None:
         match self.round:
-            case Round.PRIMARY if self.side is not None:
-                self.side.advance(logits)
-                if self.side.done:
-                    self._next()
             case Round.PRIMARY | Round.ALTERNATIVES:
                 self.rounds[-1].advance(logits)
                 if self.rounds[-1].done:
@@ -266,8 +248,6 @@ class CandidateJob:
         """After a decoding round: check, then start the next round or decide."""
         if self.round is Round.PRIMARY:
             self._primary_ids = self._ids(self.primary_canvases)
-            if self.side is not None:
-                self._settle_contest()
             self._failures = self._checks.why(dict(self._primary_ids))
             made = alternative_canvases(
                 self.primary.canvases,
@@ -298,19 +278,6 @@ class CandidateJob:
             self.round = Round.SCORING
         else:
             self._decide()
-
-    def _settle_contest(self) -> None:
-        """The contest's winners (infill/core/contest.py `settle`) in place of the
-        primary's fills; a hole none of whose fills pass is left failing."""
-        assert self.side is not None
-
-        def passes(i: int, ids: list[int]) -> bool:
-            return self._checks.passes(i, self._primary_ids | {i: ids})
-
-        for i, (k, ids) in self.side.winners(passes, self._checks.kept).items():
-            self._primary_ids[i] = ids
-            if k:
-                self._won[i] = k
 
     def _judge(self) -> None:
         """Check each alternative canvas (its redone spans in place of the primary's);
@@ -356,7 +323,7 @@ class CandidateJob:
         choices = []
         for i in range(len(self._checks.neutral)):
             if i not in self._failures:
-                choices.append(Choice(self._primary_ids[i], self._won.get(i, 0)))
+                choices.append(Choice(self._primary_ids[i], 0))
             elif self._passing.get(i):
                 # best score; a tie (to 1e-9: a mean of equal terms) goes to the lower k
                 k = max(

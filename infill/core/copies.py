@@ -1,13 +1,12 @@
 """A window's copy starts from the window's context entries.
 
-The length contest's copies (infill/core/contest.py) and a failing hole's alternatives
-(infill/core/alternatives.py) are copies of a window's canvas with one hole remade at
-another length: the code around it is the same. With context reuse on (`cache_refresh`),
-a copy's first pass would be a full pass of its own; instead its first request names the
-window's entries in the round it was copied from as the CacheHint's `source`, and a
-denoiser that honours it (model/hf.py) recomputes only the hole and `COPY_MARGIN` tokens
-each side of it (model/cache.py), leaving the window's entries as they are. Its later
-refreshes are full passes, as any canvas's.
+A failing hole's alternatives (infill/core/alternatives.py) are copies of a window's
+canvas with one hole remade at another length: the code around it is the same. With
+context reuse on (`cache_refresh`), a copy's first pass would be a full pass of its own;
+instead its first request names the window's entries in the round it was copied from as
+the CacheHint's `source`, and a denoiser that honours it (model/hf.py) recomputes only the
+hole and `COPY_MARGIN` tokens each side of it (model/cache.py), leaving the window's
+entries as they are. Its later refreshes are full passes, as any canvas's.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from diffusion_infill.infill.core.alternatives import kept, shorter
 from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.steps import LogitsRequest
 from diffusion_infill.model.denoiser import CacheHint
 
@@ -220,3 +221,11 @@ class CopyRound:
                 better = [e for e in entries if e[1] and e[0] > own]
                 out[i] = [ids for _, _, ids in sorted(better, key=lambda e: (-e[0], e[1]))]
         return out
+
+
+def inline_holes(text: str, spans: Sequence[Span]) -> frozenset[int]:
+    """The indices of `spans` that start after code on their line (not only indentation):
+    the holes whose fills meet copies of the code around them."""
+    return frozenset(
+        i for i, s in enumerate(spans) if text[text.rfind("\n", 0, s.start) + 1 : s.start].strip()
+    )

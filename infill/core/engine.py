@@ -7,18 +7,13 @@ Both prepare a fill (`prepare_holes` / `prepare_fill`: a `PreparedFill`,
 infill/core/prepared.py), denoise its job and read the result. The stages a fill meets, in
 order (each a `SamplerOptions` switch; docs/ARCHITECTURE.md, "The stages of a fill"):
 
-    prepare_fill   line_holes       frame whole-line spans (lines.py, line_holes.py)
-                   indent_pass      the model picks an open line's depth (indents.py)
-                   (plan)           slots, windows, canvases (allocation.py, window.py)
-                   selection_lines  k selected lines end with k lines (lines.py)
-                   statement_ends   where a fill ends: echo, statement, loop (echo.py)
-                   checks           the job: a CandidateJob when checks or races are on
-                   length_head      the first pass reads lengths; sure ones planned again
-                   length_contest   unsure in-line holes decode their likeliest lengths
-                   context_copies   copies of the code around (copy_fills, cross_copies)
-    denoise        the job's rounds: primary, alternatives (the race), scoring,
-                   copies (candidates.py `Round`); each step is the sampler's
-    result         spans' texts, edits, confidence and runner-ups (prepared.py, rated.py)
+    prepare_fill  line_holes, indent_pass: whole-line spans framed (lines.py, indents.py);
+                  slots, windows, canvases (selection_lines); where fills end (echo.py);
+                  the job, a CandidateJob with checks; length_head (head_lengths.py);
+                  context_copies (copy_fills.py, cross_copies.py)
+    denoise       the job's rounds (candidates.py `Round`): primary, alternatives (the
+                  race), scoring, copies; each step is the sampler's
+    result        texts, edits, confidence and runner-ups (prepared.py, rated.py)
 
 A worker that batches several requests prepares the fills itself, drives their jobs
 together (`job.requests()` / `job.advance()`), and calls `PreparedFill.result()` when a
@@ -39,7 +34,7 @@ from diffusion_infill.infill.core.allocation import Allocation, allocate, window
 from diffusion_infill.infill.core.candidates import CandidateJob, Decode, Ended
 from diffusion_infill.infill.core.canvas import Canvas
 from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice
-from diffusion_infill.infill.core.contest import inline_holes
+from diffusion_infill.infill.core.copy_fills import inline_holes
 from diffusion_infill.infill.core.cross_copies import copy_round
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
@@ -47,8 +42,8 @@ from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
 from diffusion_infill.infill.core.head_lengths import (
     asked_holes,
     first_step,
+    keep_rows,
     set_races,
-    start_contest,
     sure_spans,
 )
 from diffusion_infill.infill.core.indents import model_indents
@@ -248,8 +243,7 @@ def prepare_fill(
     parse = before if language == PYTHON else None  # scope-aware windows for Python
 
     def plan(planned: list[Span]) -> tuple[list[Allocation], list[Window], list[Canvas], Ends, Job]:
-        # slots, windows, canvases (selection_lines); where fills end (statement_ends);
-        # the job (checks)
+        # slots, windows, canvases; where fills end; the job (checks)
         allocs, windows, canvases = _planned(
             text, planned, frames, chosen, denoiser, options, rewrite, parse
         )
@@ -260,26 +254,18 @@ def prepare_fill(
     allocs, windows, canvases, ends, job = plan(ordered)
     # length_head: the job's first step also reads each asked hole's length
     asked = asked_holes(canvases, allocs, frames, denoiser, options)
-    inline = inline_holes(text, ordered)  # the holes in a line, should the head be unsure
-    head, passes = first_step(job, canvases, asked, denoiser, options, inline)  # job's step 1
+    head, passes = first_step(job, canvases, asked, denoiser, options)  # job's step 1
     if (sure := sure_spans(ordered, head.sure)) is not None:
         _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
         set_races(canvases, head.race)  # the others race its lengths should they fail
-        start_contest(job, head)  # length_contest: in-line holes contest theirs
+        keep_rows(job, head)
     # context_copies: the code around each in-line hole, and other files', once chosen
+    inline = inline_holes(text, ordered)
     copy_round(job, before, ordered, (inline, allocs), frames, denoiser, options, context)
     return PreparedFill(
-        text,
-        ordered,
-        windows,
-        job,
-        denoiser,
-        rewrite=rewrite,
-        started=started,
-        ends=ends,
-        frames=frames,
-        probes=probes + passes,
-    )
+        text, ordered, windows, job, denoiser, rewrite=rewrite, started=started, ends=ends,
+        frames=frames, probes=probes + passes,
+    )  # fmt: skip
 
 
 def prepare_holes(

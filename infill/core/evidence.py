@@ -175,14 +175,10 @@ def decoded(
 
 def rounds(job: DenoiseJob | CandidateJob) -> list[tuple[DenoiseJob, bool]]:
     """Each round of `job` that decodes fills, and whether its fills are first tries: the
-    primary decode and the length contest beside it are; a failing fill's alternatives
-    are not."""
+    primary decode's are; a failing fill's alternatives are not."""
     if isinstance(job, DenoiseJob):
         return [(job, True)]
-    out = [(job.primary, True)]
-    if job.side is not None:
-        out.append((job.side.job, True))
-    return out + [(r, False) for r in job.rounds[1:]]
+    return [(job.primary, True), *((r, False) for r in job.rounds[1:])]
 
 
 def decoded_candidates(

@@ -8,8 +8,7 @@ step makes anyway (`first_pass`): how likely each length is. Where the head is s
 enough (its likeliest length, below the allocation, at least `MIN_PROBABILITY`), the hole
 is decoded with exactly that many tokens; elsewhere the network keeps the choice, as
 before, and should its fill fail its checks, the lengths raced (`lengths` > 1) are the
-head's likeliest instead of the allocation's halvings. A hole after code on its line also
-decodes the head's likeliest lengths beside the network's fill (infill/core/contest.py).
+head's likeliest instead of the allocation's halvings.
 
 The head reads a one-line hole of the default allocation, all masked: a hole marker with
 no hint, or a span given that allocation. A rewrite's own length, a hint, an exact span, a
@@ -39,7 +38,6 @@ from weakref import WeakKeyDictionary
 from diffusion_infill.infill.core.allocation import Allocation
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.canvas import Canvas
-from diffusion_infill.infill.core.contest import CONTEST, Contest
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.sampler import DenoiseJob, hint_keys
@@ -47,7 +45,7 @@ from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.denoiser import Denoiser
 
 MIN_PROBABILITY = 0.5  # the head's likeliest length is taken when it is at least this likely
-# per job, what the head read of its holes (`start_contest`, `head_rows`)
+# per job, what the head read of its holes (`keep_rows`, `head_rows`)
 _ROWS: WeakKeyDictionary[DenoiseJob | CandidateJob, dict[int, tuple[float, ...]]] = (
     WeakKeyDictionary()
 )
@@ -59,9 +57,6 @@ class Chosen:
 
     sure: dict[int, int] = field(default_factory=dict)  # exactly this many tokens
     race: dict[int, tuple[int, ...]] = field(default_factory=dict)  # should its fill fail
-    # in-line holes it is not sure of: their likeliest lengths decoded beside the
-    # network's own ending (infill/core/contest.py)
-    contest: Contest = field(default_factory=lambda: Contest({}, {}))
     # every hole the head read: its log-probabilities of each length (what a fill's
     # confidence reads, infill/core/evidence.py)
     rows: dict[int, tuple[float, ...]] = field(default_factory=dict)
@@ -103,14 +98,12 @@ def first_step(
     asked: dict[int, list[tuple[int, list[int]]]],
     denoiser: Denoiser,
     options: SamplerOptions,
-    inline: frozenset[int] = frozenset(),
 ) -> tuple[Chosen, int]:
     """The job's first step and the head's lengths from the same pass (`first_pass`);
     nothing, no pass, where no hole is `asked`. Where the head is sure of a hole, the plan
     changes: the step is not applied, the job's kept entries are dropped and the pass is
-    counted (1; the caller plans again, sets the races and starts the contest); else the
-    races are set, the job has made its first step (0: the job counts it) and the holes of
-    `inline` the head is not sure of contest their likeliest lengths."""
+    counted (1; the caller plans again and sets the races); else the races are set and the
+    job has made its first step (0: the job counts it)."""
     if not asked:
         return Chosen(), 0
     requests = job.requests()
@@ -131,17 +124,12 @@ def first_step(
             if length is not None:
                 chosen.sure[index] = length
                 continue
-            # the network's own ending (in a line, beside the head's likeliest lengths);
-            # should it fail, the head's next lengths race
+            # the network's own ending; should it fail, the head's likeliest lengths race
             ranked = sorted(range(1, len(row) - 1), key=lambda n: -row[n])
-            chosen.contest.prior[index] = tuple(float(v) for v in row)  # what races weigh
-            if index in inline and options.length_contest:
-                chosen.contest.lengths[index] = tuple(ranked[:CONTEST])
-                ranked = ranked[CONTEST:]
             chosen.race[index] = tuple(ranked[: max(0, options.lengths - 1)])
     if not chosen.sure:
         set_races(canvases, chosen.race)  # before the step: a fill may fail in it
-        start_contest(job, chosen)  # its first pass is the step after this one
+        keep_rows(job, chosen)
         job.advance(logits)
         return chosen, 0
     forget = getattr(denoiser, "forget", None)
@@ -150,12 +138,9 @@ def first_step(
     return chosen, 1
 
 
-def start_contest(job: DenoiseJob | CandidateJob, chosen: Chosen) -> None:
-    """Start the `chosen` contest beside `job`'s primary round (a job with the checks
-    on), and keep what the head read of each hole for `job` (`head_rows`)."""
+def keep_rows(job: DenoiseJob | CandidateJob, chosen: Chosen) -> None:
+    """Keep what the head read of each hole for `job` (`head_rows`)."""
     _ROWS[job] = chosen.rows
-    if isinstance(job, CandidateJob) and chosen.contest.prior:
-        job.contest(chosen.contest)
 
 
 def head_rows(job: DenoiseJob | CandidateJob) -> dict[int, tuple[float, ...]]:

@@ -78,11 +78,6 @@ class SamplerOptions:
     #                           exactly its length, another whose fill fails its checks
     #                           races the head's likeliest lengths
     #                           (infill/core/head_lengths.py); a model without one ignores it
-    length_contest: bool = True  # with the length head and the checks, a hole after code
-    #                              on its line that the head is not sure of also decodes
-    #                              its likeliest lengths beside the network's ending; the
-    #                              best by the model's confidence wins
-    #                              (infill/core/contest.py)
     context_copies: bool = True  # with the checks, a hole after code on its line whose
     #                              length is a guess: text that follows the same code
     #                              elsewhere replaces its fill where the model scores it
@@ -237,7 +232,6 @@ _SWITCHES = (  # the options that are true or false
     "selection_lines",
     "indent_pass",
     "length_head",
-    "length_contest",
     "context_copies",
     "statement_ends",
     "exact_length",

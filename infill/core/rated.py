@@ -4,8 +4,8 @@ The confidence is infill/core/confidence.py's calibrated probability that the ch
 is right. The runner-ups (`SamplerOptions.runner_ups`) are other fills of the span, surest
 first, from what the decode holds already:
 
-- the other fills its rounds decoded: an in-line hole's contest lengths
-  (infill/core/contest.py), a failing fill's alternatives (infill/core/alternatives.py);
+- the other fills its rounds decoded: a failing fill's alternatives
+  (infill/core/alternatives.py);
 - fills one token from the chosen one (`swaps`): at each of its least sure slots, the
   token the model put second there in place of its own (a null there: the fill ends
   before it), and where a null ended it, the token second to that null (one more token).

@@ -34,7 +34,7 @@ class StepRecord:
     grown: tuple[tuple[int, int], ...]  # (span index, slots appended)
     spans: tuple[tuple[int, tuple[int, ...]], ...]  # (span index, slot ids) after the step
     # per committed slot: its token's log-probability in the pass that committed it (0.0
-    # for a null); what infill/core/contest.py sums
+    # for a null); what a fill's confidence reads (infill/core/evidence.py)
     logp: tuple[float, ...] = ()
     # per committed slot: (p of its token, the likeliest other token, its p) in that pass
     # (`commit_odds`): what a fill's confidence reads (infill/core/confidence.py)
