@@ -36,6 +36,14 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   functions, lambdas or comprehensions (`fh` of another function's `with open(p) as
   fh:`) is blamed too, since no such name exists where the fill runs
   (infill/core/visible.py).
+- `member` (Python, with jedi installed): the fill uses an attribute or module member
+  that jedi shows does not exist on a base it knows whole (`os.path.joinn`,
+  `self.signature()` in a class that has no such method), or a keyword argument that
+  the called function, known whole and without `**kwargs`, does not take. A name jedi
+  cannot judge (the base infers to nothing, a class cut off by the text's end, a
+  `__getattr__`) is left to `name`. jedi costs a budget per request text and is skipped,
+  with a line on stderr, past it, or when it is absent or fails
+  (infill/core/jedi_names.py).
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
 and only `line` otherwise. One parse of each text and walks limited to the nodes that touch
@@ -54,6 +62,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
 from diffusion_infill.infill.core.stand_ins import StandIn, first_error, parsing_stand_in
 from diffusion_infill.infill.core.syntax_tree import (
@@ -69,7 +78,14 @@ from diffusion_infill.infill.core.visible import name_visible
 Range = tuple[int, int]  # [start, end) in characters
 
 PYTHON = "python"
-KINDS = ("parse", "comment", "keyword", "name", "line")  # every check, in the order they run
+KINDS = (
+    "parse",
+    "comment",
+    "keyword",
+    "name",
+    "member",
+    "line",
+)  # every check, in the order they run
 # Names every module has without defining them (module attributes the builtins lack).
 _MODULE_NAMES = {
     "__file__",
@@ -230,6 +246,7 @@ class _Before:
     data: bytes
     root: Any
     _spelled: set[str] | None = None
+    budget: JediBudget = field(default_factory=JediBudget)  # jedi's seconds for this text
     _parsing: dict[tuple[Range, ...], StandIn | None] = field(default_factory=dict)
 
     def parsing(self, ranges: Sequence[Range]) -> StandIn | None:
@@ -290,6 +307,7 @@ def check_fills(
     old_bytes, new_bytes = byte_ranges(before, before_ranges), byte_ranges(after, after_ranges)
     python = language == PYTHON
     star = python and _STAR_IMPORT.search(before) is not None
+    uses: list[tuple[int, Use]] = []
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         if only is not None and i not in only:
             continue
@@ -311,6 +329,8 @@ def check_fills(
         repeated = _repeated_keywords(new_root, new_data, new) if "keyword" in kinds else []
         for word in dict.fromkeys(repeated):
             problems.append(Problem("keyword", i, f"keyword argument {word!r} repeated"))
+        if "member" in kinds and new[0] != new[1]:
+            uses += [(i, u) for u in member_uses(new_root, new_data, new)]
         if star or new[0] == new[1] or "name" not in kinds:
             continue
         loads, bound = names_at(new_root, new_data, new)
@@ -319,7 +339,63 @@ def check_fills(
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
             elif not _visible(word, old_root, old_data, old, new_root, new_data, new):
                 problems.append(Problem("name", i, f"{word!r} is local to another scope"))
+    if uses:
+        found = missing_members(after, uses, budget=prior.budget)
+        problems += [Problem("member", m.range, m.message) for m in found or ()]
     return problems
+
+
+_STORES = ("assignment", "augmented_assignment", "delete_statement", "for_statement")
+
+
+def member_uses(root: Any, data: bytes, r: Range) -> list[Use]:
+    """The attributes read (`x.attr`, not assigned or deleted) and the keyword arguments
+    of calls whose word overlaps byte range `r`, as character offsets for jedi."""
+    out: list[Use] = []
+
+    def chars(b: int) -> int:
+        return len(data[:b].decode("utf-8", "replace"))
+
+    for n in walk(root, lambda n: touches(n, r)):
+        if n.type == "attribute":
+            word = n.child_by_field_name("attribute")
+            if word is None or not overlaps(word, r) or _stored(n):
+                continue
+            dot = next((c for c in n.children if c.type == "."), None)
+            if dot is None:
+                continue
+            text = data[word.start_byte : word.end_byte].decode("utf-8", "replace")
+            out.append(Use(text, chars(word.start_byte), chars(dot.start_byte)))
+        elif n.type == "keyword_argument":
+            word = n.child_by_field_name("name")
+            args = n.parent
+            if word is None or not overlaps(word, r) or args is None:
+                continue
+            if args.type != "argument_list" or args.parent is None or args.parent.type != "call":
+                continue
+            text = data[word.start_byte : word.end_byte].decode("utf-8", "replace")
+            out.append(Use(text, chars(word.start_byte), None))
+    return out
+
+
+def _stored(node: Any) -> bool:
+    """`node` is (inside) the target of an assignment, a `del` or a `for`."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in (
+        "pattern_list",
+        "tuple_pattern",
+        "list_pattern",
+        "tuple",
+        "list",
+        "expression_list",
+    ):
+        child, parent = parent, parent.parent
+    if parent is None or parent.type not in _STORES:
+        return False
+    if parent.type == "delete_statement":
+        return True
+    target = parent.child_by_field_name("left")
+    return target is not None and target.id == child.id
 
 
 def _python_refuses(prior: _Before, ranges: Sequence[Range], i: int, fill: str) -> str | None:
