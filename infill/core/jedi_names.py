@@ -115,7 +115,7 @@ class JediBudget:
             log.warning("jedi names skipped: %s", why)
 
 
-_lock = threading.Lock()  # jedi's inference state is not thread-safe
+_lock = threading.RLock()  # jedi's inference state is not thread-safe; nor are the caches
 _scripts: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
 _answers: OrderedDict[tuple[str, str | None, str, int, int], Any] = OrderedDict()
 _failed: set[str] = set()  # reasons logged once per process
@@ -219,9 +219,12 @@ def _note(budget: JediBudget | None, why: str) -> None:
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
-    """jedi's (1-based line, 0-based column in code points) of a character offset."""
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1)
+    """jedi's (1-based line, 0-based column in code points) of a character offset, its
+    lines split as its parser splits them (`\r` and `\r\n` end a line too)."""
+    from parso import split_lines
+
+    lines = split_lines(text[:offset])
+    return len(lines), len(lines[-1])
 
 
 # -- known whole -------------------------------------------------------------------------
@@ -339,7 +342,7 @@ def _member_at(script: Any, text: str, dot: int, path: str | None) -> NamesAt:
     line, col = _line_col(text, dot)
     inferred = script.infer(line, col)
     completions = script.complete(line, col + 1)
-    why = _why_unknown(inferred, path, text.count("\n") + 1)
+    why = _why_unknown(inferred, path, _line_col(text, len(text))[0])
     if why is None and _dynamic_members(completions):
         why = "the base defines __getattr__ or __getattribute__"
     base = inferred[0].full_name if inferred else None
@@ -371,7 +374,7 @@ def _callee_at(script: Any, text: str, offset: int, path: str | None) -> NamesAt
 def _callee_why(script: Any, text: str, signatures: Sequence[Any], path: str | None) -> str | None:
     """Why a call's callee is not known whole: a function behind an unknown decorator,
     or a class not known whole."""
-    lines = text.count("\n") + 1
+    lines = _line_col(text, len(text))[0]
     for sig in signatures:
         for v in sig._name.infer() if hasattr(sig._name, "infer") else ():
             if v.is_class():
@@ -408,8 +411,9 @@ def names_at(
     if not 0 <= offset <= len(text):
         raise ValueError(f"offset {offset} outside the text (0..{len(text)})")
     key = (_digest(text), path, "at", offset, 0)
-    if key in _answers:
-        return _answers[key]
+    known, answer = _recalled(key)
+    if known:
+        return answer
 
     def ask() -> NamesAt:
         script = _script(text, path, root, environment)
@@ -437,9 +441,15 @@ def names_at(
 
 
 def _remember(key: tuple[str, str | None, str, int, int], value: Any) -> None:
-    _answers[key] = value
-    while len(_answers) > CACHE_SIZE:
-        _answers.popitem(last=False)
+    with _lock:
+        _answers[key] = value
+        while len(_answers) > CACHE_SIZE:
+            _answers.popitem(last=False)
+
+
+def _recalled(key: tuple[str, str | None, str, int, int]) -> tuple[bool, Any]:
+    with _lock:
+        return (True, _answers[key]) if key in _answers else (False, None)
 
 
 # -- what a fill names that does not exist ----------------------------------------------------
@@ -472,12 +482,12 @@ def missing_members(
         return []
     out: list[Missing] = []
     judged = False
+    digest = _digest(text)
     for i, use in uses:
         at = use.dot if use.dot is not None else use.start
-        key = (_digest(text), path, "use", at, use.start)
-        if key in _answers:
-            verdict = _answers[key]
-        else:
+        key = (digest, path, "use", at, use.start)
+        known, verdict = _recalled(key)
+        if not known:
             verdict = _guarded(
                 "a fill's names",
                 text,
