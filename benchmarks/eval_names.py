@@ -1,6 +1,7 @@
 """How often returned fills name what does not exist: the rates the `member` check targets.
 
     python -m benchmarks.eval_names RESULTS.json [RESULTS.json ...] [--out PATH]
+    python -m benchmarks.eval_names WITHOUT.json WITH.json --pair    # a check's paired effect
 
 Reads `benchmarks.eval_shapes` results files (their engine-length records), draws the same
 holes again (the file's split, n, seed and window; `real`/`real-cursor` from
@@ -17,6 +18,11 @@ window was cut from, and counts the share of returned fills that
 
 The same rates of the true code of each hole (`truth_*`) are the floor: what the measures
 call wrong in code that is right (jedi's false alarms, a name used once in a file).
+
+`--pair`: the two files are runs on the same holes without and with a change (say
+`--checks` without and with `member`); per shape, the holes the change wins (right with
+it, wrong without) and loses, the two-sided sign test's p (benchmarks/leave_one_out.py),
+exact match and holes left as they were in each, beside each run's rates.
 Prints a table and writes benchmarks/results/names/eval_names_<split>.json (or --out).
 """
 
@@ -32,6 +38,7 @@ import time
 from pathlib import Path
 
 from benchmarks.heldout import load_test_files
+from benchmarks.leave_one_out import paired
 from benchmarks.real_files import load as load_real
 from benchmarks.results_file import write_results
 from benchmarks.shapes import real_file_examples, shape_examples
@@ -158,8 +165,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("results", type=Path, nargs="+", help="eval_shapes results files")
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--real-files", type=Path, default=Path("data/real_files.jsonl"))
+    parser.add_argument(
+        "--pair", action="store_true", help="two files: without and with a change, paired"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.pair and len(args.results) != 2:
+        parser.error("--pair takes two results files: without, then with")
     out: dict = {
         "command": "python -m benchmarks.eval_names "
         + " ".join(sys.argv[1:] if argv is None else argv),
@@ -183,8 +195,41 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
         out["runs"][str(path)] = run
+    if args.pair:
+        out["paired"] = _paired(*args.results)
     default = Path("benchmarks/results/names") / f"eval_names_{split}.json"
     write_results("eval_names", None, out, args.out or default)
+
+
+def _paired(without: Path, with_: Path) -> dict:
+    """Per shape both runs hold: won, lost, p, exact match and left as they were."""
+    a = json.loads(without.read_text())["shapes"]
+    b = json.loads(with_.read_text())["shapes"]
+    out = {}
+    for shape in [s for s in a if s in b]:
+        base, off = b[shape]["engine_length"], a[shape]["engine_length"]
+        row = paired(base, off)
+        keep = ("n", "won", "lost", "p", "significant", "p50_ms_without", "p50_ms_with")
+        row = {k: row[k] for k in keep}
+        row.update(
+            exact_without=off["exact_match"],
+            exact_with=base["exact_match"],
+            left_without=off["rejected"],
+            left_with=base["rejected"],
+            changed=sum(
+                x["fill"] != y["fill"] or x["rejected"] != y["rejected"]
+                for x, y in zip(base["records"], off["records"], strict=True)
+            ),
+        )
+        out[shape] = row
+        print(
+            f"{shape:13s} exact {row['exact_without']:.2%} -> {row['exact_with']:.2%}  "
+            f"won {row['won']} lost {row['lost']} p {row['p']}  left "
+            f"{row['left_without']:.2%} -> {row['left_with']:.2%}  fills changed {row['changed']}  "
+            f"p50 {row['p50_ms_without']:.0f} -> {row['p50_ms_with']:.0f} ms",
+            flush=True,
+        )
+    return out
 
 
 if __name__ == "__main__":
