@@ -72,8 +72,11 @@ def test_elsewhere_the_visible_names():
 
 
 def test_a_class_with_getattr_is_not_known_whole():
-    text = "class D:\n    def __getattr__(self, name):\n        return 1\n\n\nD().\nx = 1\n"
-    at = names_at(text, text.index("D().") + 4)
+    text = (
+        "class D:\n    def __getattr__(self, name):\n        return 1\n\n"
+        "    def f(self):\n        return self.\n\n\nx = 1\n"
+    )
+    at = names_at(text, text.index("self.\n") + 5)
     assert at is not None and not at.known and "__getattr__" in at.why
 
 
@@ -87,7 +90,7 @@ def test_answers_are_cached_per_text():
 
 @pytest.mark.parametrize(
     "fill",
-    ["os.path.joinn(path)", "self.signature()", "os.sep.nope", "open_it(path, modee='w')"],
+    ["os.path.joinn(path)", "self.signature()", "Reader.signature", "open_it(path, modee='w')"],
 )
 def test_a_fill_naming_what_does_not_exist_is_blamed(fill):
     assert member(fill) == [("member", 0)]
@@ -100,12 +103,29 @@ def test_a_fill_naming_what_does_not_exist_is_blamed(fill):
         "self.value()",
         "self.raw.bit_length()",
         "path.anything",  # a parameter: jedi infers nothing
+        "Reader(path).raw.anything",  # an expression's type: jedi's guess, not judged
         "open_it(path, mode='w')",
         "dict(path, anything=1)",  # **kwargs
     ],
 )
 def test_a_fill_naming_what_exists_or_what_jedi_cannot_judge_passes(fill):
     assert member(fill) == []
+
+
+def test_a_variable_is_not_judged_by_jedi_s_guess_of_its_type():
+    # jedi reads `b` as bytes from its last assignment; the code is right
+    text = (
+        "class Buffer:\n    def extract(self):\n        return 1\n\n\n"
+        "def f():\n    b = Buffer()\n    b = b'x'\n    return <mask>\n"
+    )
+    assert member("b.extract()", text) == []
+
+
+def test_a_callee_bound_to_a_variable_is_not_judged():
+    text = "def g(a):\n    return a\n\n\nh = g\nh(<mask>)\n"
+    assert member("1, other=2", text) == []
+    text = "def g(a):\n    return a\n\n\ng(<mask>)\n"
+    assert member("1, other=2", text) == [("member", 0)]
 
 
 def test_a_class_the_text_cuts_off_is_not_known_whole():
@@ -177,6 +197,12 @@ def test_an_environment_that_does_not_exist_is_logged(caplog):
         at = names_at(text, len(text) - 1, environment="/no/such/python", budget=JediBudget())
     assert at is None
     assert "jedi raised InvalidPythonEnvironment" in caplog.text
+
+
+def test_a_path_and_root_that_do_not_exist_still_get_answers():
+    text = "import os\nos.path.\n"
+    at = names_at(text, len(text) - 1, path="/no/such/dir/m.py", root="/no/such/root")
+    assert at is not None and at.known and at.has("join")
 
 
 def test_jedi_raising_leaves_the_fill_to_the_other_checks(monkeypatch, caplog):
