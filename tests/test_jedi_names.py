@@ -252,3 +252,12 @@ def test_a_spent_budget_skips_jedi_and_says_so(caplog):
 def test_an_offset_outside_the_text_is_an_error():
     with pytest.raises(ValueError, match="outside the text"):
         names_at("x = 1\n", 99)
+
+
+def test_a_fill_that_breaks_the_parse_costs_no_jedi(monkeypatch):
+    asked = []
+    monkeypatch.setattr(jedi_names, "_judge", lambda *a: asked.append(a) or "")
+    assert [k for k, _ in problems(CLASS, "os.path.joinn(path")] == ["parse"]
+    assert asked == []
+    problems(CLASS, "os.path.joinn(path)")
+    assert len(asked) == 2  # os.path, then .joinn

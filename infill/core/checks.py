@@ -329,7 +329,8 @@ def check_fills(
         repeated = _repeated_keywords(new_root, new_data, new) if "keyword" in kinds else []
         for word in dict.fromkeys(repeated):
             problems.append(Problem("keyword", i, f"keyword argument {word!r} repeated"))
-        if "member" in kinds and new[0] != new[1]:
+        broken = any(p.range == i and p.kind == "parse" for p in problems)
+        if "member" in kinds and new[0] != new[1] and not broken:  # jedi's time for the rest
             uses += [(i, u) for u in member_uses(new_root, new_data, new)]
         if star or new[0] == new[1] or "name" not in kinds:
             continue
