@@ -36,6 +36,10 @@ fills in place at `after_ranges`. Each problem names the range (its index) it is
   functions, lambdas or comprehensions (`fh` of another function's `with open(p) as
   fh:`) is blamed too, since no such name exists where the fill runs
   (infill/core/visible.py).
+- `member` (Python, with jedi): the fill reads an attribute or module member that jedi
+  shows does not exist on a base it knows whole (`os.path.joinn`, `self.signature()`),
+  or passes a keyword argument the callee does not take (infill/core/member_uses.py,
+  jedi_names.py); what jedi cannot judge, or a request past its budget, is left to `name`.
 
 Other languages get the parse check when a `tree_sitter_<language>` grammar is installed,
 and only `line` otherwise. One parse of each text and walks limited to the nodes that touch
@@ -54,6 +58,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members
+from diffusion_infill.infill.core.member_uses import member_uses, repeated_keywords
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
 from diffusion_infill.infill.core.stand_ins import StandIn, first_error, parsing_stand_in
 from diffusion_infill.infill.core.syntax_tree import (
@@ -69,7 +75,8 @@ from diffusion_infill.infill.core.visible import name_visible
 Range = tuple[int, int]  # [start, end) in characters
 
 PYTHON = "python"
-KINDS = ("parse", "comment", "keyword", "name", "line")  # every check, in the order they run
+# every check, in the order they run
+KINDS = ("parse", "comment", "keyword", "name", "member", "line")
 # Names every module has without defining them (module attributes the builtins lack).
 _MODULE_NAMES = {
     "__file__",
@@ -201,25 +208,6 @@ def _spelled(root: Any, data: bytes) -> set[str]:
     return out
 
 
-def _repeated_keywords(root: Any, data: bytes, r: Range) -> list[str]:
-    """Keyword names given twice in one argument list that touches `r`, where one of the
-    two overlaps it."""
-    out: list[str] = []
-    for n in walk(root, lambda n: touches(n, r)):
-        if n.type != "argument_list":
-            continue
-        seen: set[str] = set()
-        for arg in n.children:
-            name = arg.child_by_field_name("name") if arg.type == "keyword_argument" else None
-            if name is None:
-                continue
-            word = data[name.start_byte : name.end_byte].decode("utf-8", "replace")
-            if word in seen and touches(arg, r):
-                out.append(word)
-            seen.add(word)
-    return out
-
-
 @dataclass
 class _Before:
     """The text a fill is checked against, parsed: the last one is kept, since the
@@ -230,6 +218,7 @@ class _Before:
     data: bytes
     root: Any
     _spelled: set[str] | None = None
+    budget: JediBudget = field(default_factory=JediBudget)  # jedi's seconds for this text
     _parsing: dict[tuple[Range, ...], StandIn | None] = field(default_factory=dict)
 
     def parsing(self, ranges: Sequence[Range]) -> StandIn | None:
@@ -275,11 +264,8 @@ def check_fills(
     the module docstring); [] when none. Only `line` runs when no grammar for `language`
     is installed. `only`: the indices of the fills to look at (default: all); the others
     are text around them, as a file's many windows are to one window's fills."""
-    problems = (
-        _broken_lines(before, after, before_ranges, after_ranges, language)
-        if "line" in kinds
-        else []
-    )
+    lines = "line" in kinds
+    problems = _broken_lines(before, after, before_ranges, after_ranges, language) if lines else []
     parser = parser_for(language) if set(kinds) - {"line"} else None
     if parser is None:
         return problems
@@ -290,6 +276,7 @@ def check_fills(
     old_bytes, new_bytes = byte_ranges(before, before_ranges), byte_ranges(after, after_ranges)
     python = language == PYTHON
     star = python and _STAR_IMPORT.search(before) is not None
+    uses: list[tuple[int, Use]] = []
     for i, (old, new) in enumerate(zip(old_bytes, new_bytes, strict=True)):
         if only is not None and i not in only:
             continue
@@ -297,9 +284,7 @@ def check_fills(
         if new_root.has_error and "parse" in kinds:
             added = _new_errors(old_root, old_data, old, new_root, new_data, new)
         if added > 0:
-            problems.append(
-                Problem("parse", i, f"{added} new syntax error" + ("s" if added > 1 else ""))
-            )
+            problems.append(Problem("parse", i, f"{added} new syntax error{'s' * (added > 1)}"))
         elif python and "parse" in kinds:
             fill = after[after_ranges[i][0] : after_ranges[i][1]]
             if (error := _python_refuses(prior, before_ranges, i, fill)) is not None:
@@ -308,9 +293,11 @@ def check_fills(
             problems.append(Problem("comment", i, "a comment hides the code after the fill"))
         if not python:
             continue
-        repeated = _repeated_keywords(new_root, new_data, new) if "keyword" in kinds else []
+        repeated = repeated_keywords(new_root, new_data, new) if "keyword" in kinds else []
         for word in dict.fromkeys(repeated):
             problems.append(Problem("keyword", i, f"keyword argument {word!r} repeated"))
+        if "member" in kinds and new[0] != new[1] and not _broken(problems, i):
+            uses += [(i, u) for u in member_uses(new_root, new_data, new)]  # jedi: below
         if star or new[0] == new[1] or "name" not in kinds:
             continue
         loads, bound = names_at(new_root, new_data, new)
@@ -319,7 +306,18 @@ def check_fills(
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
             elif not _visible(word, old_root, old_data, old, new_root, new_data, new):
                 problems.append(Problem("name", i, f"{word!r} is local to another scope"))
-    return problems
+    return problems + _members(after, uses, prior.budget)
+
+
+def _members(after: str, uses: list[tuple[int, Use]], budget: JediBudget) -> list[Problem]:
+    """The `member` problems of the attributes and keyword arguments fills read."""
+    found = missing_members(after, uses, budget=budget) if uses else None
+    return [Problem("member", m.range, m.message) for m in found or ()]
+
+
+def _broken(problems: list[Problem], i: int) -> bool:
+    """Range `i` already fails to parse: jedi's time goes to the others."""
+    return any(p.range == i and p.kind == "parse" for p in problems)
 
 
 def _python_refuses(prior: _Before, ranges: Sequence[Range], i: int, fill: str) -> str | None:

@@ -17,7 +17,7 @@ DEFAULT_REMASK_BUDGET = 32  # remasks per request when remasking is on and no bu
 # definition (code after the hole commented out; a repeated keyword argument, a
 # SyntaxError). The engine's own default is none, so that a caller of
 # fill_text gets exactly the model's decode unless it asks.
-DEFAULT_CHECKS = "parse,name,comment,keyword,line"
+DEFAULT_CHECKS = "parse,name,member,comment,keyword,line"
 # Raced lengths in the CLI and the server's code actions (not inline completion, where
 # every millisecond counts): a hole whose length the model chose and whose fill fails its
 # checks races the halvings 4, 2, 1 of its allocation, picked by the model's score.
