@@ -46,3 +46,10 @@ def test_relative_links_in_the_docs_resolve() -> None:
             if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken
+
+
+def test_the_architecture_describes_the_present_in_at_most_600_lines():
+    # dated entries belong in docs/log/architecture.md, not in the reference
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    assert len(text.splitlines()) <= 600
+    assert not re.search(r"\(20\d\d-\d\d-\d\d[;:)]", text), "a dated entry: move it to docs/log/"
