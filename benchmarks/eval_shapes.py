@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
         "seed": args.seed,
         "options": cli or "engine",
         "line_holes": options.line_holes,
+        "statement_ends": options.statement_ends,
         "indent_pass": options.indent_pass,
         "selection_lines": options.selection_lines,
         "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
@@ -149,6 +150,7 @@ def _options(
     try:
         return cli, infill.SamplerOptions(
             line_holes=not args.no_line_holes,
+            statement_ends=not args.no_statement_ends,
             indent_pass=not args.no_indent_pass,
             selection_lines=not args.no_selection_lines,
             length_head=not args.no_length_head,
@@ -172,6 +174,7 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
     )
     ablation = (
         ("_no_line_holes" if args.no_line_holes else "")
+        + ("_no_statement_ends" if args.no_statement_ends else "")
         + ("_no_indent_pass" if args.no_indent_pass else "")
         + ("_no_selection_lines" if args.no_selection_lines else "")
         + ("_no_length_head" if args.no_length_head else "")
@@ -298,6 +301,7 @@ _RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leav
     "--no-selection-lines": "let a selection of k lines end before its k lines "
     "(one line, as the model would)",
     "--no-indent-pass": "a whole-line span's depth from the code around it alone, no model pass",
+    "--no-statement-ends": "do not end a hole at a line's end with its statement",
     "--no-length-head": "leave every hole's length to the network (no length head)",
     "--no-context-copies": "never replace an in-line hole's fill by a copy of the code around it",
 }

@@ -192,6 +192,28 @@ def test_an_echo_before_a_crlf_line_break_is_cut_too():
 @pytest.mark.parametrize(
     ("text", "target", "expected"),
     [
+        # the fill goes on past its statement into a new line: it ends with its statement
+        ("x = self.parse<mask>\ny = 2\n", "()\n    a = self.parse(a)", "x = self.parse()\ny = 2\n"),
+        # at the end of the text too, and a CRLF line break
+        ("x = <mask>", "1\r\nz = 3", "x = 1"),
+        # a line break inside brackets or a triple-quoted string is part of the statement
+        ("x = <mask>\n", "f(a,\n  b)\ny = 1", "x = f(a,\n  b)\n"),
+        ("x = <mask>\n", '"""a\nb"""\ny = 1', 'x = """a\nb"""\n'),
+        # a trailing comment stays; a backslash continues the line
+        ("x = <mask>\n", "1  # one\ny = 1", "x = 1  # one\n"),
+        ("x = <mask>\n", "1 + \\\n  2\ny = 1", "x = 1 + \\\n  2\n"),
+    ],
+    ids=["next line", "end of text", "brackets", "triple quotes", "comment", "backslash"],
+)
+def test_a_hole_at_a_lines_end_after_code_ends_with_its_statement(text, target, expected):
+    r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99), language="python")
+    assert r.text == expected
+    _check_consistent(r)
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "expected"),
+    [
         ("if <mask>:\n    pass\n", " rv", "if rv:\n    pass\n"),  # after a keyword's space
         ("x = <mask>\n", "  1", "x = 1\n"),  # after `= `, two spaces and a statement end
         ("f(a, <mask>)\n", " b", "f(a, b)\n"),  # inside brackets
@@ -219,6 +241,37 @@ def test_a_fill_after_a_space_does_not_start_with_another(text, target, expected
 def test_leading_spaces_are_kept_where_they_are_not_doubled(text, target):
     r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99), language="python")
     assert r.fills[0].text == target
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("if y:<mask>\n", "\n    a = 1\n    b = 2"),  # after a block's `:`: its body
+        ("for x in <mask>\n", "items:\n    a = 1"),  # the fill opens the block itself
+        ("x = foo(a,\n  <mask>\n", "b)\ny = 1"),  # inside brackets opened before it
+        ("    <mask>\n", "a = 1\nb = 2"),  # no code before it on its line
+        ("x = 1  # <mask>\n", "see\nmore"),  # in a comment
+    ],
+    ids=["block", "fill opens a block", "in brackets", "line start", "comment"],
+)
+def test_a_hole_that_may_take_lines_is_not_cut_at_its_statement(text, target):
+    r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99), language="python")
+    assert r.fills[0].text == target
+
+
+def test_the_statement_end_is_for_python_only():
+    r = fill_text(
+        "x = <mask>\n", denoiser=TargetDenoiser(["1\ny = 2"], confidence=0.99), language=None
+    )
+    assert r.fills[0].text == "1\ny = 2"
+
+
+def test_the_statement_end_can_be_turned_off():
+    d = TargetDenoiser(["1\ny = 2"], confidence=0.99)
+    r = fill_text("x = <mask>\n", denoiser=d, language="python", statement_ends=False)
+    assert r.fills[0].text == "1\ny = 2"
+    with pytest.raises(infill.OptionError, match="statement_ends must be true or false"):
+        fill_text("x = <mask>\n", denoiser=d, statement_ends="yes")
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,7 @@ def test_end_to_end_with_and_without_line_holes(
 @pytest.mark.parametrize(
     ("shape", "flag", "key"),
     [
+        ("part-of-line", "--no-statement-ends", "statement_ends"),
         ("whole-line", "--no-indent-pass", "indent_pass"),
         ("block", "--no-selection-lines", "selection_lines"),
     ],

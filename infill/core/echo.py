@@ -32,11 +32,20 @@ fill-in-the-middle model's outputs are cut the same way when they reach the suff
   goes on `Response,\n    Response,` (docs/log/architecture.md, "A line written again ends
   the fill"). Blank lines and lines of brackets and punctuation alone (`)`, `],`) do not
   count: code closes two calls in a row;
+- `cut_statement` (Python): a span that starts after code on its line, outside brackets,
+  with nothing after it on its line (`x = <hole>`, a selected right-hand side) ends with
+  its statement: the fill up to its first line break outside brackets and strings. The
+  model writes on past the statement into new lines (`()` for `self.parse<hole>` came
+  back as `()\n    addr = self.parse(addr)`); the line break that follows the span is
+  already there. A line that opens a block (`if x:`, written before the hole or by the
+  fill) keeps its body, and so does a fill that starts with a line break: that is the
+  next lines, not the rest of this one. Such a span's key is `STATEMENT`;
 - `after_space`, `unspaced`: a span after a space that follows code (`if <hole>:`)
   already has its space, yet the model may start its fill with one (the context ends
   in a lone ` ` token where the tokenizer spells `if rv` as `if` + ` rv`): 23 of 149
   such held-out fills did (`if  rv`). The engine drops a fill's leading spaces there;
-- `end_fill`: both cuts (echo, then loop) for a span whose length is not exact;
+- `end_fill`: both cuts (echo or statement, then loop) for a span whose length is not
+  exact;
 - `ended`: whether `end_fill` would cut a fill: the sampler does not grow such a span
   (infill/core/sampler.py `ended`), since what growth would add is cut anyway.
 
@@ -54,6 +63,8 @@ from dataclasses import dataclass
 from diffusion_infill.infill.core.lexer import lexemes, nested
 from diffusion_infill.infill.core.spans import Span
 
+STATEMENT = "\n"  # the key of a span that ends with its statement (never a stripped code)
+
 
 @dataclass(frozen=True)
 class Ends:
@@ -64,17 +75,26 @@ class Ends:
     spaced: list[bool]
 
 
-def echo_keys(text: str, spans: Sequence[Span], exact: Sequence[bool]) -> list[str | None]:
+def echo_keys(
+    text: str, spans: Sequence[Span], exact: Sequence[bool], *, statements: bool = False
+) -> list[str | None]:
     """Per span (sorted, disjoint, as the engine holds them): the code after it on its
     line, up to the line's end or the next span's start, stripped; '' when there is none;
-    None when the span's length is exact (`exact`, per span): its fill is never cut."""
+    None when the span's length is exact (`exact`, per span): its fill is never cut.
+    With `statements` (Python), a span with none that starts after code on its line,
+    outside brackets, strings and comments and not after a block's `:`, gets `STATEMENT`."""
     keys: list[str | None] = []
+    outside = _outside(text, [s.start for s in spans]) if statements else None
     for i, (span, fixed) in enumerate(zip(spans, exact, strict=True)):
         line_end = text.find("\n", span.end)
         stop = len(text) if line_end < 0 else line_end
         if i + 1 < len(spans):
             stop = min(stop, spans[i + 1].start)
         key = None if fixed else text[span.end : stop].strip()
+        if key == "" and outside is not None and outside[i]:
+            head = text[text.rfind("\n", 0, span.start) + 1 : span.start].rstrip()
+            if head and not head.endswith((":", "\\")):
+                key = STATEMENT
         keys.append(key)
     return keys
 
@@ -95,6 +115,12 @@ def _places(text: str, starts: Sequence[int]) -> list[tuple[int, bool]]:
     return out
 
 
+def _outside(text: str, starts: Sequence[int]) -> list[bool]:
+    """Per offset of `starts` (ascending): whether it lies outside every bracket, string
+    and comment of `text`."""
+    return [depth == 0 and not quoted for depth, quoted in _places(text, starts)]
+
+
 def after_space(text: str, spans: Sequence[Span]) -> list[bool]:
     """Per span (sorted): whether it starts after a space or tab that follows code on its
     line, outside strings and comments (`x = <hole>`, `if <hole>:`, `f(a, <hole>)`): the
@@ -112,6 +138,37 @@ def unspaced(fill: str) -> str:
     only whitespace or a line break follows them."""
     body = fill.lstrip(" \t")
     return body if body.strip() and not body.startswith(("\n", "\r")) else fill
+
+
+def cut_statement(fill: str) -> str:
+    """`fill` up to its first line break outside brackets and strings that follows some
+    of its code (without the spaces before it); `fill` itself when it has none, when the
+    line there opens a block (ends with `:`), when a string of it never closes, or when
+    it starts with a line break."""
+    if not fill.strip() or fill.lstrip(" \t").startswith(("\n", "\r\n")):
+        return fill
+    depth, line_start = 0, 0
+    for at, end, c in lexemes(fill):
+        depth = nested(depth, c)
+        if c == "?":
+            return fill
+        if c == "\n" and depth == 0:
+            line = _without_comment(fill[line_start:at])
+            if line.endswith(":"):
+                return fill
+            if not line.endswith("\\"):
+                return fill[:at].rstrip(" \t\r")
+        if c == "\n":
+            line_start = end
+    return fill
+
+
+def _without_comment(line: str) -> str:
+    """`line` without a trailing comment and the spaces before it."""
+    for at, _, c in lexemes(line):
+        if c == "#":
+            return line[:at].rstrip()
+    return line.rstrip()
 
 
 def _echo(key: str) -> re.Pattern[str]:
@@ -182,11 +239,12 @@ def cut_loop(fill: str) -> str:
 
 
 def end_fill(fill: str, key: str | None) -> str:
-    """`fill` cut where it writes its echo (`cut_echo`), then where it loops
-    (`cut_loop`); `fill` itself for a span of exact length (`key` None)."""
+    """`fill` cut where it writes its echo (`cut_echo`) or ends its statement
+    (`cut_statement`, key `STATEMENT`), then where it loops (`cut_loop`); `fill` itself
+    for a span of exact length (`key` None)."""
     if key is None:
         return fill
-    return cut_loop(cut_echo(fill, key))
+    return cut_loop(cut_statement(fill) if key == STATEMENT else cut_echo(fill, key))
 
 
 def ended(fill: str, key: str | None) -> bool:

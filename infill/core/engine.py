@@ -186,7 +186,8 @@ def _ends(
 ) -> Ends:
     """Each span's echo key (infill/core/echo.py; a statement's end for Python) and
     whether it starts after a space (its fill then starts without one)."""
-    keys = echo_keys(text, spans, [a.exact for a in allocs])
+    statements = options.statement_ends and language == PYTHON
+    keys = echo_keys(text, spans, [a.exact for a in allocs], statements=statements)
     return Ends(line_keys(keys, frames), after_space(text, spans))
 
 

@@ -82,6 +82,8 @@ class SamplerOptions:
     #                              length is a guess: text that follows the same code
     #                              elsewhere replaces its fill where the model scores it
     #                              higher (infill/core/copy_fills.py)
+    statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
+    #                              statement (infill/core/echo.py `cut_statement`)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
@@ -231,6 +233,7 @@ _SWITCHES = (  # the options that are true or false
     "indent_pass",
     "length_head",
     "context_copies",
+    "statement_ends",
     "exact_length",
 )
 
