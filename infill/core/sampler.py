@@ -15,7 +15,7 @@ One step of one canvas:
    its argmax token, or a draw at temperature > 0. A committed null ends its span (its later
    masked slots become null). The step that reaches `max_steps` commits every masked
    position. With `eager_ends` no pass is spent on nulls alone (infill/core/ends.py). The
-   trace keeps each committed token's log-probability and odds (`StepRecord.logp`, `odds`).
+   trace keeps each committed token's odds (`StepRecord.odds`).
 3. Grow: a span (not exact) whose slots are all committed with no null gets `grow` more
    masked slots, up to `max_span_tokens`, unless `ended` says its fill has ended anyway (it
    writes the code after it again); context at the canvas's outer ends makes room.
@@ -43,7 +43,7 @@ from diffusion_infill.infill.core.entropy_bound import NAME as ENTROPY_BOUND
 from diffusion_infill.infill.core.entropy_bound import EntropyBoundRun
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
-from diffusion_infill.infill.core.scoring import SCORES, choose, log_softmax, pick_tokens, softmax
+from diffusion_infill.infill.core.scoring import SCORES, choose, pick_tokens, softmax
 from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord, commit_odds
 from diffusion_infill.infill.core.strategies import STRATEGIES
 from diffusion_infill.model.denoiser import CacheHint, Denoiser, SpecialIds
@@ -225,7 +225,7 @@ class DenoiseJob:
         )
         x, probs = self._probabilities(p, arr, by_index)
         remasked = self._remask(p, probs, by_index) if p.committed and not last else []
-        committed, logp, odds = self._commit(p, x, probs, arr, by_index, last)
+        committed, odds = self._commit(p, x, probs, by_index, last)
         grown = [] if last else self._grow(p.canvas)
         self._settle(p.canvas, last, changed=bool(committed or remasked))
         self.trace.append(
@@ -237,7 +237,6 @@ class DenoiseJob:
                 remasked=tuple(remasked),
                 grown=tuple(grown),
                 spans=tuple((s.index, tuple(s.ids)) for s in canvas.spans),
-                logp=tuple(logp),
                 odds=odds,
             )
         )
@@ -281,18 +280,17 @@ class DenoiseJob:
         p: _Pending,
         x: np.ndarray,
         probs: np.ndarray,
-        arr: np.ndarray,
         by_index: dict[int, SpanSlots],
         last: bool,
-    ) -> tuple[list[Slot], list[float], tuple[tuple[float, int, float], ...]]:
+    ) -> tuple[list[Slot], tuple[tuple[float, int, float], ...]]:
         """Commit the masked slots the order picks (all of them in the last step); a
         committed null ends its span. With `eager_ends`, a pass also commits a content
         token when the order picked only nulls, and closes every span whose masked slots
-        all predict null (the model says the fill has ended). Returns the slots, each
-        one's log-probability under `arr` (0.0 for a null) and its odds (`commit_odds`)."""
+        all predict null (the model says the fill has ended). Returns the slots and each
+        one's odds (`commit_odds`)."""
         sp, n = self.special, len(p.masked)
         if not n:
-            return [], [], ()
+            return [], ()
         tokens = pick_tokens(x[:n], self.options.temperature, self._rng)
         if last or self.strategy.sequential:
             chosen = np.arange(n)
@@ -302,11 +300,6 @@ class DenoiseJob:
             if self.options.eager_ends:
                 chosen = with_content(p.masked, chosen, tokens, scores, null=sp.null)
         committed: list[Slot] = []
-        logp: list[float] = []
-        rows = [int(r) for r in chosen if tokens[int(r)] != sp.null]
-        lp = dict(
-            zip(rows, log_softmax(arr[rows])[np.arange(len(rows)), tokens[rows]], strict=True)
-        )
         for r in chosen:  # ascending rows = slot order, so a null ends its span first
             k, j = p.masked[int(r)]
             span = by_index[k]
@@ -315,17 +308,15 @@ class DenoiseJob:
             tok = int(tokens[int(r)])
             span.ids[j] = tok
             committed.append((k, j))
-            logp.append(float(lp.get(int(r), 0.0)))
             if tok == sp.null:
                 for j2 in range(j + 1, len(span.ids)):
                     if span.ids[j2] == sp.mask:
                         span.ids[j2] = sp.null
                         committed.append((k, j2))
-                        logp.append(0.0)
         if self.options.eager_ends and not last:
             committed += close_ended(p.masked, tokens, by_index, mask=sp.mask, null=sp.null)
         odds = commit_odds(committed, by_index, p.masked, probs, tokens)
-        return committed, logp + [0.0] * (len(committed) - len(logp)), odds
+        return committed, odds
 
     def _grow(self, ci: int) -> list[tuple[int, int]]:
         """Append `grow` masked slots to each span that filled up without a null."""

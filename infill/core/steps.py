@@ -33,9 +33,6 @@ class StepRecord:
     remasked: tuple[Slot, ...]  # slots masked again
     grown: tuple[tuple[int, int], ...]  # (span index, slots appended)
     spans: tuple[tuple[int, tuple[int, ...]], ...]  # (span index, slot ids) after the step
-    # per committed slot: its token's log-probability in the pass that committed it (0.0
-    # for a null); what a fill's confidence reads (infill/core/evidence.py)
-    logp: tuple[float, ...] = ()
     # per committed slot: (p of its token, the likeliest other token, its p) in that pass
     # (`commit_odds`): what a fill's confidence reads (infill/core/confidence.py)
     odds: tuple[tuple[float, int, float], ...] = ()
