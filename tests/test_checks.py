@@ -132,6 +132,21 @@ def test_each_hole_gets_its_own_stand_in():
     assert problems(text, "else:", "b=2,") == [("parse", 0)]
 
 
+def test_a_line_at_a_depth_nothing_parses_at_is_judged_at_one_that_does():
+    # the hidden line (whole lines, as a selection or a line hole writes it) sits at the
+    # depth of the code before it, where no header parses before the deeper lines; one
+    # step out, `def _(` does, and a fill is judged there
+    text = (
+        "class A:\n    def f(self):\n        self.x = 1\n\n        ______\n"
+        "        self, y\n    ) -> None:\n        return y\n"
+    )
+    at = text.index("        ______")
+    span = (at, text.index("\n", at) + 1)
+    for fill, blamed in [("        def g(\n", True), ("    def g(\n", False)]:
+        after, filled = splice(text, [span], [fill])
+        assert bool(check_fills(text, after, [span], filled, kinds=("parse",))) == blamed, fill
+
+
 def test_the_search_for_a_stand_in_is_bounded(monkeypatch):
     # a file broken far from its holes (the user mid-edit) costs one parse; a bracket left
     # open, which any hole might close, at most BUDGET

@@ -8,7 +8,7 @@ import pytest
 from fakes import CTX_BASE, TargetDenoiser
 
 from diffusion_infill.infill import OptionError, Span, fill_spans
-from diffusion_infill.infill.core.indents import depths
+from diffusion_infill.infill.core.lines import depths
 
 CODE = "def f(x):\n    if x:\n        y = 1\n    else:\n        y = 2\n    return y\n"
 

@@ -80,6 +80,19 @@ def test_a_line_start_marker_is_filled_as_a_whole_line(tmp_path, monkeypatch, te
     ast.parse(got)
 
 
+def test_a_hidden_header_goes_to_a_depth_where_the_file_parses(tmp_path, monkeypatch):
+    # the rules read the method's header at the depth of the code before it (8: after a
+    # blank line, the line below is as deep); no header parses there, one step out does
+    text = (
+        "class A:\n    def f(self):\n        self.x = 1\n\n<mask>\n"
+        "        self, y\n    ) -> None:\n        return y\n"
+    )
+    got, status = _fill_file(tmp_path, monkeypatch, text, {"= 1\n\n    ": "def g(", "= 1\n\n        ": "def g("})
+    assert status == 0
+    assert got == text.replace("<mask>", "    def g(")
+    ast.parse(got)
+
+
 def test_crlf_line_endings_are_kept(tmp_path, monkeypatch):
     text = "def f(x):\r\n<mask>\r\n    return y\r\n"
     got, status = _fill_file(tmp_path, monkeypatch, text, {"):\r\n    ": "y = x"}, raw=True)

@@ -46,7 +46,7 @@ from diffusion_infill.infill.core.head_lengths import (
     set_races,
     sure_spans,
 )
-from diffusion_infill.infill.core.indents import model_indents
+from diffusion_infill.infill.core.indents import model_indents, parsing_depths
 from diffusion_infill.infill.core.line_holes import line_holes
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
@@ -203,11 +203,15 @@ def _frames(
 ) -> tuple[list[Frame | None], int]:
     """Each whole-line span's frame (infill/core/lines.py; those in `more_lines` may take
     more lines than they hold), its depth the model's where the code leaves it open
-    (Python, `indent_pass`), and the forward passes that took."""
+    (Python, `indent_pass`) and one at which Python parses the text (`parsing_depths`),
+    and the forward passes that took."""
     frames = line_frames(text, spans, decided=decided, on=options.line_holes, more=more_lines)
-    if options.indent_pass and language == PYTHON:
-        return model_indents(text, before, spans, frames, denoiser)
-    return frames, 0
+    if language != PYTHON or not any(frames):
+        return frames, 0
+    passes = 0
+    if options.indent_pass:
+        frames, passes = model_indents(text, before, spans, frames, denoiser)
+    return parsing_depths(before, spans, frames), passes
 
 
 def prepare_fill(

@@ -31,50 +31,14 @@ import numpy as np
 
 from diffusion_infill.infill.core.canvas import fitted
 from diffusion_infill.infill.core.limits import token_texts
-from diffusion_infill.infill.core.lines import (
-    OPENERS,
-    TRAILING_COMMENT,
-    Frame,
-    code_lines,
-    indent_of,
-    indent_step,
-)
+from diffusion_infill.infill.core.lines import Frame, depths
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.core.stand_ins import parses_at
 from diffusion_infill.model.denoiser import Denoiser
 
 MARGIN = 0.5  # how much likelier (nats) a depth must be than the rules' to replace it
 PROBE_SLOTS = 16  # masks in place of the span's text, as a hole's default allocation
-
-
-def depths(text: str, start: int, end: int) -> list[str]:
-    """The indentations the code around text[start:end] (whole lines) allows its first
-    line, deepest first; [] when the code settles it (after a line that opens a block, at
-    the top of the text, or where tabs indent). Where the text starts inside a block, the
-    levels out from its shallowest line are a step each."""
-    before = code_lines(text[:start])
-    if not before:
-        return []
-    prev = before[-1].rstrip()
-    if TRAILING_COMMENT.sub("", prev).endswith(OPENERS):
-        return []
-    levels: list[str] = []
-    for line in reversed(before):
-        indent = indent_of(line)
-        if "\t" in indent:
-            return []
-        if not levels or len(indent) < len(levels[-1]):
-            levels.append(indent)
-            if not indent:
-                break
-    step = len(indent_step(text, indent_of(prev)))
-    while levels[-1]:  # the text starts inside a block: the levels out, a step each
-        levels.append(" " * max(0, len(levels[-1]) - step))
-    after = code_lines(text[end:])
-    if after:
-        lowest = len(indent_of(after[0])) - step
-        levels = [d for d in levels if len(d) >= lowest]
-    return levels if len(levels) > 1 else []
 
 
 def _left_out(denoiser: Denoiser) -> int:
@@ -184,3 +148,26 @@ def model_indents(
         assert frame is not None
         out[i] = replace(frame, head=choose(found, frame.head))
     return out, 1 if scores else 0
+
+
+def parsing_depths(
+    before: str, spans: Sequence[Span], frames: Sequence[Frame | None]
+) -> list[Frame | None]:
+    """`frames` with a framed span's depth moved where Python parses `before` (holes
+    neutralised) with no stand-in in the span at its depth and does at another depth the
+    code allows (`lines.depths`): to the nearest such. A method's header hidden after the
+    last line of the method before is read at that line's depth by the rules, and the
+    model may agree; no fill parses there (infill/core/stand_ins.py)."""
+    ranges = [(s.start, s.end) for s in spans]
+    out = list(frames)
+    for i, frame in enumerate(frames):
+        options = depths(before, *ranges[i]) if frame is not None else []
+        if frame is None or not options or parses_at(before, ranges, i, frame.head):
+            continue
+        nearest = sorted(options, key=lambda d: abs(len(d) - len(frame.head)))
+        found = next(
+            (d for d in nearest if d != frame.head and parses_at(before, ranges, i, d)), None
+        )
+        if found is not None:
+            out[i] = replace(frame, head=found)
+    return out

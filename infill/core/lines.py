@@ -119,6 +119,36 @@ def indentation(text: str, start: int, end: int) -> str:
     return indent
 
 
+def depths(text: str, start: int, end: int) -> list[str]:
+    """The indentations the code around text[start:end] (whole lines) allows its first
+    line, deepest first; [] when the code settles it (after a line that opens a block, at
+    the top of the text, or where tabs indent). Where the text starts inside a block, the
+    levels out from its shallowest line are a step each."""
+    before = code_lines(text[:start])
+    if not before:
+        return []
+    prev = before[-1].rstrip()
+    if TRAILING_COMMENT.sub("", prev).endswith(OPENERS):
+        return []
+    levels: list[str] = []
+    for line in reversed(before):
+        indent = indent_of(line)
+        if "\t" in indent:
+            return []
+        if not levels or len(indent) < len(levels[-1]):
+            levels.append(indent)
+            if not indent:
+                break
+    step = len(indent_step(text, indent_of(prev)))
+    while levels[-1]:  # the text starts inside a block: the levels out, a step each
+        levels.append(" " * max(0, len(levels[-1]) - step))
+    after = code_lines(text[end:])
+    if after:
+        lowest = len(indent_of(after[0])) - step
+        levels = [d for d in levels if len(d) >= lowest]
+    return levels if len(levels) > 1 else []
+
+
 def is_whole_lines(text: str, span: Span) -> bool:
     """The span starts at a line's start and ends after a line break (or at the end of
     the text) and holds some code: a selection of whole lines."""

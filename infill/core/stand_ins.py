@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from diffusion_infill.infill.core.lexer import lexemes
+from diffusion_infill.infill.core.lines import depths, is_whole_lines
+from diffusion_infill.infill.core.spans import Span
 
 Range = tuple[int, int]
 Segment = tuple[int, int]  # the code of one line of a span, after its indentation
@@ -291,12 +293,74 @@ def parsing_stand_in(text: str, ranges: Sequence[Range]) -> StandIn | None:
     Python parses it (`text` itself when it parses as it is), and the ranges' places in
     it; None when no stand-in does. Range by range, in order, where Python's first error
     is one the range could cause: the first filler with which the text parses, or else
-    the one that moves the error furthest down; at most BUDGET parses. Stand-ins keep
-    line breaks, so line numbers are the text's."""
+    the one that moves the error furthest down; at most BUDGET parses. Where none parses,
+    a range of whole lines may be at a depth no code parses at (a method's header after
+    the last line of the method before, at that line's depth): the same search with its
+    first line at each other depth the code around it allows (`lines.depths`), nearest
+    first, at most DEPTHS of them. Stand-ins keep line breaks, so line numbers are the
+    text's."""
+    error = first_error(text)
+    if error is None:
+        return StandIn(text, list(ranges))
+    if (found := _search(text, ranges, error)) is not None:
+        return found
+    for i, head in _other_depths(text, ranges, error):
+        moved, at = redented(text, ranges, i, head)
+        if (there := first_error(moved)) is None:
+            return StandIn(moved, at)
+        if (found := _search(moved, at, there)) is not None:
+            return found
+    return None
+
+
+def parses_at(text: str, ranges: Sequence[Range], i: int, head: str) -> bool:
+    """Whether some stand-in parses with range `i` (whole lines) starting at indentation
+    `head` (no other depth tried)."""
+    moved, at = redented(text, ranges, i, head)
+    return (error := first_error(moved)) is None or _search(moved, at, error) is not None
+
+
+DEPTHS = 3  # other depths a failed search tries (each a search of at most BUDGET parses)
+
+
+def _lead(text: str, r: Range) -> int:
+    """The length of the indentation that starts range `r`."""
+    piece = text[r[0] : r[1]]
+    return len(piece) - len(piece.lstrip(" \t"))
+
+
+def _other_depths(
+    text: str, ranges: Sequence[Range], error: tuple[int, str]
+) -> list[tuple[int, str]]:
+    """(range, indentation) pairs to search again: each range of whole lines near
+    Python's first error, at the depths `lines.depths` allows it other than its own,
+    nearest first; DEPTHS at most."""
+    out: list[tuple[int, str]] = []
+    for i, r in enumerate(ranges):
+        if not is_whole_lines(text, Span(*r)) or not _may_fix(error, text, r):
+            continue
+        own = text[r[0] : r[0] + _lead(text, r)]
+        others = [d for d in depths(text, *r) if d != own]
+        out += [(i, d) for d in sorted(others, key=lambda d: abs(len(d) - len(own)))]
+    return out[:DEPTHS]
+
+
+def redented(text: str, ranges: Sequence[Range], i: int, head: str) -> tuple[str, list[Range]]:
+    """`text` with range `i`'s first line indented by `head`, and the ranges there."""
+    a, b = ranges[i]
+    lead = _lead(text, ranges[i])
+    shift = len(head) - lead
+    moved = [
+        r if j < i else (a, b + shift) if j == i else (r[0] + shift, r[1] + shift)
+        for j, r in enumerate(ranges)
+    ]
+    return text[:a] + head + text[a + lead :], moved
+
+
+def _search(text: str, ranges: Sequence[Range], error: tuple[int, str]) -> StandIn | None:
+    """The filler search of `parsing_stand_in` at the ranges' depths as they are, from
+    Python's first `error` in `text`."""
     chosen: list[Filler | None] = [None] * len(ranges)
-    stood = StandIn(text, list(ranges))
-    if (error := first_error(text)) is None:
-        return stood
     parses = 1
     for i, r in enumerate(ranges):
         if not _may_fix(error, text, r):
@@ -309,5 +373,5 @@ def parsing_stand_in(text: str, ranges: Sequence[Range]) -> StandIn | None:
             if (found := first_error(tried.text)) is None:
                 return tried
             if found[0] > error[0]:
-                error, chosen[i], stood = found, filler, tried
+                error, chosen[i] = found, filler
     return None
