@@ -4,7 +4,7 @@ stayed at 0% at every checkpoint; this is the curve behind it).
 
     python -m benchmarks.gap_curve [--results benchmarks/results] [--png docs/img/gap_curve.png]
 
-Reads every `search_study*.json` under `--results` (benchmarks/search_study.py, one
+Reads every `search_study*.json` under `--results` (benchmarks/search_error.py, one
 checkpoint each: the held-out holes decoded at their true length, the truth and the greedy
 fill scored by the model's left-to-right chain rule), groups the files that scored the same
 holes (kind, split, seed, n) with models of the same depth (a grown model is a curve of its
@@ -59,18 +59,18 @@ def point(path: Path) -> tuple[tuple, dict]:
         records = data["records"]
         key = (data["kind"], data["split"], data["seed"], len(records), data.get("layers"))
     except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise CurveError(f"{path}: not a benchmarks.search_study results file ({e!r})") from e
+        raise CurveError(f"{path}: not a benchmarks.search_error results file ({e!r})") from e
     tokens = data.get("tokens_total")
     if not isinstance(tokens, int) or tokens <= 0:
         raise CurveError(
             f"{path}: no tokens_total (the model's tokens seen): rerun "
-            "python -m benchmarks.search_study, which records it, or add it "
+            "python -m benchmarks.search_error, which records it, or add it "
             "from the model's training.json"
         )
     if not isinstance(key[-1], int) or key[-1] < 1:
         raise CurveError(
             f"{path}: no layers (the model's depth; each size is a curve of its "
-            "own): rerun python -m benchmarks.search_study, which records it, or "
+            "own): rerun python -m benchmarks.search_error, which records it, or "
             "add num_hidden_layers from the model's config.json"
         )
     if not records:
@@ -156,7 +156,7 @@ def collect(results: Path) -> list[dict]:
     files = sorted(results.glob("search_study*.json"))
     if not files:
         raise CurveError(
-            f"no search_study*.json under {results}: run python -m benchmarks.search_study first"
+            f"no search_study*.json under {results}: run python -m benchmarks.search_error first"
         )
     groups: dict[tuple, list[dict]] = {}
     for path in files:
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> None:
         "--results",
         type=Path,
         default=RESULTS,
-        help="folder of benchmarks.search_study results files",
+        help="folder of benchmarks.search_error results files",
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="JSON (default: gap_curve.json in --results)"

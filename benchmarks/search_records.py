@@ -1,4 +1,4 @@
-"""A search study's records and their summary: the figures benchmarks/search_study.py prints
+"""A search study's records and their summary: the figures benchmarks/search_error.py prints
 and benchmarks/gap_curve.py draws, computed in one place (numpy only: the curve reads
 results files without loading a model).
 

@@ -161,7 +161,7 @@ def test_bad_results_are_usage_errors(run_benchmark, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     done = run_benchmark("gap_curve", "--results", str(empty))
-    assert done.returncode == 2 and "benchmarks.search_study" in done.stderr
+    assert done.returncode == 2 and "benchmarks.search_error" in done.stderr
 
     untagged = tmp_path / "untagged"
     untagged.mkdir()

@@ -87,7 +87,9 @@ def test_a_hidden_header_goes_to_a_depth_where_the_file_parses(tmp_path, monkeyp
         "class A:\n    def f(self):\n        self.x = 1\n\n<mask>\n"
         "        self, y\n    ) -> None:\n        return y\n"
     )
-    got, status = _fill_file(tmp_path, monkeypatch, text, {"= 1\n\n    ": "def g(", "= 1\n\n        ": "def g("})
+    got, status = _fill_file(
+        tmp_path, monkeypatch, text, {"= 1\n\n    ": "def g(", "= 1\n\n        ": "def g("}
+    )
     assert status == 0
     assert got == text.replace("<mask>", "    def g(")
     ast.parse(got)

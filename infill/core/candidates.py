@@ -18,7 +18,7 @@ The cost is bounded and visible, and paid only when a fill fails:
    passes. With none passing, the
    span is *rejected*: it keeps its text and says why.
 
-Alternatives start from their window's context entries (infill/core/copies.py); once
+Alternatives start from their window's context entries (infill/core/reused_entries.py); once
 chosen, an in-line hole's fill meets the copies of the code around it
 (infill/core/copy_fills.py). The rounds are one job for a driver, batched like any
 DenoiseJob (canvases: alternatives.py); `CandidateJob.round` says which one it is in
@@ -42,11 +42,11 @@ from diffusion_infill.infill.core.alternatives import (
     scoring_rows,
 )
 from diffusion_infill.infill.core.canvas import Canvas, fill_ids
-from diffusion_infill.infill.core.copies import FromWindows
 from diffusion_infill.infill.core.copy_fills import CopyRound
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.fill_checks import Check, Decode, FillChecks
 from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.reused_entries import FromWindows
 from diffusion_infill.infill.core.sampler import DenoiseJob, LogitsRequest, StepRecord
 from diffusion_infill.model.denoiser import SpecialIds
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from diffusion_infill.infill.core.allocation import Allocation
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.copy_fills import CopyRound, context_copies
 from diffusion_infill.infill.core.lines import Frame
@@ -171,27 +170,27 @@ def copy_round(
     job: object,
     before: str,
     spans: list[Span],
-    holes: tuple[Collection[int], Sequence[Allocation]],
+    holes: tuple[Collection[int], Collection[int]],
     frames: Sequence[Frame | None],
     denoiser: Denoiser,
     options: SamplerOptions,
     context: Sequence[Snippet] = (),
 ) -> None:
     """The pass that scores copies against the chosen fills (infill/core/copy_fills.py),
-    for the holes whose length is a guess (`holes`: the in-line holes, and each span's
-    allocation): an in-line hole's copies of the code around it in `before` (holes
-    neutralised), and a one-line hole's copies from `context` (validated here:
+    for the holes whose length is a guess (`holes`: the in-line holes, and the spans
+    whose length the plan guessed): an in-line hole's copies of the code around it in
+    `before` (holes neutralised), and a one-line hole's copies from `context` (validated here:
     `check_context`). With the checks on only, as raced lengths without them make a
     CandidateJob too."""
     context = check_context(context)
     on = options.context_copies and options.check_kinds
     if not (on and isinstance(job, CandidateJob)):
         return
-    inline, allocs = holes
+    inline, guessed = holes
     encode: Callable[[str], list[int]] = denoiser.encode
     copies: dict[int, list[list[int]]] = {}
     prefixes: dict[int, list[int]] = {}
-    for i in (i for i, a in enumerate(allocs) if a.raced):
+    for i in sorted(guessed):
         s = spans[i]
         found = context_copies(before, s.start, s.end) if i in inline else []
         repo = [c for c in repo_copies(before, s.start, s.end, context) if c not in found]

@@ -4,15 +4,13 @@
     result = fill_spans(text, [Span(10, 24)], denoiser=den)    # rewrite a selection
 
 Both prepare a fill (`prepare_holes` / `prepare_fill`: a `PreparedFill`,
-infill/core/prepared.py), denoise its job and read the result. The stages a fill meets, in
-order (each a `SamplerOptions` switch; docs/ARCHITECTURE.md, "The stages of a fill"):
+infill/core/prepared.py), denoise its job and read the result:
 
-    prepare_fill  line_holes, indent_pass: whole-line spans framed (lines.py, indents.py);
-                  slots, windows, canvases (selection_lines); where fills end (echo.py);
-                  the job, a CandidateJob with checks; length_head (head_lengths.py);
-                  context_copies (copy_fills.py, cross_copies.py)
-    denoise       the job's rounds (candidates.py `Round`): primary, alternatives (the
-                  race), scoring, copies; each step is the sampler's
+    prepare_fill  the stages of infill/core/pipeline.py, in order: frame whole lines,
+                  choose their depths, plan canvases, find where fills end, build the
+                  job (checks), read lengths (length head), add copies
+    denoise       the job's rounds (candidates.py `Round`): primary, alternatives,
+                  scoring, copies; each step is the sampler's
     result        texts, edits, confidence and runner-ups (prepared.py, rated.py)
 
 A worker that batches several requests prepares the fills itself, drives their jobs
@@ -30,26 +28,11 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from diffusion_infill.infill.core.allocation import Allocation, allocate, window_canvases
-from diffusion_infill.infill.core.candidates import CandidateJob, Decode, Ended
-from diffusion_infill.infill.core.canvas import Canvas
-from diffusion_infill.infill.core.checks import Problem, Range, check_fills, splice
-from diffusion_infill.infill.core.copy_fills import inline_holes
-from diffusion_infill.infill.core.cross_copies import copy_round
-from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
+from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
-from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
-from diffusion_infill.infill.core.head_lengths import (
-    asked_holes,
-    first_step,
-    keep_rows,
-    set_races,
-    sure_spans,
-)
-from diffusion_infill.infill.core.indents import model_indents, parsing_depths
 from diffusion_infill.infill.core.line_holes import line_holes
-from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
+from diffusion_infill.infill.core.pipeline import PYTHON, STAGES, Draft
 from diffusion_infill.infill.core.prepared import PreparedFill
 from diffusion_infill.infill.core.results import FillResult
 from diffusion_infill.infill.core.sampler import DenoiseJob, denoise
@@ -62,12 +45,9 @@ from diffusion_infill.infill.core.spans import (
     neutralise,
 )
 from diffusion_infill.infill.core.spans import check_decided as _check_decided
-from diffusion_infill.infill.core.window import Layout, Window, plan_windows
-from diffusion_infill.model.denoiser import Denoiser, SpecialIds
+from diffusion_infill.model.denoiser import Denoiser
 
 Job = DenoiseJob | CandidateJob
-
-PYTHON = "python"  # the language with scope-aware windows (tree-sitter); others get lines
 
 
 def check_text(text: str) -> None:
@@ -83,135 +63,6 @@ def check_text(text: str) -> None:
         raise InputError(
             f"{line_col(text, exc.start)}: the text is not valid Unicode (lone surrogate)"
         ) from None
-
-
-def _planned(
-    text: str,
-    spans: list[Span],
-    frames: Sequence[Frame | None],
-    decided: Sequence[list[int] | None],
-    denoiser: Denoiser,
-    options: SamplerOptions,
-    rewrite: bool,
-    parse_text: str | None,
-) -> tuple[list[Allocation], list[Window], list[Canvas]]:
-    """Each span's allocation, the windows that hold the spans (scope-aware when
-    `parse_text` is given: the text to parse), and each window's canvas."""
-    budget = denoiser.max_length
-    if options.window_tokens is not None:
-        budget = min(budget, options.window_tokens)
-
-    def count(piece: str) -> int:
-        return len(denoiser.encode(piece)) if piece else 0
-
-    allocs = [
-        allocate(text, s, options, rewrite=rewrite, count=count, frame=f)
-        for s, f in zip(spans, frames, strict=True)
-    ]
-    layout = Layout(text, count, parse_text)
-    windows = plan_windows(
-        text,
-        spans,
-        allocs=[a.slots for a in allocs],
-        room=[a.room for a in allocs],
-        budget=budget,
-        count=count,
-        layout=layout,
-    )
-    canvases = window_canvases(
-        text,
-        spans,
-        windows,
-        allocs,
-        layout=layout,
-        denoiser=denoiser,
-        budget=budget,
-        decided=decided,
-        frames=frames,
-        selection_lines=options.selection_lines,
-    )
-    return allocs, windows, canvases
-
-
-def _job(
-    text: str,
-    before: str,
-    spans: list[Span],
-    canvases: list[Canvas],
-    denoiser: Denoiser,
-    options: SamplerOptions,
-    language: str | None,
-    ends: Ends,
-    frames: Sequence[Frame | None],
-) -> Job:
-    """A plain DenoiseJob, or with the checks or raced lengths on, a CandidateJob
-    (infill/core/candidates.py)."""
-    # a span whose fill already writes the code after it, or its last line, again has
-    # ended: no growth (a span of exact length never grows)
-    keys = ends.keys
-    done = (
-        (lambda i, ids: ended(denoiser.decode(ids), keys[i]))
-        if any(k is not None for k in keys)
-        else None
-    )
-    if not options.check_kinds and options.lengths == 1:
-        return DenoiseJob(
-            canvases, options, special=denoiser.special, vocab_size=denoiser.vocab_size, ended=done
-        )
-    allowed = REPLACEMENT in text
-    return _checked_job(
-        text,
-        before,
-        [(s.start, s.end) for s in spans],
-        canvases,
-        options,
-        special=denoiser.special,
-        vocab_size=denoiser.vocab_size,
-        decode=lambda i, ids: framed_fill(
-            decoded_fill(ids, denoiser.decode, allowed, i, keys[i], ends.spaced[i]), frames[i]
-        ),
-        language=language,
-        kinds=options.check_kinds,
-        ended=done,
-    )
-
-
-def _ends(
-    text: str,
-    spans: list[Span],
-    allocs: Sequence[Allocation],
-    frames: Sequence[Frame | None],
-    options: SamplerOptions,
-    language: str | None,
-) -> Ends:
-    """Each span's echo key (infill/core/echo.py; a statement's end for Python) and
-    whether it starts after a space (its fill then starts without one)."""
-    statements = options.statement_ends and language == PYTHON
-    keys = echo_keys(text, spans, [a.exact for a in allocs], statements=statements)
-    return Ends(line_keys(keys, frames), after_space(text, spans))
-
-
-def _frames(
-    text: str,
-    before: str,
-    spans: list[Span],
-    decided: Sequence[list[int] | None],
-    denoiser: Denoiser,
-    options: SamplerOptions,
-    language: str | None,
-    more_lines: Collection[int] = (),
-) -> tuple[list[Frame | None], int]:
-    """Each whole-line span's frame (infill/core/lines.py; those in `more_lines` may take
-    more lines than they hold), its depth the model's where the code leaves it open
-    (Python, `indent_pass`) and one at which Python parses the text (`parsing_depths`),
-    and the forward passes that took."""
-    frames = line_frames(text, spans, decided=decided, on=options.line_holes, more=more_lines)
-    if language != PYTHON or not any(frames):
-        return frames, 0
-    passes = 0
-    if options.indent_pass:
-        frames, passes = model_indents(text, before, spans, frames, denoiser)
-    return parsing_depths(before, spans, frames), passes
 
 
 def prepare_fill(
@@ -241,35 +92,14 @@ def prepare_fill(
     started = time.perf_counter()
     check_text(text)
     ordered = check_spans(text, list(spans))
-    chosen, before = _check_decided(ordered, decided), parse_text or text
-    # line_holes, indent_pass: whole-line spans framed, their depth the model's if open
-    frames, probes = _frames(text, before, ordered, chosen, denoiser, options, language, more_lines)
-    parse = before if language == PYTHON else None  # scope-aware windows for Python
-
-    def plan(planned: list[Span]) -> tuple[list[Allocation], list[Window], list[Canvas], Ends, Job]:
-        # slots, windows, canvases; where fills end; the job (checks)
-        allocs, windows, canvases = _planned(
-            text, planned, frames, chosen, denoiser, options, rewrite, parse
-        )
-        ends = _ends(text, planned, allocs, frames, options, language)
-        job = _job(text, before, ordered, canvases, denoiser, options, language, ends, frames)
-        return allocs, windows, canvases, ends, job
-
-    allocs, windows, canvases, ends, job = plan(ordered)
-    # length_head: the job's first step also reads each asked hole's length
-    asked = asked_holes(canvases, allocs, frames, denoiser, options)
-    head, passes = first_step(job, canvases, asked, denoiser, options)  # job's step 1
-    if (sure := sure_spans(ordered, head.sure)) is not None:
-        _, windows, canvases, ends, job = plan(sure)  # those holes exactly that long
-        set_races(canvases, head.race)  # the others race its lengths should they fail
-        keep_rows(job, head)
-    # context_copies: the code around each in-line hole, and other files', once chosen
-    inline = inline_holes(text, ordered)
-    copy_round(job, before, ordered, (inline, allocs), frames, denoiser, options, context)
-    return PreparedFill(
-        text, ordered, windows, job, denoiser, rewrite=rewrite, started=started, ends=ends,
-        frames=frames, probes=probes + passes,
+    draft = Draft(
+        text, ordered, denoiser, options, rewrite, language,
+        before=parse_text or text, decided=_check_decided(ordered, decided),
+        more_lines=more_lines, context=context, started=started,
     )  # fmt: skip
+    for stage in STAGES:  # infill/core/pipeline.py
+        stage.run(draft)
+    return draft.prepared()
 
 
 def prepare_holes(
@@ -363,41 +193,3 @@ def fill_spans(
     )
     denoise(fill.job, denoiser)
     return fill.result()
-
-
-def framed_fill(fill: tuple[str, int], frame: Frame | None) -> tuple[str, int]:
-    """A decoded fill's text as the engine writes it (`framed`), and the tokens it keeps."""
-    return framed(fill[0], frame), fill[1]
-
-
-def _checked_job(
-    text: str,
-    before: str,
-    ranges: list[Range],
-    canvases: Sequence[Canvas],
-    options: SamplerOptions,
-    *,
-    special: SpecialIds,
-    vocab_size: int,
-    decode: Decode,
-    language: str | None,
-    kinds: Sequence[str],
-    ended: Ended | None = None,
-) -> CandidateJob:
-    """The CandidateJob of a fill of `ranges` of `text`, checked against `before` (the text
-    with its holes neutralised, or as given for a rewrite; same offsets as `text`)."""
-
-    def check(texts: list[str], only: set[int]) -> list[Problem]:
-        after, filled = splice(text, ranges, texts)
-        return check_fills(before, after, ranges, filled, language=language, kinds=kinds, only=only)
-
-    return CandidateJob(
-        canvases,
-        options,
-        special=special,
-        vocab_size=vocab_size,
-        decode=decode,
-        check=check,
-        neutral=[before[a:b] for a, b in ranges],
-        ended=ended,
-    )

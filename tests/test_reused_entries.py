@@ -1,4 +1,4 @@
-"""A failing hole's alternatives (infill/core/copies.py): copies of its window's canvas
+"""A failing hole's alternatives (infill/core/reused_entries.py): copies of its window's canvas
 whose first pass starts from the window's context entries, not a full pass of its own."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/search_study.py: its scores and its beam search on fakes whose answers are
+"""benchmarks/search_error.py: its scores and its beam search on fakes whose answers are
 known, and the whole study end to end on a tiny model."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.search_study import beam_search, best_first_score, l2r_score
+from benchmarks.search_error import beam_search, best_first_score, l2r_score
 from tests.fakes import FILL_BASE, MASK, NULL, PAD, VOCAB, TargetDenoiser
 
 
@@ -79,7 +79,7 @@ def test_study_end_to_end(
 ) -> None:
     out = tmp_path / "search.json"
     done = run_benchmark(
-        "search_study",
+        "search_error",
         "--model",
         str(tiny_model_dir),
         "--corpus",
@@ -127,7 +127,7 @@ def test_without_beam_or_samples_their_figures_are_absent(
     shutil.copytree(tiny_model_dir, model)
     (model / "training.json").write_text(json.dumps({"tokens_total": 12345}))
     done = run_benchmark(
-        "search_study",
+        "search_error",
         "--model",
         str(model),
         "--corpus",
@@ -159,12 +159,12 @@ def test_without_beam_or_samples_their_figures_are_absent(
 @pytest.mark.slow
 def test_refuses_bad_arguments(run_benchmark) -> None:
     for args in (("--n", "0"), ("--beam", "-1"), ("--temperature", "0")):
-        done = run_benchmark("search_study", *args)
+        done = run_benchmark("search_error", *args)
         assert done.returncode == 2 and "must" in done.stderr, args
 
 
 @pytest.mark.slow
 def test_missing_corpus_is_a_usage_error(run_benchmark, tmp_path: Path) -> None:
-    done = run_benchmark("search_study", "--corpus", str(tmp_path / "none"))
+    done = run_benchmark("search_error", "--corpus", str(tmp_path / "none"))
     assert done.returncode == 2, done.stderr
     assert "valid.jsonl not found" in done.stderr and "model.training.corpus" in done.stderr

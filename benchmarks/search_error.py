@@ -2,7 +2,7 @@
 and the engine's fill scored by the model, and wider searches tried (multi-line
 exact match is 0% at every checkpoint).
 
-    python -m benchmarks.search_study [--kind multi-line] [--split valid] [--n 50]
+    python -m benchmarks.search_error [--kind multi-line] [--split valid] [--n 50]
                                       [--beam 4] [--samples 4] [--temperature 0.7]
 
 A fill can miss the truth because the model prefers something else (model error: only a
