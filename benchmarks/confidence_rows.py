@@ -39,7 +39,7 @@ from tqdm import tqdm
 from benchmarks.bench_lsp import WINDOW_CHARS
 from benchmarks.eval_completion import requests
 from benchmarks.eval_shapes import same_lines
-from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples
+from benchmarks.heldout import heldout_arguments, heldout_files, infill_examples, prepare_hole
 from benchmarks.infill_scores import same_code
 from benchmarks.real_files import load as load_real
 from benchmarks.shapes import real_file_examples, shape_examples
@@ -53,7 +53,6 @@ from diffusion_infill.infill.core.options import (
     DEFAULT_LENGTHS,
 )
 from diffusion_infill.infill.core.sampler import denoise
-from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.lsp.completion import completion_ask
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.loading import load_denoiser
@@ -101,14 +100,7 @@ def fill_rows(den: Any, examples: list, kind: str, options: infill.SamplerOption
     for ex in tqdm(examples, desc=kind, file=sys.stderr, leave=False):
         span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
         t0 = time.perf_counter()
-        fill = prepare_fill(
-            ex.text,
-            [span],
-            denoiser=den,
-            options=options,
-            rewrite=True,
-            parse_text=neutralise(ex.text, [span]),
-        )
+        fill = prepare_hole(den, ex.text, span, options)
         denoise(fill.job, den)
         (f,) = fill.result().fills
         rated = fill.rated[0]

@@ -26,7 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from benchmarks.eval_shapes import LINE_SHAPES, checkpoint, same_lines
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS
+from benchmarks.heldout import HELDOUT_WINDOW_CHARS, prepare_hole
 from benchmarks.infill_scores import same_code
 from benchmarks.repo_set import DATA, PACKAGES, SPLITS, RepoHole, repo_holes
 from benchmarks.results_file import RESULTS, write_results
@@ -34,7 +34,6 @@ from benchmarks.shapes import SHAPES
 from diffusion_infill import infill
 from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.core.cross_copies import repo_copies
-from diffusion_infill.infill.core.engine import prepare_fill
 from diffusion_infill.infill.core.options import (
     DEFAULT_CACHE_REFRESH,
     DEFAULT_CHECKS,
@@ -50,15 +49,7 @@ def _fill(den, hole: RepoHole, options, context) -> tuple[str, float]:  # noqa: 
     ex = hole.example
     span = infill.Span(ex.start, ex.end, length=options.default_span_tokens)
     t0 = time.perf_counter()
-    fill = prepare_fill(
-        ex.text,
-        [span],
-        denoiser=den,
-        options=options,
-        rewrite=True,
-        parse_text=neutralise(ex.text, [span]),
-        context=context,
-    )
+    fill = prepare_hole(den, ex.text, span, options, context)
     denoise(fill.job, den)
     (f,) = fill.result().fills
     return ("" if f.rejected is not None else f.text), (time.perf_counter() - t0) * 1000

@@ -32,12 +32,10 @@ import torch
 from tqdm import tqdm
 
 from benchmarks.eval_shapes import checkpoint, truth_token_count
-from benchmarks.heldout import EDITOR_WINDOW, HELDOUT_WINDOW_CHARS, load_test_files
+from benchmarks.heldout import EDITOR_WINDOW, HELDOUT_WINDOW_CHARS, load_test_files, prepare_hole
 from benchmarks.results_file import write_results
 from benchmarks.shapes import shape_examples
 from diffusion_infill import infill
-from diffusion_infill.infill.core.engine import prepare_fill
-from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.model.length_head import (
     CLASSES,
     SLOTS,
@@ -56,14 +54,7 @@ HIDDEN, LR, WEIGHT_DECAY = 32, 1e-3, 0.1
 
 def first_canvas(den, text: str, span: infill.Span, options) -> tuple[list[int], list[int]]:
     """The canvas of the first pass over one span's allocation, and the span's slots."""
-    fill = prepare_fill(
-        text,
-        [span],
-        denoiser=den,
-        options=options,
-        rewrite=True,
-        parse_text=neutralise(text, [span]),
-    )
+    fill = prepare_hole(den, text, span, options)
     canvas = fill.job.canvases[0]
     first = canvas.offsets()[0]
     return canvas.ids(), list(range(first, first + len(canvas.spans[0].ids)))

@@ -20,9 +20,15 @@ import json
 import keyword
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from diffusion_infill import infill
+from diffusion_infill.infill.core.engine import PreparedFill, prepare_fill
+from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.spans import neutralise
+from diffusion_infill.model.denoiser import Denoiser
 from diffusion_infill.model.training.corpus.windows import HELDOUT_WINDOW_CHARS, window_around
 
 
@@ -45,6 +51,26 @@ class BugExample:
     start: int  # the bug's character range in `buggy`
     end: int
     kind: str  # operator | comparison | variable | off-by-one
+
+
+def prepare_hole(
+    den: Denoiser,
+    text: str,
+    span: infill.Span,
+    options: infill.SamplerOptions,
+    context: Sequence[Snippet] = (),
+) -> PreparedFill:
+    """One held-out hole as the engine prepares a selection's rewrite, the parser reading
+    the hole neutralised (what every evaluation of one hole fills)."""
+    return prepare_fill(
+        text,
+        [span],
+        denoiser=den,
+        options=options,
+        rewrite=True,
+        parse_text=neutralise(text, [span]),
+        context=context,
+    )
 
 
 def heldout_arguments(parser: argparse.ArgumentParser) -> None:

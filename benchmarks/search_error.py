@@ -44,15 +44,15 @@ from benchmarks.heldout import (
     heldout_arguments,
     heldout_files,
     infill_examples,
+    prepare_hole,
 )
 from benchmarks.results_file import write_results
 from benchmarks.search_records import summarise
 from diffusion_infill import infill
 from diffusion_infill.infill.core.canvas import fill_ids
-from diffusion_infill.infill.core.engine import PreparedFill, prepare_fill
+from diffusion_infill.infill.core.engine import PreparedFill
 from diffusion_infill.infill.core.sampler import denoise
 from diffusion_infill.infill.core.scoring import log_softmax
-from diffusion_infill.infill.core.spans import neutralise
 from diffusion_infill.model.denoiser import Denoiser
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 from diffusion_infill.model.training.train import init_record
@@ -65,14 +65,7 @@ def _prepared(
 ) -> PreparedFill:
     """The engine's request for `ex` with its hole as exactly `length` masks."""
     span = infill.Span(ex.start, ex.end, length=length, exact=True)
-    return prepare_fill(
-        ex.text,
-        [span],
-        denoiser=den,
-        options=options,
-        rewrite=True,
-        parse_text=neutralise(ex.text, [span]),
-    )
+    return prepare_hole(den, ex.text, span, options)
 
 
 def masked_canvas(
