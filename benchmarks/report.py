@@ -7,8 +7,12 @@ kind of measurement their name starts with (`shapes_`, `eval_`, `lsp_`, ...), an
 one section per kind: for each file a link to it, the command recorded in it (its
 "command" key; "not recorded" where it has none) and its headline figures (exact match,
 latency percentiles, bug localisation, fuzzing counts, ...; the full detail stays in the
-file). A file it cannot read, or one without a figure it recognises, is listed at the
-end and does not stop the page. In a git checkout, results files git does not track yet
+file). Only the current files get a section: those the reference docs cite (README,
+docs/ but its log, the model card, benchmarks/README.md, by path or name, or their
+folder) and the headline runs; the others, kept as the history the log and CHANGELOG
+cite, are listed at the end, one link each with the commit that made them. A file it
+cannot read, or one without a figure it recognises, is listed at the end and does not
+stop the page. In a git checkout, results files git does not track yet
 are left out (and named on stderr): `git add` a new results file, then run this.
 """
 
@@ -318,8 +322,46 @@ def file_section(rel: Path, link: str, data: Any) -> list[str]:
     return [*lines, "", *table(figures(data)), ""]
 
 
-def render(results: Path, out: Path) -> str:
-    """The page's text for the results files under `results`, links relative to `out`."""
+DOCS = ("README.md", "docs/*.md", "model/weights/MODEL_CARD.md", "benchmarks/README.md")
+
+
+def cited(results: Path, root: Path = ROOT) -> set[Path]:
+    """The results files under `results` that the reference docs under `root` name (by
+    path under results/, by file name, or by their folder) or that a headline run wrote."""
+    text = "\n".join(
+        p.read_text(errors="replace")
+        for pattern in DOCS
+        for p in sorted(root.glob(pattern))
+        if p.name != OUT.name
+    )
+    out: set[Path] = set()
+    for path in results_files(results):
+        rel = path.relative_to(results)
+        folder = f"results/{rel.parts[0]}/" if len(rel.parts) > 1 else None
+        if (
+            rel.parts[0] == "headline"
+            or rel.as_posix() in text
+            or f"`{rel.name}`" in text
+            or f"[{rel.name}]" in text
+            or (folder is not None and folder in text)
+        ):
+            out.add(path)
+    return out
+
+
+def _earlier(rel: Path, link: str, path: Path) -> str:
+    """One line of the list of earlier results: the link and the commit it records."""
+    try:
+        made = json.loads(path.read_text()).get("commit")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        made = None
+    return f"- [{rel.as_posix()}]({link})" + (f" ({str(made)[:7]})" if made else "")
+
+
+def render(results: Path, out: Path, current: set[Path] | None = None) -> str:
+    """The page's text for the results files under `results`, links relative to `out`;
+    with `current`, only those get a section and the others are listed at the end."""
+    earlier: list[str] = []
     sections: dict[str, list[str]] = {title: [] for title, _, _ in KINDS}
     sections[OTHER[0]] = []
     about = {title: text for title, text, _ in KINDS} | {OTHER[0]: OTHER[1]}
@@ -327,6 +369,9 @@ def render(results: Path, out: Path) -> str:
     for path in results_files(results):
         rel = path.relative_to(results)
         link = Path(os.path.relpath(path, out.parent)).as_posix()
+        if current is not None and path not in current:
+            earlier.append(_earlier(rel, link, path))
+            continue
         try:
             data = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as err:
@@ -343,7 +388,8 @@ def render(results: Path, out: Path) -> str:
         "`benchmarks/results/`; do not edit by hand. Each file records how it was measured "
         "(command, model, split, machine); the headline figures are copied here, every other "
         "figure is in the file. The README's table of current figures links to the same "
-        "files.",
+        'files. Files no reference doc cites any more are listed last, under "Earlier '
+        'results".',
         "",
     ]
     for title, body in sections.items():
@@ -358,6 +404,16 @@ def render(results: Path, out: Path) -> str:
             *not_understood,
             "",
         ]
+    if earlier:
+        lines += [
+            "## Earlier results",
+            "",
+            "Files the reference docs no longer cite (docs/log/ and CHANGELOG.md may), with "
+            "the commit each records:",
+            "",
+            *earlier,
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -367,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(args.results.resolve(), args.out.resolve()))
+    results = args.results.resolve()
+    current = cited(results) if results == RESULTS.resolve() else None
+    args.out.write_text(render(results, args.out.resolve(), current))
     print(f"wrote {args.out}")
     return 0
 

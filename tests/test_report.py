@@ -51,3 +51,19 @@ def test_every_results_file_is_linked_from_the_results_page() -> None:
         if f"](../benchmarks/results/{p.relative_to(report.RESULTS).as_posix()})" not in page
     ]
     assert not missing, f"run python -m benchmarks.report; not linked: {missing}"
+
+
+def test_only_the_files_the_docs_cite_get_a_section(tmp_path: Path) -> None:
+    root, results = tmp_path, tmp_path / "benchmarks" / "results"
+    (results / "headline").mkdir(parents=True)
+    for name in ("shapes_now.json", "shapes_then.json", "headline/shapes.json"):
+        data = {"commit": "abcdef0123", "shapes": {"cursor": {"exact_match": 0.25}}}
+        (results / name).write_text(json.dumps(data))
+    (root / "README.md").write_text("See [x](benchmarks/results/shapes_now.json).\n")
+    current = report.cited(results, root)
+    assert current == {results / "shapes_now.json", results / "headline" / "shapes.json"}
+    page = report.render(results, root / "docs" / "RESULTS.md", current)
+    shown, earlier = page.split("## Earlier results", 1)
+    assert "### [shapes_now.json]" in shown and "### [headline/shapes.json]" in shown
+    assert "shapes_then.json" not in shown
+    assert "- [shapes_then.json](../benchmarks/results/shapes_then.json) (abcdef0)" in earlier
