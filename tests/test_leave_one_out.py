@@ -71,3 +71,10 @@ def test_every_results_file_records_its_commit_and_machine(tmp_path):
     assert written["figure"] == 1
     assert len(written["commit"].removesuffix("-dirty")) == 40
     assert "cores" in written["machine"] and "INFILL_DTYPE" in written["machine"]
+
+
+def test_the_table_turns_off_every_switchable_stage_of_the_pipeline():
+    # a stage added to the fill's pipeline with a switch gets its row in the table
+    from diffusion_infill.infill.core.pipeline import STAGES
+
+    assert {s.switch for s in STAGES if s.switch} == set(loo.STAGES)
