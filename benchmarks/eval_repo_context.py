@@ -63,7 +63,7 @@ def _record(den, hole: RepoHole, shape: str, options, repo: RepoContext) -> dict
     snippets = repo.snippets(repo.root / hole.path, ex.text, [(ex.start, ex.end)])
     retrieval_ms = (time.perf_counter() - t0) * 1000
     before = neutralise(ex.text, [infill.Span(ex.start, ex.end)])
-    copies = repo_copies(before, ex.start, ex.end, snippets)
+    copies = [c for c, _ in repo_copies(before, ex.start, ex.end, snippets)]
     alone, ms = _fill(den, hole, options, ())
     fill, ms_ctx = _fill(den, hole, options, snippets) if copies else (alone, ms)
     return {

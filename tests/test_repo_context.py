@@ -71,7 +71,8 @@ def test_snippets_come_from_other_files_and_give_copies(tmp_path):
     hole = OTHER.index("<mask>")
     snippets = repo.snippets(root / "b.py", OTHER, [(hole, hole + 6)])
     assert [s.path for s in snippets] == ["a.py"]
-    assert repo_copies(OTHER, hole, hole + 6, snippets) == ["self.path = path"]
+    ((copy, bonus),) = repo_copies(OTHER, hole, hole + 6, snippets)
+    assert copy == "self.path = path" and bonus >= 1.0  # its neighbours are the hole's
     own = repo.snippets(root / "a.py", STORE, [(0, 5)])
     assert own and "a.py" not in [s.path for s in own]  # its own file left out
 
@@ -188,6 +189,27 @@ def test_a_copy_from_another_file_the_model_scores_higher_replaces_the_fill():
     assert r.fills[0].text == "log(total)"
     alone = fill_text(text, denoiser=TargetDenoiser(["pass"]), context=[], **CHECKED)
     assert alone.fills[0].text == "pass"  # without context: the fill as before
+
+
+def test_a_line_copy_wins_by_its_neighbours_similarity_where_the_model_prefers_its_fill(
+    monkeypatch,
+):
+    # the copies' pass likes the model's own fill a little better than the copy; the
+    # copy's neighbours (the lines around it in the other file) are the hole's, and
+    # their similarity, added to its score, decides
+    from diffusion_infill.infill.core import cross_copies
+
+    text = "def f(a):\n    total = sum(a)\n    <mask>\n    return total\n"
+    snippet = Snippet("g.py", "def g(b):\n    total = sum(b)\n    log(total)\n    return total\n")
+    n = calls_without_copies(text, "log(totals)")
+
+    def fill() -> str:
+        den = Spellings("log(totals)", "log(totals)", n + 1)
+        return fill_text(text, denoiser=den, context=[snippet], **CHECKED).fills[0].text
+
+    assert fill() == "log(total)"
+    monkeypatch.setattr(cross_copies, "SIMILARITY_WEIGHT", 0.0)
+    assert fill() == "log(totals)"  # scored alone, the model's fill stays
 
 
 @pytest.mark.parametrize(

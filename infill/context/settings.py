@@ -22,7 +22,7 @@ class ContextSettings:
     git_seconds: float = 5.0  # `git ls-files` may take this long, else the tree is walked
     window_lines: int = 20  # lines of a window (RepoCoder's size)
     stride_lines: int = 10  # lines between the starts of two windows
-    per_hole: int = 4  # windows retrieved for each hole
+    per_hole: int = 8  # windows retrieved for each hole
     max_snippets: int = 16  # windows sent with one fill at most
     query_before: int = 10  # lines before a hole that make its query
     query_after: int = 5  # and lines after it

@@ -136,8 +136,16 @@ class CopyRound:
         mask: int,
         frames: Sequence[Frame | None] = (),
         prefixes: dict[int, list[int]] | None = None,
+        bonus: dict[int, list[float]] | None = None,
     ) -> None:
         self.copies = copies
+        # by hole and copy: what is added to the copy's mean log-probability (a line copy
+        # from another file: its neighbours' similarity, infill/core/cross_copies.py)
+        self._bonus = {
+            (i, tuple(ids)): b
+            for i, found in (bonus or {}).items()
+            for ids, b in zip(copies.get(i, []), found, strict=False)
+        }
         # by hole: code of other files its fill and copies are read after (cross_copies.py)
         self._prefixes = prefixes or {}
         self._frames = frames  # by hole: a whole-line hole's frame (its fill read without it)
@@ -206,14 +214,15 @@ class CopyRound:
         return LogitsRequest(out, positions, hint)
 
     def ranked(self, logits: Sequence[np.ndarray]) -> dict[int, list[list[int]]]:
-        """Per hole scored, the copies (ids) whose mean log-probability is above its own
-        fill's, best first (a tie: the copy found first)."""
+        """Per hole scored, the copies (ids) whose mean log-probability (plus its bonus)
+        is above its own fill's, best first (a tie: the copy found first)."""
         if len(logits) != len(self._rows):
             raise ValueError(f"{len(logits)} logit arrays for {len(self._rows)} fills scored")
         scores: dict[int, list[tuple[float, int, list[int]]]] = {}
         for (i, k, ids), rows in zip(self._rows, logits, strict=True):
             logp = log_softmax(np.asarray(rows))[np.arange(len(ids)), ids]
-            scores.setdefault(i, []).append((float(logp.mean()), k, ids))
+            bonus = self._bonus.get((i, tuple(ids)), 0.0) if k else 0.0
+            scores.setdefault(i, []).append((float(logp.mean()) + bonus, k, ids))
         out = {}
         for i, entries in scores.items():
             own = next((e[0] for e in entries if e[1] == 0), None)
