@@ -5,16 +5,19 @@ table itself, written from their results files only.
     python -m benchmarks.headline --readme [--check]
 
 Each run (`RUNS`) is a standing benchmark with fixed arguments that writes
-benchmarks/results/headline/<name>.json. A run whose file records the checkout's commit
-(a clean one) is not run again unless `--force`, so the set can be completed over several
-sittings and is always of one commit; `--list` says which are done at which commit.
+benchmarks/results/headline/<name>.json, and records in it the hash of what decides its
+figures (`measured`: the engine, the model's code and weights, the evaluation's own
+modules). A run whose file records the checkout's hash, made from a clean commit, is not
+run again unless `--force`, so the set can be completed over several sittings (commits
+that change none of those files) and is always of one fill code; `--list` says which are
+done, at which commit.
 
 `--readme` rewrites the README's quality table (between `<!-- headline:quality -->` and
 `<!-- /headline:quality -->`) from those files: every cell links the file it comes from,
-and the line under the table names the commit the files record (several commits are
-named, each with its runs, until the set is complete at one). `--check` changes nothing
-and exits 1 if the README differs from what `--readme` would write (the test suite runs
-it).
+and the line under the table names the fill code and the commits the files record
+(several hashes are named, each with its runs, until the set is complete at one).
+`--check` changes nothing and exits 1 if the README differs from what `--readme` would
+write (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -27,12 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results_file import RESULTS, commit
+from benchmarks.results_file import RESULTS, commit, fill_code
 
 HEADLINE = RESULTS / "headline"
 README = RESULTS.parent.parent / "README.md"
 BEGIN, END = "<!-- headline:quality -->", "<!-- /headline:quality -->"
 N = 400  # holes per shape
+# what decides the figures besides the fill code: the evaluation's modules
+EVALUATION = tuple(
+    f"benchmarks/{m}.py"
+    for m in ("eval_shapes", "shapes", "heldout", "infill_scores", "real_files")
+)
 SHAPES = "cursor,whole-line,line-marker,part-of-line,block,real,real-cursor,real-marker"
 
 
@@ -126,15 +134,17 @@ def table() -> str:
     head = "| hole | " + " | ".join(r.caption for r in runs) + " |"
     lines = [head, "|---|" + "---|" * len(runs)]
     lines += [f"| {label} | " + " | ".join(cell(r, s) for r in runs) + " |" for label, s in ROWS]
-    commits: dict[str, list[str]] = {}
+    codes: dict[str, list[str]] = {}
     for r in runs:
         done = load(r)
-        commits.setdefault(done.get("commit", "unknown") if done else "not run", []).append(r.name)
-    said = "; ".join(f"{c[:12]}: {', '.join(names)}" for c, names in sorted(commits.items()))
-    lines += [
-        "",
-        f"Test split, n = {N} per shape (real files: every one). Commit of each run: {said}.",
-    ]
+        key = (
+            f"fill code {done.get('measured', 'unknown')} (commit {done.get('commit', '?')[:12]})"
+            if done
+            else "not run"
+        )
+        codes.setdefault(key, []).append(r.name)
+    said = "; ".join(f"{c}: {', '.join(names)}" for c, names in sorted(codes.items()))
+    lines += ["", f"Test split, n = {N} per shape (real files: every one). {said}."]
     return "\n".join(lines)
 
 
@@ -172,19 +182,25 @@ def main(argv: list[str] | None = None) -> None:
         README.write_text(new)
         print(f"wrote {README}")
         return
-    here = commit()
+    here, code = commit(), fill_code(EVALUATION)
     for name in names:
         run, done = RUNS[name], load(RUNS[name])
-        at = done.get("commit", "unknown") if done else None
+        at = f"{done.get('measured')} at {done.get('commit', 'unknown')[:12]}" if done else None
         if args.list:
             print(f"{name:20s} {at or 'not run'}  {' '.join(run.command()[1:])}")
             continue
-        if at == here and not here.endswith("-dirty") and not args.force:
-            print(f"-- {name}: done at {here[:12]}", file=sys.stderr)
+        if done and done.get("measured") == code and not args.force:
+            print(f"-- {name}: done, fill code {code}", file=sys.stderr)
             continue
+        if here.endswith("-dirty"):
+            sys.exit(
+                f"{name}: the checkout has changes; commit them first (runs record the commit)"
+            )
         HEADLINE.mkdir(parents=True, exist_ok=True)
         print(f"-- {name}: {' '.join(run.command()[1:])}", file=sys.stderr, flush=True)
         subprocess.run(run.command(), check=True, cwd=RESULTS.parent.parent)
+        made = json.loads(run.path.read_text())
+        run.path.write_text(json.dumps({**made, "measured": code}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

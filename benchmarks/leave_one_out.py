@@ -22,14 +22,13 @@ benchmarks/results/leave_one_out_<split>.json).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import sys
 from pathlib import Path
 
 from benchmarks import eval_shapes
-from benchmarks.results_file import RESULTS, write_results
+from benchmarks.results_file import RESULTS, fill_code, write_results
 
 # stage -> the eval_shapes arguments that turn it off
 STAGES = {  # the stages whose gain was least sure when kept first
@@ -41,8 +40,6 @@ STAGES = {  # the stages whose gain was least sure when kept first
     "selection_lines": ["--no-selection-lines"],
     "line_holes": ["--no-line-holes"],
 }
-# what decides a fill: a run made with other files here is not the same run
-FILL_CODE = ("infill/core", "model")
 SHAPES = ("cursor", "whole-line", "part-of-line", "block")
 SIGNIFICANT = 0.05  # the sign test's p below which a split of won / lost counts
 
@@ -80,20 +77,6 @@ def paired(base: dict, off: dict) -> dict:
         "p50_ms_with": round(base["ms_p50"], 1),
         "p50_ms_without": round(off["ms_p50"], 1),
     }
-
-
-def fill_code() -> str:
-    """A hash of the files that decide a fill (the engine, the model's code and weights;
-    not the training code): runs with the same hash are runs of the same fills."""
-    root = RESULTS.parent.parent
-    digest = hashlib.sha256()
-    for top in FILL_CODE:
-        for path in sorted((root / top).rglob("*")):
-            rel = path.relative_to(root).as_posix()
-            if not path.is_file() or "training" in rel or "__pycache__" in rel:
-                continue
-            digest.update(rel.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def run_path(runs: Path, args: argparse.Namespace, stage: str | None) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -26,6 +27,26 @@ def model_name(model: Path | None) -> str:
 def machine() -> str:
     """The machine line of a study's results: the platform and the dtype asked for."""
     return f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}"
+
+
+# what decides a fill: a run made with other files here is not the same run
+FILL_CODE = ("infill/core", "model")
+
+
+def fill_code(also: tuple[str, ...] = ()) -> str:
+    """A hash of the files that decide a fill (the engine, the model's code and weights;
+    not the training code), and of the files `also` names (relative to the checkout):
+    runs with the same hash are runs of the same fills."""
+    root = RESULTS.parent.parent
+    digest = hashlib.sha256()
+    for top in (*FILL_CODE, *also):
+        found = [root / top] if (root / top).is_file() else sorted((root / top).rglob("*"))
+        for path in found:
+            rel = path.relative_to(root).as_posix()
+            if not path.is_file() or "training" in rel or "__pycache__" in rel:
+                continue
+            digest.update(rel.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def commit() -> str:
@@ -64,6 +85,7 @@ def write_results(
     CPU, cores, the dtype and threads asked for."""
     results = dict(results)
     results.setdefault("commit", commit())
+    results.setdefault("fill_code", fill_code())
     results.setdefault(
         "machine",
         f"{cpu()}, {os.cpu_count()} cores, INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
