@@ -15,11 +15,11 @@ changes.
 - A hole that holds a line's code (a cursor at a line's indentation, a whole line): the
   code of the snippet lines whose neighbours are most like the hole's (`similarity`: the
   token-set Jaccard of the non-blank lines before and after, nearest weighing most), at
-  least MIN_SIMILARITY alike. Such a copy carries its similarity as a bonus: the copies'
-  pass takes it when its mean log-probability plus SIMILARITY_WEIGHT times the
-  similarity beats the fill's (the model alone prefers its own fill to the true line of
-  another file most of the time). Chosen on validation cursor holes (400, paired against
-  the fill without copies: 26 won, 3 lost); docs/ARCHITECTURE.md, "Repository context".
+  least MIN_SIMILARITY alike, the most alike only (LINE_LIMIT). Such a copy carries its
+  similarity as a bonus: the copies' pass takes it when its mean log-probability plus
+  SIMILARITY_WEIGHT times the similarity beats the fill's (the model alone prefers its own
+  fill to the true line of another file most of the time). Chosen on validation cursor
+  holes; docs/ARCHITECTURE.md, "Repository context".
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from diffusion_infill.infill.core.snippets import Snippet, check_context
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.denoiser import Denoiser
 
-LIMIT = 4  # copies from other files per hole at most
+LIMIT = 4  # copies from other files per in-line hole at most
+LINE_LIMIT = 1  # per hole of a line's code: the most alike line (more won no more holes)
 MIN_TAIL = 4  # characters of the hole's line before it that a copy must follow
 MAX_TAIL = 40  # characters of that tail tried at most
 DEPTH = 3  # neighbouring lines compared on each side
@@ -58,7 +59,7 @@ def repo_copies(
     line_start = text.rfind("\n", 0, start) + 1
     if text[line_start:start].strip():
         return [(c, 0.0) for c in inline_copies(text, start, end, context, limit)]
-    found = line_copies(text, start, end, context, limit)
+    found = line_copies(text, start, end, context, min(limit, LINE_LIMIT))
     return [(c, SIMILARITY_WEIGHT * sim) for c, sim in found]
 
 
