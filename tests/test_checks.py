@@ -95,6 +95,13 @@ def parse_messages(text: str, fill: str) -> list[str]:
         ("d = dict(\n    a=[\n        1,\n        <mask>\n    b=[3],\n)\n", "2],", "2]", "comma"),
         # one bracket closed and another opened: `_)[`
         ("assert f(\n    1,\n<mask>\n    2,\n]\n", ") == [", "),", "unmatched"),
+        # a comprehension's element over lines: the bracket, then a name, `{_`
+        (
+            "d = dict(\n    <mask>\n    for k in ks}\n)\n",
+            "{k: f(k)",
+            "k, k,",
+            "does not match",
+        ),
         # the same after an item without a comma: no name may come first, `)[`
         ("assert f(\n    [\n        1,\n    ]\n<mask>\n    2,\n]\n", ") == [", "),", "unmatched"),
         # bytes beside bytes (implicit concatenation), a string left open by a backslash
@@ -114,6 +121,7 @@ def parse_messages(text: str, fill: str) -> list[str]:
         "list opened",
         "list closed",
         "closed and opened",
+        "comprehension",
         "closed and opened, after an item",
         "bytes",
     ],

@@ -25,7 +25,8 @@ that moves Python's first error furthest down:
   closes, and a colon where the statement that opened them is compound (`def f(a,` then
   `_):`), with a comma (`_],` in a list of lists), or opens what the code after it closes
   (`_[` before `'Jul', 'Aug']`, `_)[` for `) == [`), or those brackets alone where no name
-  may come first (`)[` after a list's `]`);
+  may come first (`)[` after a list's `]`), or before a name (`{_` for a comprehension's
+  `{k: v` above its `for`);
 - a header or an assignment that opens them: `if _(` (a condition over lines), `def _(`
   (`def parse(` before `self, args) -> str:` and its body), `_ = {` (`IGNORE = {`);
 - `def _(): pass` after a decorator, where no deeper line follows;
@@ -234,6 +235,7 @@ FILLERS: tuple[Filler, ...] = (
     _header("try:"),
     _brackets("_{}"),
     _brackets("{}"),  # the tail alone: a line that starts by closing (`) == [`)
+    _brackets("{}_"),  # an opener, then a name: a comprehension's element (`{k: v`)
     _brackets("_{},"),
     _brackets("if _{}", opens=True),
     _brackets("def _{}", opens=True),
