@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cited import cited
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 OUT = ROOT / "docs" / "RESULTS.md"
@@ -107,95 +109,38 @@ OTHER = (
     "Studies of the sampler and the engine's rules (docs/log/architecture.md names each).",
 )
 
+
+def _words(text: str) -> set[str]:
+    return set(text.split())
+
+
 # Keys whose values are headline figures; a file without any falls back to every number.
-HEADLINE = {
-    "exact_match",
-    "exact_alone",
-    "exact_with_context",
-    "won",
-    "lost",
-    "index_s_cold",
-    "reindex_one_file_ms_max",
-    "retrieval_ms_p95",
-    "index_memory_mb",
-    "ms_p50",
-    "ms_p95",
-    "p50_ms",
-    "p95_ms",
-    "top1_localisation",
-    "exact_repair",
-    "top1_line",
-    "top3_line",
-    "random_top1_line",
-    "requests_per_s",
-    "tokens_per_s",
-    "sessions",
-    "requests",
-    "answered",
-    "crashes",
-    "internal_errors",
-    "violations",
-    "similarity",
-    "rouge_l",
-    "summary_rouge_l",
-    "valid_masked_ce",
-    "single_line",
-    "multi_line",
-    "bug_top1",
-    "bug_repair",
-    "tokens_total",
-    "first_line",
-    "recall_at_k",
-    "s_per_hole",
-    "cpu_s",
-    "first_fill_s",
-    "ece",
-    "valid_ece",
-    "shown_at_default",
-    "exact_at_default",
-    "prefix_at_default",
-    "top1_right_per_position",
-    "any_of_items_right_per_position",
-    "median_ms",
-}
-PERCENT = {
-    "shown_at_default",
-    "exact_at_default",
-    "prefix_at_default",
-    "top1_right_per_position",
-    "any_of_items_right_per_position",
-    "exact_match",
-    "exact_alone",
-    "exact_with_context",
-    "parse_rate",
-    "clean",
-    "top1_localisation",
-    "exact_repair",
-    "top1_line",
-    "top3_line",
-    "random_top1_line",
-    "single_line",
-    "multi_line",
-    "bug_top1",
-    "bug_repair",
-    "first_line",
-}
-SKIP = {
-    "records",
-    "examples",
-    "offered",
-    "versions",
-    "limits",
-    "counters",
-    "worker",
-    "settings",
-    "options",
-    "machine",
-    "note",
-    "command",
-    "commands",
-    "model",
-}
+HEADLINE = _words(
+    """
+    exact_match exact_alone exact_with_context won lost index_s_cold
+    reindex_one_file_ms_max retrieval_ms_p95 index_memory_mb ms_p50 ms_p95 p50_ms p95_ms
+    top1_localisation exact_repair top1_line top3_line random_top1_line requests_per_s
+    tokens_per_s sessions requests answered crashes internal_errors violations
+    similarity rouge_l summary_rouge_l valid_masked_ce single_line multi_line bug_top1
+    bug_repair tokens_total first_line recall_at_k s_per_hole cpu_s first_fill_s ece
+    valid_ece shown_at_default exact_at_default prefix_at_default
+    top1_right_per_position any_of_items_right_per_position median_ms
+    """
+)
+PERCENT = _words(
+    """
+    shown_at_default exact_at_default prefix_at_default top1_right_per_position
+    any_of_items_right_per_position exact_match exact_alone exact_with_context
+    parse_rate clean top1_localisation exact_repair top1_line top3_line random_top1_line
+    single_line multi_line bug_top1 bug_repair first_line
+    """
+)
+SKIP = _words(
+    """
+    records examples offered versions limits counters worker settings options machine
+    note command commands model
+    """
+)
 MAX_ROWS = 24
 MAX_COLUMNS = 6
 Leaf = tuple[list[str], Any]
@@ -320,33 +265,6 @@ def file_section(rel: Path, link: str, data: Any) -> list[str]:
     lines = [f"### [{rel.as_posix()}]({link})", ""]
     lines.append(f"Command: `{command}`" if command else "Command: not recorded in the file.")
     return [*lines, "", *table(figures(data)), ""]
-
-
-DOCS = ("README.md", "docs/*.md", "model/weights/MODEL_CARD.md", "benchmarks/README.md")
-
-
-def cited(results: Path, root: Path = ROOT) -> set[Path]:
-    """The results files under `results` that the reference docs under `root` name (by
-    path under results/, by file name, or by their folder) or that a headline run wrote."""
-    text = "\n".join(
-        p.read_text(errors="replace")
-        for pattern in DOCS
-        for p in sorted(root.glob(pattern))
-        if p.name != OUT.name
-    )
-    out: set[Path] = set()
-    for path in results_files(results):
-        rel = path.relative_to(results)
-        folder = f"results/{rel.parts[0]}/" if len(rel.parts) > 1 else None
-        if (
-            rel.parts[0] == "headline"
-            or rel.as_posix() in text
-            or f"`{rel.name}`" in text
-            or f"[{rel.name}]" in text
-            or (folder is not None and folder in text)
-        ):
-            out.add(path)
-    return out
 
 
 def _earlier(rel: Path, link: str, path: Path) -> str:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from benchmarks import report
+from benchmarks.cited import cited
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,7 +61,7 @@ def test_only_the_files_the_docs_cite_get_a_section(tmp_path: Path) -> None:
         data = {"commit": "abcdef0123", "shapes": {"cursor": {"exact_match": 0.25}}}
         (results / name).write_text(json.dumps(data))
     (root / "README.md").write_text("See [x](benchmarks/results/shapes_now.json).\n")
-    current = report.cited(results, root)
+    current = cited(results, root)
     assert current == {results / "shapes_now.json", results / "headline" / "shapes.json"}
     page = report.render(results, root / "docs" / "RESULTS.md", current)
     shown, earlier = page.split("## Earlier results", 1)
