@@ -28,14 +28,13 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.errors import InputError, LimitError, line_col
 from diffusion_infill.infill.core.line_holes import line_holes
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.pipeline import PYTHON, STAGES, Draft
 from diffusion_infill.infill.core.prepared import PreparedFill
 from diffusion_infill.infill.core.results import FillResult
-from diffusion_infill.infill.core.sampler import DenoiseJob, denoise
+from diffusion_infill.infill.core.sampler import denoise
 from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.infill.core.spans import (
     DEFAULT_MARKER,
@@ -46,8 +45,6 @@ from diffusion_infill.infill.core.spans import (
 )
 from diffusion_infill.infill.core.spans import check_decided as _check_decided
 from diffusion_infill.model.denoiser import Denoiser
-
-Job = DenoiseJob | CandidateJob
 
 
 def check_text(text: str) -> None:
@@ -78,7 +75,8 @@ def prepare_fill(
     more_lines: Collection[int] = (),
     context: Sequence[Snippet] = (),
 ) -> PreparedFill:
-    """Validate spans, plan windows, build the canvases and the job (passes: indents, head_lengths).
+    """Validate the text and spans, then run the pipeline's stages (infill/core/pipeline.py):
+    a PreparedFill whose job is ready to denoise.
 
     Args:
         spans: the ranges of `text` to fill (validated: overlapping or out of range is an error).
