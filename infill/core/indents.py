@@ -31,7 +31,7 @@ import numpy as np
 
 from diffusion_infill.infill.core.canvas import fitted
 from diffusion_infill.infill.core.limits import token_texts
-from diffusion_infill.infill.core.lines import Frame, depths
+from diffusion_infill.infill.core.lines import Frame, depths, other_depths
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.stand_ins import parses_at
@@ -161,13 +161,10 @@ def parsing_depths(
     ranges = [(s.start, s.end) for s in spans]
     out = list(frames)
     for i, frame in enumerate(frames):
-        options = depths(before, *ranges[i]) if frame is not None else []
-        if frame is None or not options or parses_at(before, ranges, i, frame.head):
+        others = other_depths(before, *ranges[i], frame.head) if frame is not None else []
+        if frame is None or not others or parses_at(before, ranges, i, frame.head):
             continue
-        nearest = sorted(options, key=lambda d: abs(len(d) - len(frame.head)))
-        found = next(
-            (d for d in nearest if d != frame.head and parses_at(before, ranges, i, d)), None
-        )
+        found = next((d for d in others if parses_at(before, ranges, i, d)), None)
         if found is not None:
             out[i] = replace(frame, head=found)
     return out

@@ -149,6 +149,13 @@ def depths(text: str, start: int, end: int) -> list[str]:
     return levels if len(levels) > 1 else []
 
 
+def other_depths(text: str, start: int, end: int, own: str) -> list[str]:
+    """The indentations `depths` allows text[start:end] other than `own`, nearest to it
+    first."""
+    others = [d for d in depths(text, start, end) if d != own]
+    return sorted(others, key=lambda d: abs(len(d) - len(own)))
+
+
 def is_whole_lines(text: str, span: Span) -> bool:
     """The span starts at a line's start and ends after a line break (or at the end of
     the text) and holds some code: a selection of whole lines."""

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from diffusion_infill.infill.core.lexer import lexemes
-from diffusion_infill.infill.core.lines import depths, is_whole_lines
+from diffusion_infill.infill.core.lines import is_whole_lines, other_depths
 from diffusion_infill.infill.core.spans import Span
 
 Range = tuple[int, int]
@@ -309,10 +309,7 @@ def parsing_stand_in(text: str, ranges: Sequence[Range]) -> StandIn | None:
     if (found := _search(text, ranges, error)) is not None:
         return found
     for i, head in _other_depths(text, ranges, error):
-        moved, at = redented(text, ranges, i, head)
-        if (there := first_error(moved)) is None:
-            return StandIn(moved, at)
-        if (found := _search(moved, at, there)) is not None:
+        if (found := _at_depth(text, ranges, i, head)) is not None:
             return found
     return None
 
@@ -320,8 +317,16 @@ def parsing_stand_in(text: str, ranges: Sequence[Range]) -> StandIn | None:
 def parses_at(text: str, ranges: Sequence[Range], i: int, head: str) -> bool:
     """Whether some stand-in parses with range `i` (whole lines) starting at indentation
     `head` (no other depth tried)."""
-    moved, at = redented(text, ranges, i, head)
-    return (error := first_error(moved)) is None or _search(moved, at, error) is not None
+    return _at_depth(text, ranges, i, head) is not None
+
+
+def _at_depth(text: str, ranges: Sequence[Range], i: int, head: str) -> StandIn | None:
+    """The filler search with range `i`'s first line indented by `head` (the text as
+    moved, where it parses so)."""
+    moved, at = _redented(text, ranges, i, head)
+    if (error := first_error(moved)) is None:
+        return StandIn(moved, at)
+    return _search(moved, at, error)
 
 
 DEPTHS = 3  # other depths a failed search tries (each a search of at most BUDGET parses)
@@ -343,13 +348,11 @@ def _other_depths(
     for i, r in enumerate(ranges):
         if not is_whole_lines(text, Span(*r)) or not _may_fix(error, text, r):
             continue
-        own = text[r[0] : r[0] + _lead(text, r)]
-        others = [d for d in depths(text, *r) if d != own]
-        out += [(i, d) for d in sorted(others, key=lambda d: abs(len(d) - len(own)))]
+        out += [(i, d) for d in other_depths(text, *r, text[r[0] : r[0] + _lead(text, r)])]
     return out[:DEPTHS]
 
 
-def redented(text: str, ranges: Sequence[Range], i: int, head: str) -> tuple[str, list[Range]]:
+def _redented(text: str, ranges: Sequence[Range], i: int, head: str) -> tuple[str, list[Range]]:
     """`text` with range `i`'s first line indented by `head`, and the ranges there."""
     a, b = ranges[i]
     lead = _lead(text, ranges[i])
