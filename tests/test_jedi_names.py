@@ -205,6 +205,16 @@ def test_a_path_and_root_that_do_not_exist_still_get_answers():
     assert at is not None and at.known and at.has("join")
 
 
+def _unjudged(text: str, caplog) -> str:  # noqa: ANN001
+    """What is logged when `text`'s hole, filled with `os.path.joinn` under the command's
+    checks, is returned as filled: jedi could not judge it, today's checks pass it."""
+    d = ByLength({16: "os.path.joinn"})
+    with caplog.at_level(logging.WARNING, logger="diffusion_infill.names"):
+        r = fill_text(text, denoiser=d, checks=DEFAULT_CHECKS, context_copies=False)
+    assert r.text == text.replace(MARK, "os.path.joinn")  # today's checks pass it
+    return caplog.text
+
+
 def test_jedi_raising_leaves_the_fill_to_the_other_checks(monkeypatch, caplog):
     import jedi
 
@@ -212,31 +222,19 @@ def test_jedi_raising_leaves_the_fill_to_the_other_checks(monkeypatch, caplog):
         raise RuntimeError("inference blew up")
 
     monkeypatch.setattr(jedi, "Script", broken)
-    d = ByLength({16: "os.path.joinn"})
-    with caplog.at_level(logging.WARNING, logger="diffusion_infill.names"):
-        r = fill_text(CLASS, denoiser=d, checks=DEFAULT_CHECKS, context_copies=False)
-    assert r.text == CLASS.replace(MARK, "os.path.joinn")  # today's checks pass it
-    assert "jedi raised RuntimeError: inference blew up" in caplog.text
+    assert "jedi raised RuntimeError: inference blew up" in _unjudged(CLASS, caplog)
 
 
 def test_jedi_absent_leaves_the_fill_to_the_other_checks(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "jedi", None)  # import jedi raises ImportError
     monkeypatch.setattr(jedi_names, "_failed", set())
-    d = ByLength({16: "os.path.joinn"})
-    with caplog.at_level(logging.WARNING, logger="diffusion_infill.names"):
-        r = fill_text(CLASS, denoiser=d, checks=DEFAULT_CHECKS, context_copies=False)
-    assert r.text == CLASS.replace(MARK, "os.path.joinn")
-    assert "jedi is not installed" in caplog.text
+    assert "jedi is not installed" in _unjudged(CLASS, caplog)
 
 
 def test_a_deeply_nested_file_is_not_handed_to_jedi(caplog):
     deep = "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
     text = "import os\n" + deep + "def f(path):\n    return <mask>\n"
-    d = ByLength({16: "os.path.joinn"})
-    with caplog.at_level(logging.WARNING, logger="diffusion_infill.names"):
-        r = fill_text(text, denoiser=d, checks=DEFAULT_CHECKS, context_copies=False)
-    assert r.text == text.replace(MARK, "os.path.joinn")
-    assert "nests deeper than" in caplog.text
+    assert "nests deeper than" in _unjudged(text, caplog)
 
 
 def test_a_spent_budget_skips_jedi_and_says_so(caplog):
