@@ -73,30 +73,24 @@ def test_beam_search_finds_what_greedy_misses() -> None:
     assert l2r_score(den, ids, first, best) == pytest.approx(b_score, abs=1e-5)
 
 
+def _single_lines(
+    run_benchmark, model: Path, corpus: Path, out: Path, *, n: int, beam: int, samples: int
+):  # noqa: ANN001, ANN202
+    """`python -m benchmarks.search_error` on `n` single-line test holes of `corpus`."""
+    return run_benchmark(
+        "search_error",
+        *("--model", str(model), "--corpus", str(corpus), "--split", "test"),
+        *("--kind", "single-line", "--n", str(n), "--beam", str(beam)),
+        *("--samples", str(samples), "--out", str(out)),
+    )
+
+
 @pytest.mark.slow
 def test_study_end_to_end(
     run_benchmark, tiny_model_dir: Path, modules_corpus: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "search.json"
-    done = run_benchmark(
-        "search_error",
-        "--model",
-        str(tiny_model_dir),
-        "--corpus",
-        str(modules_corpus),
-        "--split",
-        "test",
-        "--kind",
-        "single-line",
-        "--n",
-        "2",
-        "--beam",
-        "2",
-        "--samples",
-        "1",
-        "--out",
-        str(out),
-    )
+    done = _single_lines(run_benchmark, tiny_model_dir, modules_corpus, out, n=2, beam=2, samples=1)
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     summary = result["summary"]
@@ -126,25 +120,7 @@ def test_without_beam_or_samples_their_figures_are_absent(
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
     (model / "training.json").write_text(json.dumps({"tokens_total": 12345}))
-    done = run_benchmark(
-        "search_error",
-        "--model",
-        str(model),
-        "--corpus",
-        str(modules_corpus),
-        "--split",
-        "test",
-        "--kind",
-        "single-line",
-        "--n",
-        "1",
-        "--beam",
-        "0",
-        "--samples",
-        "0",
-        "--out",
-        str(out),
-    )
+    done = _single_lines(run_benchmark, model, modules_corpus, out, n=1, beam=0, samples=0)
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())["summary"]
     assert summary["beam_exact_match"] is None and summary["beam_beats_greedy_l2r"] is None
