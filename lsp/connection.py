@@ -20,7 +20,7 @@ from typing import Any
 
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import TokenScore
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.serve.client import WorkerClient
 from diffusion_infill.infill.serve.protocol import Result, Step, WorkerInfo
@@ -115,6 +115,7 @@ class WorkerConnection:
         options: SamplerOptions,
         on_step: Callable[[Step], None] | None = None,
         context: Sequence[Snippet] = (),
+        source: Source | None = None,
     ) -> Result:
         await self.connect()
         return await self.client.fill(
@@ -125,6 +126,7 @@ class WorkerConnection:
             options=options,
             on_step=on_step,
             context=context,
+            source=source,
         )
 
     async def fix(

@@ -102,6 +102,7 @@ async def _fill_holes(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Do
         options=action_options(s, runner_ups=1),
         on_step=on_step,
         context=await repository_context(host, snap, ex.text, spans),
+        source=host.repositories.source(snap.uri, s.python_environment),
     )
     return shift(result.edits, ex.offset), result, ex
 
@@ -118,6 +119,7 @@ async def _rewrite(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
         options=action_options(s),
         on_step=on_step,
         context=await repository_context(host, snap, ex.text, [(span.start, span.end)]),
+        source=host.repositories.source(snap.uri, s.python_environment),
     )
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 

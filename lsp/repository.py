@@ -21,7 +21,7 @@ from pygls.uris import to_fs_path
 
 from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.context.discover import find_root
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source
 
 WAIT = 2.0  # seconds a fill waits for a repository's first index
 
@@ -52,6 +52,15 @@ class Repositories:
         folders = [p for p in map(_path, self._folders()) if p is not None]
         holding = [f for f in folders if path.is_relative_to(f)]
         return max(holding, key=lambda f: len(f.parts)) if holding else find_root(path)[0]
+
+    def source(self, uri: str, python: str = "") -> Source | None:
+        """Where the document at `uri` lives, for jedi: its path, the workspace folder that
+        holds it (else its repository's root) and the user's Python (`python`, "" for the
+        worker's own); None for a document that is not a file."""
+        path = _path(uri)
+        if path is None:
+            return None
+        return Source(str(path), str(self._root(path)), python or None)
 
     async def _repo(self, root: Path, path: Path) -> RepoContext | None:
         """The index of `root`, started on first use; None while it is still being built

@@ -25,6 +25,7 @@ from diffusion_infill.infill.core.options import (
     MAX_RUNNER_UPS,
     SamplerOptions,
 )
+from diffusion_infill.infill.core.snippets import MAX_PATH_CHARS
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, check_marker
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from diffusion_infill.infill.serve.sockets import parse_address
@@ -97,6 +98,12 @@ def _str(v: Any) -> str:
     return v
 
 
+def _python(v: Any) -> str:
+    if not isinstance(v, str) or "\x00" in v or len(v) > MAX_PATH_CHARS:
+        raise Invalid(f"must be a path (a string of at most {MAX_PATH_CHARS} characters)")
+    return v
+
+
 def _marker(v: Any) -> str:
     try:
         check_marker(v)
@@ -154,6 +161,10 @@ class Settings:
     # code actions: copies from other files of the workspace's repository compete with the
     # fills (snippets sent with the request; infill/context, lsp/repository.py)
     repository_context: bool = _s("repositoryContext", _bool, default=True)
+    # the Python interpreter or virtual environment of the user's code, whose libraries the
+    # `member` check reads through jedi ("": the worker's active virtual environment, else
+    # its own interpreter)
+    python_environment: str = _s("pythonEnvironment", _python, default="")
     # context keys/values reused between passes, a full pass every K (0: every pass exact)
     cache_refresh: int = _s("cacheRefresh", _int(0, 4096), default=DEFAULT_CACHE_REFRESH)
     # -- completion

@@ -15,8 +15,11 @@ from diffusion_infill.infill.cli import main
 from diffusion_infill.infill.core import jedi_names
 from diffusion_infill.infill.core.checks import check_fills, splice
 from diffusion_infill.infill.core.engine import fill_text
+from diffusion_infill.infill.core.errors import InputError
 from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members, names_at
 from diffusion_infill.infill.core.options import DEFAULT_CHECKS
+from diffusion_infill.infill.core.snippets import Source
+from diffusion_infill.infill.serve.protocol import FillRequest, ProtocolError, decode_request, pack
 from diffusion_infill.model import loading
 
 pytest.importorskip("jedi")
@@ -175,6 +178,90 @@ def test_the_command_rejects_a_missing_module_member(tmp_path, capsys, monkeypat
     assert main(["fill", "--in-place", str(f)]) == 0
     assert f.read_text() == CLASS
     assert "os.path has no attribute 'joinn'" in capsys.readouterr().err
+
+
+# -- where the text lives: its file, its repository, the user's Python ----------------------
+
+USES_HP = "import hp\n\n\ndef run():\n    return <mask>\n"
+
+
+def _package(tmp_path):  # noqa: ANN001, ANN202
+    """A folder with hp.py (which defines `ok`) and main.py (a hole that calls into
+    it), and another folder to run from, where jedi cannot find hp by itself."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "hp.py").write_text("def ok():\n    return 1\n")
+    (tmp_path / "pkg" / "main.py").write_text(USES_HP)
+    (tmp_path / "elsewhere").mkdir()
+    return tmp_path / "pkg" / "main.py", tmp_path / "elsewhere"
+
+
+def test_a_sibling_module_is_judged_from_the_text_s_source(tmp_path, monkeypatch):
+    main_py, elsewhere = _package(tmp_path)
+    monkeypatch.chdir(elsewhere)
+    d = ByLength({16: "hp.nope()", 8: "hp.ok()"})
+
+    def fill(source):  # noqa: ANN001, ANN202
+        jedi_names.clear_caches()
+        return fill_text(
+            USES_HP, denoiser=d, checks=DEFAULT_CHECKS, context_copies=False, source=source
+        ).text
+
+    assert fill(None) == USES_HP.replace(MARK, "hp.nope()")  # jedi cannot find hp
+    assert fill(Source(str(main_py))) == USES_HP.replace(MARK, "hp.ok()")
+    root = Source("main.py", root=str(main_py.parent))  # a relative path: the root resolves
+    assert fill(root) == USES_HP.replace(MARK, "hp.ok()")
+
+
+def test_the_command_reads_the_file_s_own_package(tmp_path, capsys, monkeypatch):
+    main_py, elsewhere = _package(tmp_path)
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("INFILL_WORKER", "off")
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: ByLength({16: "hp.nope()"}, other="(((")
+    )
+    assert main(["fill", "--in-place", "--repo", "off", str(main_py)]) == 0
+    assert main_py.read_text() == USES_HP
+    assert "has no attribute 'nope'" in capsys.readouterr().err
+
+
+def test_the_command_s_python_that_does_not_exist_leaves_the_fill_to_the_other_checks(
+    tmp_path, caplog, monkeypatch
+):
+    main_py, elsewhere = _package(tmp_path)
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("INFILL_WORKER", "off")
+    monkeypatch.setattr(
+        loading, "load_denoiser", lambda *a, **kw: ByLength({16: "hp.nope()"}, other="(((")
+    )
+    argv = ["fill", "--in-place", "--repo", "off", "--python", "/no/such/python", str(main_py)]
+    with caplog.at_level(logging.WARNING, logger="diffusion_infill.names"):
+        assert main(argv) == 0
+    assert main_py.read_text() == USES_HP.replace(MARK, "hp.nope()")
+    assert "jedi raised InvalidPythonEnvironment: /no/such/python" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "source, match",
+    [
+        ("m.py", "must be a Source"),
+        (Source(path=3), "path must be a string"),
+        (Source(root="a\x00b"), "NUL"),
+        (Source(python="p" * 5000), "over 1000 characters"),
+    ],
+)
+def test_a_bad_source_is_a_clear_error(source, match):
+    with pytest.raises(InputError, match=match):
+        fill_text(USES_HP, denoiser=ByLength({16: "1"}), source=source)
+
+
+def test_the_protocol_carries_the_source_and_omits_none():
+    req = FillRequest(1, USES_HP, source=Source("/r/main.py", "/r", None))
+    assert decode_request(pack(req)[4:]) == req
+    assert "source" not in FillRequest(2, "x\n").to_wire()
+    with pytest.raises(ProtocolError, match="source.path must be a string"):
+        FillRequest.from_wire({"id": 3, "text": "x", "source": {"path": 1}})
+    with pytest.raises(ProtocolError, match="unknown field 'home'"):
+        FillRequest.from_wire({"id": 4, "text": "x", "source": {"home": "/"}})
 
 
 # -- bad input: the fill goes on without jedi, and a log line says why ----------------------------

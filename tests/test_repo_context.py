@@ -17,7 +17,7 @@ from diffusion_infill.infill import InputError, LimitError, fill_text
 from diffusion_infill.infill.cli import main
 from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.core.cross_copies import repo_copies
-from diffusion_infill.infill.core.snippets import MAX_SNIPPETS, Snippet
+from diffusion_infill.infill.core.snippets import MAX_SNIPPETS, Snippet, Source
 from diffusion_infill.infill.serve.protocol import FillRequest, ProtocolError, decode_request, pack
 from diffusion_infill.lsp.repository import Repositories
 from diffusion_infill.lsp.settings import Settings, parse
@@ -269,3 +269,20 @@ def test_the_server_setting_is_on_by_default_and_checked():
     assert parse({"repositoryContext": False})[0].repository_context is False
     bad, warnings = parse({"repositoryContext": "yes"})
     assert bad.repository_context is True and "infill.repositoryContext" in warnings[0]
+
+
+def test_the_server_sends_where_a_document_lives(tmp_path):
+    root = _package(tmp_path / "ws", {"a.py": STORE, "b.py": OTHER})
+    repos = Repositories(lambda line: None, lambda: [root.as_uri()], lambda: {})
+    doc = root / "b.py"
+    assert repos.source(doc.as_uri()) == Source(str(doc), str(root), None)
+    assert repos.source(doc.as_uri(), "/venvs/app") == Source(str(doc), str(root), "/venvs/app")
+    assert repos.source("untitled:1") is None  # not a file: jedi reads the text alone
+
+
+def test_the_server_s_python_setting_is_checked():
+    assert Settings().python_environment == ""
+    assert parse({"pythonEnvironment": "/venvs/app"})[0].python_environment == "/venvs/app"
+    for bad in (3, "a\x00b", "p" * 5000):
+        fixed, warnings = parse({"pythonEnvironment": bad})
+        assert fixed.python_environment == "" and "infill.pythonEnvironment" in warnings[0]

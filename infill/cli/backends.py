@@ -20,7 +20,7 @@ from diffusion_infill.infill.core.errors import INPUT, TOO_LARGE, InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.repair import fix_text
 from diffusion_infill.infill.core.results import FillResult, TokenScore
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.serve.client import WorkerError
 from diffusion_infill.infill.serve.protocol import DEADLINE, Result
 from diffusion_infill.infill.serve.sockets import default_socket_path
@@ -42,6 +42,7 @@ class Backend(Protocol):
         options: SamplerOptions,
         progress: Progress | None = None,
         context: Sequence[Snippet] = (),
+        source: Source | None = None,
     ) -> FillResult: ...
 
     def fix(
@@ -88,6 +89,7 @@ class InProcess:
         options: SamplerOptions,
         progress: Progress | None = None,
         context: Sequence[Snippet] = (),
+        source: Source | None = None,
     ) -> FillResult:
         return fill_text(
             text,
@@ -97,6 +99,7 @@ class InProcess:
             options=options,
             progress=progress,
             context=context,
+            source=source,
         )
 
     def fix(
@@ -161,11 +164,17 @@ class ThroughWorker:
         options: SamplerOptions,
         progress: Progress | None = None,
         context: Sequence[Snippet] = (),
+        source: Source | None = None,
     ) -> FillResult:
         reply = self._ask(
             lambda c: c.fill(
-                text, marker=marker, language=language, options=options, context=context
-            )
+                text,
+                marker=marker,
+                language=language,
+                options=options,
+                context=context,
+                source=source,
+            )  # fmt: skip
         )
         return reply.to_fill_result(text)
 

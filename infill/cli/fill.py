@@ -48,6 +48,7 @@ def _fill_file(
             options=options,
             progress=progress,
             context=context,
+            source=args.repo_snippets.source(path, args.python),
         )
 
 

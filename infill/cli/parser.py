@@ -214,6 +214,12 @@ def _add_fill_command(commands: Any) -> None:
         help="read the rest of the repository: copies from its other files compete with "
         "the model's fills (auto: the file's git work tree, else its project; default auto)",
     )
+    text.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the Python interpreter or virtual environment of your code, whose libraries "
+        "the member check reads (default: the active virtual environment, else infill's)",
+    )
     _add_sampler_args(fill)
 
 

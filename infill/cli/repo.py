@@ -1,4 +1,5 @@
-"""`infill fill --repo auto|DIR|off`: the snippets of the user's repository for a file.
+"""`infill fill --repo auto|DIR|off`: the snippets of the user's repository for a file,
+and where the file lives (`Source`: its path, its repository's root, `--python`).
 
 `auto` (the default) indexes the repository of each file (infill/context: its git work
 tree, else its project, else its folder), `DIR` that folder, `off` nothing. One index per
@@ -10,11 +11,13 @@ files beside it, or a cache directory that cannot be written, is not worth a lin
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from diffusion_infill.infill.context import RepoContext
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.context.discover import find_root
+from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.core.spans import Span
 
 OFF, AUTO = "off", "auto"
@@ -56,3 +59,12 @@ class RepoSnippets:
         except (OSError, ValueError, RuntimeError) as exc:
             print(f"infill: {path}: no repository context: {exc}", file=sys.stderr)
             return []
+
+    def source(self, path: str, python: str | None) -> Source:
+        """Where the file at `path` lives: its absolute path, its repository's root (the
+        `--repo` folder, else the one `auto` finds, whether or not it is indexed) and the
+        user's Python (`--python`)."""
+        where = Path(os.path.abspath(path))
+        given = self.repo not in (AUTO, OFF) and Path(self.repo).is_dir()
+        root = Path(os.path.abspath(self.repo)) if given else find_root(where)[0]
+        return Source(str(where), str(root), python)

@@ -61,6 +61,7 @@ from typing import Any
 from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members
 from diffusion_infill.infill.core.member_uses import member_uses, repeated_keywords
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
+from diffusion_infill.infill.core.snippets import Source
 from diffusion_infill.infill.core.stand_ins import StandIn, first_error, parsing_stand_in
 from diffusion_infill.infill.core.syntax_tree import (
     binds,
@@ -259,11 +260,13 @@ def check_fills(
     language: str | None = PYTHON,
     kinds: Sequence[str] = KINDS,
     only: Collection[int] | None = None,
+    source: Source | None = None,
 ) -> list[Problem]:
     """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
     the module docstring); [] when none. Only `line` runs when no grammar for `language`
     is installed. `only`: the indices of the fills to look at (default: all); the others
-    are text around them, as a file's many windows are to one window's fills."""
+    are text around them, as a file's many windows are to one window's fills. `source`:
+    where the text lives, from which jedi resolves its imports (`member`)."""
     lines = "line" in kinds
     problems = _broken_lines(before, after, before_ranges, after_ranges, language) if lines else []
     parser = parser_for(language) if set(kinds) - {"line"} else None
@@ -306,12 +309,18 @@ def check_fills(
                 problems.append(Problem("name", i, f"unknown name {word!r}"))
             elif not _visible(word, old_root, old_data, old, new_root, new_data, new):
                 problems.append(Problem("name", i, f"{word!r} is local to another scope"))
-    return problems + _members(after, uses, prior.budget)
+    return problems + _members(after, uses, prior.budget, source or Source())
 
 
-def _members(after: str, uses: list[tuple[int, Use]], budget: JediBudget) -> list[Problem]:
+def _members(
+    after: str, uses: list[tuple[int, Use]], budget: JediBudget, source: Source
+) -> list[Problem]:
     """The `member` problems of the attributes and keyword arguments fills read."""
-    found = missing_members(after, uses, budget=budget) if uses else None
+    if not uses:
+        return []
+    found = missing_members(
+        after, uses, path=source.path, root=source.root, environment=source.python, budget=budget
+    )
     return [Problem("member", m.range, m.message) for m in found or ()]
 
 

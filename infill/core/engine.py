@@ -35,7 +35,7 @@ from diffusion_infill.infill.core.pipeline import PYTHON, STAGES, Draft
 from diffusion_infill.infill.core.prepared import PreparedFill
 from diffusion_infill.infill.core.results import FillResult
 from diffusion_infill.infill.core.sampler import denoise
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source, check_source
 from diffusion_infill.infill.core.spans import (
     DEFAULT_MARKER,
     Span,
@@ -74,6 +74,7 @@ def prepare_fill(
     decided: Sequence[list[int] | None] | None = None,
     more_lines: Collection[int] = (),
     context: Sequence[Snippet] = (),
+    source: Source | None = None,
 ) -> PreparedFill:
     """Validate the text and spans, then run the pipeline's stages (infill/core/pipeline.py):
     a PreparedFill whose job is ready to denoise.
@@ -86,6 +87,7 @@ def prepare_fill(
             if given); anything else gets line windows.
         decided: per span, its tokens if already chosen (a repair's, exact), else None.
         more_lines: whole-line spans (by position) that may take more lines than they hold.
+        source: where the text lives (its file, repository, Python): jedi's checks read it.
     """
     started = time.perf_counter()
     check_text(text)
@@ -93,7 +95,7 @@ def prepare_fill(
     draft = Draft(
         text, ordered, denoiser, options, rewrite, language,
         before=parse_text or text, decided=_check_decided(ordered, decided),
-        more_lines=more_lines, context=context, started=started,
+        more_lines=more_lines, context=context, source=check_source(source), started=started,
     )  # fmt: skip
     for stage in STAGES:  # infill/core/pipeline.py
         stage.run(draft)
@@ -109,6 +111,7 @@ def prepare_holes(
     language: str | None = PYTHON,
     max_spans: int | None = None,
     context: Sequence[Snippet] = (),
+    source: Source | None = None,
 ) -> PreparedFill:
     """`prepare_fill` for every hole marker in `text`; more than `max_spans` holes is a
     LimitError (a worker's limit)."""
@@ -127,6 +130,7 @@ def prepare_holes(
         parse_text=neutralise(recast.text, recast.spans),
         more_lines=[i for i in recast.lines if recast.spans[i].length is not None],
         context=context,
+        source=source,
     )
     return fill.as_given(text, recast) if recast.lines else fill
 
@@ -140,6 +144,7 @@ def fill_text(
     options: SamplerOptions | None = None,
     progress: Callable[[int, int], None] | None = None,
     context: Sequence[Snippet] = (),
+    source: Source | None = None,
     **overrides: Any,
 ) -> FillResult:
     """Fill every hole marker in `text` (`<mask>`, `<mask:N>` with a hint of N tokens).
@@ -153,13 +158,16 @@ def fill_text(
         progress: called after each step with (slots committed, slots in all).
         context: windows of other files of the repository (`Snippet`), whose copies the
             model weighs beside its fills (infill.context retrieves them).
+        source: where the text lives (`Source`: its file, the repository's root, the
+            user's Python), from which jedi resolves its imports for the `member` check.
 
     Raises InfillError (a subclass naming the problem) for bad input or options.
     """
     opts = SamplerOptions.build(options, **overrides)
     fill = prepare_holes(
-        text, denoiser=denoiser, options=opts, marker=marker, language=language, context=context
-    )
+        text, denoiser=denoiser, options=opts, marker=marker, language=language,
+        context=context, source=source,
+    )  # fmt: skip
     denoise(fill.job, denoiser, progress)
     return fill.result()
 
@@ -172,6 +180,7 @@ def fill_spans(
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
     context: Sequence[Snippet] = (),
+    source: Source | None = None,
     **overrides: Any,
 ) -> FillResult:
     """Mask the characters of each span and fill them ("rewrite selection"; an empty span
@@ -188,6 +197,7 @@ def fill_spans(
         rewrite=True,
         language=language,
         context=context,
+        source=source,
     )
     denoise(fill.job, denoiser)
     return fill.result()

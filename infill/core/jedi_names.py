@@ -38,14 +38,12 @@ logger (stderr), once per reason.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from diffusion_infill.infill.core.jedi_known import (
@@ -56,14 +54,20 @@ from diffusion_infill.infill.core.jedi_known import (
     untrusted_callee,
     why_unknown,
 )
+from diffusion_infill.infill.core.jedi_scripts import (
+    MAX_DEPTH,
+    digest,
+    forget_scripts,
+    script_for,
+    too_deep,
+    where_key,
+)
 
 log = logging.getLogger("diffusion_infill.names")
 
 MAX_CHARS = 200_000  # characters of a text handed to jedi at most
-MAX_DEPTH = 60  # brackets / indentation levels deeper than this: not handed to jedi
 DEFAULT_BUDGET_S = 3.0  # seconds of jedi per request (the first call loads the stubs)
 CACHE_SIZE = 512  # answers kept (text hash, position)
-SCRIPTS = 8  # parsed texts kept
 MEMBER, ARGUMENT, VISIBLE = "member", "argument", "visible"
 
 
@@ -113,7 +117,6 @@ class JediBudget:
 
 
 _lock = threading.RLock()  # jedi's inference state is not thread-safe; nor are the caches
-_scripts: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
 _answers: OrderedDict[tuple[str, str | None, str, int, int], Any] = OrderedDict()
 _failed: set[str] = set()  # reasons logged once per process
 
@@ -122,50 +125,6 @@ def _say_once(why: str) -> None:
     if why not in _failed:
         _failed.add(why)
         log.warning("jedi names unavailable: %s", why)
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    """Brackets nested, or lines indented, deeper than `limit` (jedi's parser and inference
-    recurse on both)."""
-    depth = 0
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-    return any(
-        len(line) - len(line.lstrip(" ")) > 4 * limit for line in text.split("\n") if line.strip()
-    )
-
-
-def _project(path: str | None, root: str | None) -> Any:
-    import jedi
-
-    where = Path(root) if root else Path(path).parent if path else Path.cwd()
-    return jedi.Project(where, load_unsafe_extensions=False)
-
-
-def _script(text: str, path: str | None, root: str | None, environment: str | None) -> Any:
-    """jedi's Script of `text`, kept for SCRIPTS texts (by hash)."""
-    key = (_digest(text), path)
-    found = _scripts.get(key)
-    if found is not None:
-        _scripts.move_to_end(key)
-        return found
-    import jedi
-
-    env = jedi.create_environment(environment, safe=True) if environment else None
-    script = jedi.Script(text, path=path, project=_project(path, root), environment=env)
-    _scripts[key] = script
-    while len(_scripts) > SCRIPTS:
-        _scripts.popitem(last=False)
-    return script
 
 
 def _guarded(
@@ -284,13 +243,13 @@ def names_at(
     """
     if not 0 <= offset <= len(text):
         raise ValueError(f"offset {offset} outside the text (0..{len(text)})")
-    key = (_digest(text), path, "at", offset, 0)
+    key = (digest(text), where_key(path, root, environment), "at", offset, 0)
     known, answer = _recalled(key)
     if known:
         return answer
 
     def ask() -> NamesAt:
-        script = _script(text, path, root, environment)
+        script = script_for(text, path, root, environment)
         j = offset
         while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
             j -= 1
@@ -356,10 +315,10 @@ def missing_members(
         return []
     out: list[Missing] = []
     judged = False
-    digest = _digest(text)
+    hashed, where = digest(text), where_key(path, root, environment)
     for i, use in uses:
         at = use.dot if use.dot is not None else use.start
-        key = (digest, path, "use", at, use.start)
+        key = (hashed, where, "use", at, use.start)
         known, verdict = _recalled(key)
         if not known:
             verdict = _guarded(
@@ -379,7 +338,7 @@ def missing_members(
 
 def _judge(text: str, use: Use, path: str | None, root: str | None, environment: str | None) -> str:
     """The message when `use` does not exist, "" when it does or jedi cannot tell."""
-    script = _script(text, path, root, environment)
+    script = script_for(text, path, root, environment)
     if use.dot is not None:
         at = _member_at(script, text, use.dot, path)
         if at.known and not at.has(use.word):
@@ -394,5 +353,5 @@ def _judge(text: str, use: Use, path: str | None, root: str | None, environment:
 def clear_caches() -> None:
     """Forget parsed texts and answers (tests; a long-lived process that wants memory)."""
     with _lock:
-        _scripts.clear()
+        forget_scripts()
         _answers.clear()

@@ -64,7 +64,7 @@ from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.prepared import PreparedFill
 from diffusion_infill.infill.core.sampler import DenoiseJob
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.window import Layout, Window, plan_windows
 from diffusion_infill.model.denoiser import Denoiser
@@ -88,6 +88,7 @@ class Draft:
     decided: list[list[int] | None]  # per span, its tokens if already chosen (a repair's)
     more_lines: Collection[int] = ()  # whole-line spans that may take more lines than held
     context: Sequence[Snippet] = ()  # windows of other files of the repository
+    source: Source | None = None  # where the text lives (jedi's checks read it)
     started: float = field(default_factory=time.perf_counter)
     frames: list[Frame | None] = field(default_factory=list)  # per span (lines.py)
     planned: list[Span] = field(default_factory=list)  # the spans at their planned lengths
@@ -226,8 +227,9 @@ class BuildJob:
         def check(texts: list[str], only: set[int]) -> list[Problem]:
             after, filled = splice(text, ranges, texts)
             return check_fills(
-                before, after, ranges, filled, language=d.language, kinds=o.check_kinds, only=only
-            )
+                before, after, ranges, filled, language=d.language, kinds=o.check_kinds,
+                only=only, source=d.source,
+            )  # fmt: skip
 
         def decode(i: int, ids: Sequence[int]) -> tuple[str, int]:
             fill, kept = decoded_fill(ids, decode_ids, allowed, i, keys[i], spaced[i])

@@ -1,11 +1,17 @@
-"""Code from other files of the user's repository that travels with a fill: `Snippet`.
+"""What travels with a fill about the user's repository: `Snippet`s of other files, and
+the `Source` of the text itself.
 
 A client (the `infill` command, the language server) reads the repository and retrieves
 the windows of other files most like the code around each hole (infill/context/); each
 travels with the request as a `Snippet`, its path and its text, so that a remote worker
 never reads the user's disk. The engine only reads them (infill/core/cross_copies.py);
-`check_context` bounds what one request may carry. Pure Python: the language server
-imports this module.
+`check_context` bounds what one request may carry.
+
+A `Source` says where the text lives: its file, the repository's root and the Python
+environment the user runs it with. jedi reads them to resolve the text's imports (the
+`member` check, infill/core/checks.py): a sibling module, the package's own classes, the
+environment's libraries. A worker on another machine cannot see them, and jedi then judges
+what it can without them. Pure Python: the language server imports this module.
 """
 
 from __future__ import annotations
@@ -18,6 +24,18 @@ from diffusion_infill.infill.core.errors import InputError, LimitError
 MAX_SNIPPETS = 32  # snippets one request may carry
 MAX_SNIPPET_CHARS = 8_000  # characters of one snippet's text
 MAX_PATH_CHARS = 1_000  # characters of one snippet's path
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a text lives, each part optional: the file's path, the repository's root (its
+    imports resolve from there; default: the file's folder, else the working directory),
+    and the Python interpreter or virtual environment of the user's code (default: the
+    active virtual environment, else the interpreter running the engine)."""
+
+    path: str | None = None
+    root: str | None = None
+    python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,3 +71,23 @@ def check_context(context: Sequence[Snippet]) -> list[Snippet]:
         except UnicodeEncodeError:
             raise InputError(f"context snippet {k} is not valid Unicode (lone surrogate)") from None
     return out
+
+
+def check_source(source: Source | None) -> Source | None:
+    """`source`, or an InputError naming what is wrong: not a Source, a part that is not a
+    string or holds a NUL character, over MAX_PATH_CHARS."""
+    if source is None:
+        return None
+    if not isinstance(source, Source):
+        raise InputError(f"source must be a Source, got {type(source).__name__}")
+    for name in ("path", "root", "python"):
+        part = getattr(source, name)
+        if part is None:
+            continue
+        if not isinstance(part, str):
+            raise InputError(f"source {name} must be a string, got {type(part).__name__}")
+        if len(part) > MAX_PATH_CHARS or "\x00" in part:
+            raise InputError(
+                f"source {name} is over {MAX_PATH_CHARS} characters or holds a NUL character"
+            )
+    return source

@@ -25,7 +25,7 @@ from typing import Any
 
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import TokenScore
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from diffusion_infill.infill.serve.link import TIMEOUT, UNAVAILABLE, WorkerError, WorkerLink
@@ -87,6 +87,7 @@ class WorkerClient(WorkerLink):
         on_step: Callable[[Step], None] | None = None,
         timeout: float | None = None,
         context: Sequence[Snippet] = (),
+        source: Source | None = None,
     ) -> Result:
         """Fill the hole markers of `text`, or rewrite `spans` (character ranges) of it.
 
@@ -94,7 +95,8 @@ class WorkerClient(WorkerLink):
         may spend (None: its default); `on_step`: called with each `Step` event (the canvas
         settling); `timeout`: seconds to wait for the reply (None: request_timeout, or more
         when the deadline is longer); `context`: windows of the user's repository
-        (`Snippet`, infill.context) sent with the request."""
+        (`Snippet`, infill.context) sent with the request; `source`: where the text lives
+        (`Source`), for the worker's jedi to resolve its imports where it can."""
         return await self._call(
             lambda rid: FillRequest(
                 rid,
@@ -106,6 +108,7 @@ class WorkerClient(WorkerLink):
                 on_step is not None,
                 deadline,
                 list(context),
+                source,
             ),
             Result,
             timeout=self._timeout(timeout, deadline),

@@ -22,7 +22,7 @@ from diffusion_infill.infill.core.diff import Edit
 from diffusion_infill.infill.core.errors import INPUT, MODEL, TOO_LARGE, InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill, TokenScore
-from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.core.spans import DEFAULT_MARKER, Span
 from diffusion_infill.infill.core.suspicion import DEFAULT_MIN_LIKELY, DEFAULT_MIN_SUSPICION
 from diffusion_infill.infill.serve.frames import HEADER, read_frame
@@ -150,6 +150,8 @@ _ID = integer()
 SNIPPETS = rows(
     lambda items, where: Snippet(*row(items, where, [STR, STR], 2)), lambda s: [s.path, s.text]
 )
+# where the text lives: {path, root, python}, each a string or null (the map may be absent)
+SOURCE = optional(record(Source))
 _LANGUAGE = optional(STR)
 _DEADLINE = optional(number(0.001, 86400.0))
 
@@ -180,13 +182,16 @@ class FillRequest(Message):
     deadline: float | None = _f(_DEADLINE, default=None)  # seconds; null: worker default
     # windows of other files of the user's repository: [[path, text], ...] (may be absent)
     context: list[Snippet] = _f(SNIPPETS, default_factory=list)
+    source: Source | None = _f(SOURCE, default=None)  # where the text lives (may be absent)
 
     def to_wire(self) -> dict[str, Any]:
-        """As every message, without `context` where empty (what a worker that predates
-        the field reads)."""
+        """As every message, without `context` where empty and `source` where null (what a
+        worker that predates the fields reads)."""
         out = super().to_wire()
         if not self.context:
             del out["context"]
+        if self.source is None:
+            del out["source"]
         return out
 
 

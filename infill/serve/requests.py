@@ -148,6 +148,7 @@ class RequestHandler:
                 language=msg.language,
                 max_spans=self.limits.max_spans,
                 context=msg.context,
+                source=msg.source,
             )
         return prepare_fill(
             msg.text,
@@ -157,6 +158,7 @@ class RequestHandler:
             rewrite=True,
             language=msg.language,
             context=msg.context,
+            source=msg.source,
         )
 
     async def _on_model_thread(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
