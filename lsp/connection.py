@@ -140,6 +140,7 @@ class WorkerConnection:
         min_likely: float,
         language: str | None,
         options: SamplerOptions,
+        source: Source | None = None,
     ) -> Result:
         await self.connect()
         return await self.client.fix(
@@ -151,6 +152,7 @@ class WorkerConnection:
             min_likely=min_likely,
             language=language,
             options=options,
+            source=source,
         )
 
     async def score(

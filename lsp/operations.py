@@ -174,6 +174,7 @@ async def _fix(host: Host, snap: Snapshot, op: Op, on_step: OnStep) -> Done:
         min_likely=0.0 if token else s.fix_likely_threshold,
         language=snap.language,
         options=action_options(s),
+        source=host.repositories.source(snap.uri, s.python_environment),
     )
     return within(snap.text, shift(result.edits, ex.offset), op.start, op.end), result, ex
 

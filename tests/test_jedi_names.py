@@ -19,7 +19,13 @@ from diffusion_infill.infill.core.errors import InputError
 from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members, names_at
 from diffusion_infill.infill.core.options import DEFAULT_CHECKS
 from diffusion_infill.infill.core.snippets import Source
-from diffusion_infill.infill.serve.protocol import FillRequest, ProtocolError, decode_request, pack
+from diffusion_infill.infill.serve.protocol import (
+    FillRequest,
+    FixRequest,
+    ProtocolError,
+    decode_request,
+    pack,
+)
 from diffusion_infill.model import loading
 
 pytest.importorskip("jedi")
@@ -262,6 +268,9 @@ def test_the_protocol_carries_the_source_and_omits_none():
         FillRequest.from_wire({"id": 3, "text": "x", "source": {"path": 1}})
     with pytest.raises(ProtocolError, match="unknown field 'home'"):
         FillRequest.from_wire({"id": 4, "text": "x", "source": {"home": "/"}})
+    fix = FixRequest(5, USES_HP, source=Source("/r/main.py", None, "/venvs/app"))
+    assert decode_request(pack(fix)[4:]) == fix
+    assert "source" not in FixRequest(6, "x\n").to_wire()
 
 
 # -- bad input: the fill goes on without jedi, and a log line says why ----------------------------

@@ -57,6 +57,7 @@ class Backend(Protocol):
         language: str | None,
         options: SamplerOptions,
         progress: Progress | None = None,
+        source: Source | None = None,
     ) -> Repair: ...
 
     def close(self) -> None: ...
@@ -114,6 +115,7 @@ class InProcess:
         language: str | None,
         options: SamplerOptions,
         progress: Progress | None = None,
+        source: Source | None = None,
     ) -> Repair:
         return fix_text(
             text,
@@ -126,6 +128,7 @@ class InProcess:
             language=language,
             options=options,
             progress=progress,
+            source=source,
         )
 
     def close(self) -> None:
@@ -190,6 +193,7 @@ class ThroughWorker:
         language: str | None,
         options: SamplerOptions,
         progress: Progress | None = None,
+        source: Source | None = None,
     ) -> Repair:
         reply = self._ask(
             lambda c: c.fix(
@@ -201,6 +205,7 @@ class ThroughWorker:
                 min_likely=min_likely,
                 language=language,
                 options=options,
+                source=source,
             )
         )
         scores = list(reply.scores or [])

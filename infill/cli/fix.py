@@ -23,6 +23,7 @@ from diffusion_infill.infill.cli.parser import (
     lines_spec,
     sampler_options,
 )
+from diffusion_infill.infill.cli.repo import file_source
 from diffusion_infill.infill.cli.runs import (
     EXIT_USAGE,
     each_file,
@@ -68,6 +69,7 @@ def _fix_file(
                 language=language_for(args, path),
                 options=options,
                 progress=progress,
+                source=file_source(path, args.python),
             )
         scores = found + scores
         if result is not None:

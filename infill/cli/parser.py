@@ -170,6 +170,15 @@ def _add_output_args(p: argparse.ArgumentParser, verb: str) -> argparse._Argumen
     return out
 
 
+def _add_python_arg(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the Python interpreter or virtual environment of your code, whose libraries "
+        "the member check reads (default: the active virtual environment, else infill's)",
+    )
+
+
 def _add_language_arg(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         "--language", help="'python' for scope-aware windows (default: from the file suffix)"
@@ -214,12 +223,7 @@ def _add_fill_command(commands: Any) -> None:
         help="read the rest of the repository: copies from its other files compete with "
         "the model's fills (auto: the file's git work tree, else its project; default auto)",
     )
-    text.add_argument(
-        "--python",
-        metavar="PATH",
-        help="the Python interpreter or virtual environment of your code, whose libraries "
-        "the member check reads (default: the active virtual environment, else infill's)",
-    )
+    _add_python_arg(text)
     _add_sampler_args(fill)
 
 
@@ -274,6 +278,7 @@ def _add_fix_command(commands: Any) -> None:
         f"this probability, 0..1 (default {DEFAULT_MIN_LIKELY})",
     )
     _add_language_arg(what)
+    _add_python_arg(what)
     _add_model_args(fix)
     _add_sampler_args(fix)
 

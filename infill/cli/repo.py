@@ -61,10 +61,15 @@ class RepoSnippets:
             return []
 
     def source(self, path: str, python: str | None) -> Source:
-        """Where the file at `path` lives: its absolute path, its repository's root (the
-        `--repo` folder, else the one `auto` finds, whether or not it is indexed) and the
-        user's Python (`--python`)."""
-        where = Path(os.path.abspath(path))
+        """`file_source`, the `--repo` folder as the root where one is given."""
         given = self.repo not in (AUTO, OFF) and Path(self.repo).is_dir()
-        root = Path(os.path.abspath(self.repo)) if given else find_root(where)[0]
-        return Source(str(where), str(root), python)
+        return file_source(path, python, Path(self.repo) if given else None)
+
+
+def file_source(path: str, python: str | None, root: Path | None = None) -> Source:
+    """Where the file at `path` lives: its absolute path, its repository's root (`root`,
+    else the one `--repo auto` finds, whether or not it is indexed) and the user's Python
+    (`--python`)."""
+    where = Path(os.path.abspath(path))
+    top = Path(os.path.abspath(root)) if root is not None else find_root(where)[0]
+    return Source(str(where), str(top), python)

@@ -30,6 +30,7 @@ from diffusion_infill.infill.core.lexer import prose_ranges
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import FillResult, TokenScore
 from diffusion_infill.infill.core.sampler import denoise
+from diffusion_infill.infill.core.snippets import Source
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.suspect_lines import prepare_line_fix
 from diffusion_infill.infill.core.suspicion import (
@@ -315,19 +316,15 @@ def prepare_repair(
     options: SamplerOptions,
     *,
     language: str | None = PYTHON,
+    source: Source | None = None,
 ) -> PreparedFill:
     """The fill of the `picked` ranges (not run; `repair_plan` says how each is rewritten).
     The hole lengths of `options.lengths` are not raced: a repair's length is known."""
     spans, decided = repair_plan(den, text, picked)
     return prepare_fill(
-        text,
-        spans,
-        denoiser=den,
-        options=replace(options, lengths=1),
-        rewrite=True,
-        language=language,
-        decided=decided,
-    )
+        text, spans, denoiser=den, options=replace(options, lengths=1), rewrite=True,
+        language=language, decided=decided, source=source,
+    )  # fmt: skip
 
 
 def prepare_fix(
@@ -342,6 +339,7 @@ def prepare_fix(
     min_likely: float = DEFAULT_MIN_LIKELY,
     language: str | None = PYTHON,
     progress: Progress | None = None,
+    source: Source | None = None,
 ) -> tuple[PreparedFill | None, list[TokenScore]]:
     """Score text[start:end] and prepare (not run) the fill of its most suspicious tokens,
     or, when the model is sure of no swap, of the line it least expects read masked
@@ -357,9 +355,12 @@ def prepare_fix(
         return None, scores
     worst = max((x[2] for x in picked), key=preference)
     line = prepare_line_fix(  # None: the model is sure of a swap, the token is repaired
-        text, scores, worst, (start, end), denoiser=denoiser, options=options, language=language
-    )
-    return line or prepare_repair(denoiser, text, picked, options, language=language), scores
+        text, scores, worst, (start, end), denoiser=denoiser, options=options, language=language,
+        source=source,
+    )  # fmt: skip
+    repair = line or prepare_repair(denoiser, text, picked, options, language=language,
+                                    source=source)  # fmt: skip
+    return repair, scores
 
 
 def fix_text(
@@ -374,6 +375,7 @@ def fix_text(
     language: str | None = PYTHON,
     options: SamplerOptions | None = None,
     progress: Progress | None = None,
+    source: Source | None = None,
     **overrides: Any,
 ) -> tuple[FillResult | None, list[TokenScore]]:
     """Re-denoise the most suspicious tokens of text[start:end].
@@ -383,17 +385,10 @@ def fix_text(
     """
     opts = SamplerOptions.build(options, **overrides)
     fill, scores = prepare_fix(
-        text,
-        denoiser=denoiser,
-        options=opts,
-        start=start,
-        end=end,
-        max_fixes=max_fixes,
-        min_suspicion=min_suspicion,
-        min_likely=min_likely,
-        language=language,
-        progress=progress,
-    )
+        text, denoiser=denoiser, options=opts, start=start, end=end, max_fixes=max_fixes,
+        min_suspicion=min_suspicion, min_likely=min_likely, language=language,
+        progress=progress, source=source,
+    )  # fmt: skip
     if fill is None:
         return None, scores
     denoise(fill.job, denoiser)

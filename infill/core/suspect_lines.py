@@ -35,6 +35,7 @@ from diffusion_infill.infill.core.line_prior import LinePrior, shipped_line_prio
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import TokenScore
 from diffusion_infill.infill.core.scoring import log_softmax
+from diffusion_infill.infill.core.snippets import Source
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.suspicion import preference
 from diffusion_infill.model.denoiser import Denoiser
@@ -185,6 +186,7 @@ def prepare_line_fix(
     denoiser: Denoiser,
     options: SamplerOptions,
     language: str | None,
+    source: Source | None = None,
 ) -> PreparedFill | None:
     """The rewrite of `line_instead`'s line, its code re-denoised (its length the model's:
     nulls and growth), kept `within` the range scored (a selection that starts or ends
@@ -197,5 +199,11 @@ def prepare_line_fix(
     if a >= b:
         return None
     return prepare_fill(
-        text, [Span(a, b)], denoiser=denoiser, options=options, rewrite=True, language=language
+        text,
+        [Span(a, b)],
+        denoiser=denoiser,
+        options=options,
+        rewrite=True,
+        language=language,
+        source=source,
     )

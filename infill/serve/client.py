@@ -128,10 +128,12 @@ class WorkerClient(WorkerLink):
         options: SamplerOptions | Mapping[str, Any] | None = None,
         deadline: float | None = None,
         timeout: float | None = None,
+        source: Source | None = None,
     ) -> Result:
         """Re-denoise the most suspicious tokens of text[start:end] ("Fix selection").
         The Result's `scores` hold every token's score; no edits when no token passed
-        the rule (infill/core/suspicion.py: `min_suspicion` and `min_likely`)."""
+        the rule (infill/core/suspicion.py: `min_suspicion` and `min_likely`); `source`
+        as for `fill`."""
         return await self._call(
             lambda rid: FixRequest(
                 rid,
@@ -144,6 +146,7 @@ class WorkerClient(WorkerLink):
                 _options(options),
                 deadline,
                 min_likely,
+                source,
             ),
             Result,
             timeout=self._timeout(timeout, deadline),

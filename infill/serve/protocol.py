@@ -210,6 +210,14 @@ class FixRequest(Message):
     options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
     deadline: float | None = _f(_DEADLINE, default=None)
     min_likely: float = _f(SUSPICION, default=DEFAULT_MIN_LIKELY)  # last: positions kept
+    source: Source | None = _f(SOURCE, default=None)  # where the text lives (may be absent)
+
+    def to_wire(self) -> dict[str, Any]:
+        """As every message, without `source` where null (what an older worker reads)."""
+        out = super().to_wire()
+        if self.source is None:
+            del out["source"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,7 @@ class RequestHandler:
             min_suspicion=msg.min_suspicion,
             min_likely=msg.min_likely,
             language=msg.language,
+            source=msg.source,
         )
         if fill is None:
             return Result(msg.id, msg.text, [], [], None, scores)
