@@ -56,6 +56,7 @@ TARGETS = {
     '"😀中文" + ': "'ok'",
     "plain ": "words",
     "deep_value = ": "42",
+    "def run_hp():\n    return ": "hp.nope()",  # a member the sibling module hp lacks
     # rewrite selection
     "result = ": "new_value",
     "def scale(x):\n    ": "return 2 * x",  # a selected whole line: the engine indents

@@ -115,6 +115,37 @@ def test_a_fill_that_fails_the_checks_is_left_out_by_default_and_says_why(worker
     run(go())
 
 
+def test_a_call_into_a_sibling_module_that_lacks_it_is_left_out(worker, tmp_path):
+    # the server sends the document's path and workspace folder: the worker's jedi finds hp
+    (tmp_path / "hp.py").write_text("def ok():\n    return 1\n")
+    text = "import hp\n\n\ndef run_hp():\n    return <mask>\n"
+    doc = tmp_path / "main.py"
+    doc.write_text(text)
+
+    async def go():
+        async with lsp(worker) as (client, _):
+            client.workspace_did_change_workspace_folders(
+                types.DidChangeWorkspaceFoldersParams(
+                    types.WorkspaceFoldersChangeEvent(
+                        added=[types.WorkspaceFolder(tmp_path.as_uri(), "pkg")], removed=[]
+                    )
+                )
+            )
+            uri = doc.as_uri()
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+            )
+            action = pick(
+                await actions(client, uri, at(text, "<mask>")), "refactor.rewrite.infill.fillHoles"
+            )
+            edit = (await client.code_action_resolve_async(action)).edit
+            # `hp.nope()` loses to the race's next length (the fake's `hp`); from the
+            # server's working directory alone jedi could not find hp and would pass it
+            assert applied(text, edit, uri) == text.replace("<mask>", "hp")
+
+    run(go())
+
+
 def test_rewrite_selection_returns_minimal_edits(worker):
     # new_value is defined: the checks (on by default) reject a fill with an unknown name
     text = "result = old_value\nprint(result)\nnew_value = 2\n"
