@@ -42,6 +42,7 @@ from benchmarks.infill_scores import argument_examples, closeness, infill_scores
 from benchmarks.model_scores import bug_scores, masked_accuracy
 from benchmarks.results_file import write_results
 from diffusion_infill import infill
+from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 __all__ = [  # with what the tests import from here
@@ -67,16 +68,19 @@ def main(argv: list[str] | None = None) -> None:
         _print(results)
         write_results("eval", args.model, results, args.out)
         return
-    options = infill.SamplerOptions(
-        checks=args.checks,
-        candidates=args.candidates,
-        lengths=args.lengths,
-        cache_refresh=args.cache_refresh,
-        grow_cap=args.grow_cap,
-        order=args.order,
-        threshold=args.threshold,
-        remask_threshold=args.remask_threshold,
-    )
+    try:
+        options = infill.SamplerOptions(
+            checks=args.checks,
+            candidates=args.candidates,
+            lengths=args.lengths,
+            cache_refresh=args.cache_refresh,
+            grow_cap=args.grow_cap,
+            order=args.order,
+            threshold=args.threshold,
+            remask_threshold=args.remask_threshold,
+        )
+    except InfillError as exc:  # a value the sampler refuses: a usage error naming it
+        parser.error(str(exc))
 
     den = load_denoiser(args.model)
     files = load_test_files(args.corpus, args.split)
