@@ -29,6 +29,13 @@ def machine() -> str:
     return f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}"
 
 
+# the variables that hold the kernels below what the CPU has (MKL, ATen, oneDNN, fbgemm)
+ISA_CAPS = (
+    "MKL_ENABLE_INSTRUCTIONS",
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "FBGEMM_ENABLE_INSTRUCTIONS",
+)
 # what decides a fill: a run made with other files here is not the same run
 FILL_CODE = ("infill/core", "model")
 
@@ -82,14 +89,16 @@ def write_results(
 ) -> Path:
     """Write `results` as JSON (default path from kind and model), print the path. The
     file records the commit that made it and, unless `results` says, the machine: its
-    CPU, cores, the dtype and threads asked for."""
+    CPU, cores, the dtype and threads asked for, and the kernels' instruction sets where
+    they were held below the CPU's (`ISA_CAPS`: "AVX2 kernels" on a faster CPU)."""
     results = dict(results)
     results.setdefault("commit", commit())
     results.setdefault("fill_code", fill_code())
+    capped = "".join(f", {k}={os.environ[k]}" for k in ISA_CAPS if k in os.environ)
     results.setdefault(
         "machine",
         f"{cpu()}, {os.cpu_count()} cores, INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
-        f", INFILL_THREADS={os.environ.get('INFILL_THREADS', 'auto')}",
+        f", INFILL_THREADS={os.environ.get('INFILL_THREADS', 'auto')}{capped}",
     )
     path = out or RESULTS / f"{kind}_{model_name(model)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,15 @@ def test_every_results_file_records_its_commit_and_machine(tmp_path):
     assert written["figure"] == 1
     assert len(written["commit"].removesuffix("-dirty")) == 40
     assert "cores" in written["machine"] and "INFILL_DTYPE" in written["machine"]
+    assert "ONEDNN_MAX_CPU_ISA" not in written["machine"]
+
+
+def test_kernels_held_to_avx2_are_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    path = write_results("probe", None, {}, tmp_path / "probe.json")
+    machine = json.loads(path.read_text())["machine"]
+    assert machine.endswith("ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2")
 
 
 def test_the_table_turns_off_every_switchable_stage_of_the_pipeline():
