@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = "benchmarks/results"  # RESULTS, relative to the checkout
 
 
 def model_name(model: Path | None) -> str:
@@ -57,8 +58,9 @@ def fill_code(also: tuple[str, ...] = ()) -> str:
 
 
 def commit() -> str:
-    """The checkout's commit, `-dirty` after it where tracked files differ from it; or
-    "unknown" outside a git checkout."""
+    """The checkout's commit, `-dirty` after it where tracked files differ from it (results
+    files aside: a run of several benchmarks writes them as it goes); or "unknown" outside
+    a git checkout."""
     root = RESULTS.parent.parent
 
     def git(*args: str) -> str:
@@ -70,7 +72,8 @@ def commit() -> str:
     head = git("rev-parse", "HEAD")
     if not head:
         return "unknown"
-    return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS_DIR}")
+    return head + ("-dirty" if changed else "")
 
 
 def cpu() -> str:
