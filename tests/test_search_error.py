@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.search_error import beam_search, best_first_score, l2r_score
+from benchmarks.search_error import main as search_error_main
 from tests.fakes import FILL_BASE, MASK, NULL, PAD, VOCAB, TargetDenoiser
 
 
@@ -132,11 +133,12 @@ def test_without_beam_or_samples_their_figures_are_absent(
     assert result["layers"] == json.loads((model / "config.json").read_text())["num_hidden_layers"]
 
 
-@pytest.mark.slow
-def test_refuses_bad_arguments(run_benchmark) -> None:
+def test_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    # in this process: the refusals come before any model or corpus is read
     for args in (("--n", "0"), ("--beam", "-1"), ("--temperature", "0")):
-        done = run_benchmark("search_error", *args)
-        assert done.returncode == 2 and "must" in done.stderr, args
+        with pytest.raises(SystemExit) as done:
+            search_error_main(list(args))
+        assert done.value.code == 2 and "must" in capsys.readouterr().err, args
 
 
 @pytest.mark.slow
