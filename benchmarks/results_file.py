@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-RESULTS_DIR = "benchmarks/results"  # RESULTS, relative to the checkout
 
 
 def model_name(model: Path | None) -> str:
@@ -72,7 +71,8 @@ def commit() -> str:
     head = git("rev-parse", "HEAD")
     if not head:
         return "unknown"
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS_DIR}")
+    results = RESULTS.relative_to(root).as_posix()
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{results}")
     return head + ("-dirty" if changed else "")
 
 

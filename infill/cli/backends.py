@@ -177,7 +177,7 @@ class ThroughWorker:
                 options=options,
                 context=context,
                 source=source,
-            )  # fmt: skip
+            )
         )
         return reply.to_fill_result(text)
 

@@ -57,6 +57,7 @@ def _fix_file(
     parts: list[FillResult] = []
     scores: list[TokenScore] = []
     current = text
+    where = file_source(path, args.python)  # where the file lives, for jedi: every range's
     for start, end in reversed(ranges):
         with file_progress(args, path, "scoring", "windows") as progress:
             result, found = backend.fix(
@@ -69,7 +70,7 @@ def _fix_file(
                 language=language_for(args, path),
                 options=options,
                 progress=progress,
-                source=file_source(path, args.python),
+                source=where,
             )
         scores = found + scores
         if result is not None:

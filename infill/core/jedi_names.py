@@ -56,11 +56,11 @@ from diffusion_infill.infill.core.jedi_known import (
 )
 from diffusion_infill.infill.core.jedi_scripts import (
     MAX_DEPTH,
+    Where,
     digest,
     forget_scripts,
     script_for,
     too_deep,
-    where_key,
 )
 
 log = logging.getLogger("diffusion_infill.names")
@@ -117,7 +117,7 @@ class JediBudget:
 
 
 _lock = threading.RLock()  # jedi's inference state is not thread-safe; nor are the caches
-_answers: OrderedDict[tuple[str, str | None, str, int, int], Any] = OrderedDict()
+_answers: OrderedDict[tuple[str, Where, str, int, int], Any] = OrderedDict()
 _failed: set[str] = set()  # reasons logged once per process
 
 
@@ -243,7 +243,7 @@ def names_at(
     """
     if not 0 <= offset <= len(text):
         raise ValueError(f"offset {offset} outside the text (0..{len(text)})")
-    key = (digest(text), where_key(path, root, environment), "at", offset, 0)
+    key = (digest(text), (path, root, environment), "at", offset, 0)
     known, answer = _recalled(key)
     if known:
         return answer
@@ -315,7 +315,7 @@ def missing_members(
         return []
     out: list[Missing] = []
     judged = False
-    hashed, where = digest(text), where_key(path, root, environment)
+    hashed, where = digest(text), (path, root, environment)
     for i, use in uses:
         at = use.dot if use.dot is not None else use.start
         key = (hashed, where, "use", at, use.start)

@@ -12,7 +12,8 @@ from typing import Any
 MAX_DEPTH = 60  # brackets / indentation levels deeper than this: not handed to jedi
 SCRIPTS = 8  # parsed texts kept
 
-_scripts: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
+Where = tuple[str | None, str | None, str | None]  # path, root, environment: cache keys
+_scripts: OrderedDict[tuple[str, Where], Any] = OrderedDict()
 _environments: dict[str, Any] = {}  # jedi's environments by the path they were named by
 
 
@@ -43,13 +44,6 @@ def _project(path: str | None, root: str | None) -> Any:
     return jedi.Project(where, load_unsafe_extensions=False)
 
 
-def where_key(path: str | None, root: str | None, environment: str | None) -> str | None:
-    """What, besides the text, decides jedi's answers: one key of the caches."""
-    if root is None and environment is None:
-        return path
-    return f"{path}\0{root}\0{environment}"
-
-
 def _environment(python: str) -> Any:
     """jedi's environment of the interpreter or virtual environment at `python`, kept (each
     starts a subprocess of that interpreter when it lists compiled modules)."""
@@ -63,7 +57,7 @@ def _environment(python: str) -> Any:
 
 def script_for(text: str, path: str | None, root: str | None, environment: str | None) -> Any:
     """jedi's Script of `text`, kept for SCRIPTS texts (by hash)."""
-    key = (digest(text), where_key(path, root, environment))
+    key = (digest(text), (path, root, environment))
     found = _scripts.get(key)
     if found is not None:
         _scripts.move_to_end(key)

@@ -354,13 +354,13 @@ def prepare_fix(
     if not picked:
         return None, scores
     worst = max((x[2] for x in picked), key=preference)
-    line = prepare_line_fix(  # None: the model is sure of a swap, the token is repaired
+    fill = prepare_line_fix(  # None: the model is sure of a swap, the token is repaired
         text, scores, worst, (start, end), denoiser=denoiser, options=options, language=language,
         source=source,
     )  # fmt: skip
-    repair = line or prepare_repair(denoiser, text, picked, options, language=language,
-                                    source=source)  # fmt: skip
-    return repair, scores
+    if fill is None:
+        fill = prepare_repair(denoiser, text, picked, options, language=language, source=source)
+    return fill, scores
 
 
 def fix_text(

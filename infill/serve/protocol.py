@@ -81,8 +81,10 @@ __all__ = [  # for the worker, the client and tests: the error codes and message
 PROTOCOL_VERSION = 1
 
 
-def _f(kind: Kind, **kw: Any) -> Any:
-    return field(metadata={"kind": kind}, **kw)
+def _f(kind: Kind, *, newer: bool = False, **kw: Any) -> Any:
+    """A message field of `kind`; `newer`: added after version 1's first workers, so left
+    off the wire while empty or null (what a worker that predates it reads)."""
+    return field(metadata={"kind": kind, "newer": newer}, **kw)
 
 
 # -- what a worker reports about itself -------------------------------------------------
@@ -120,7 +122,10 @@ class Message:
         """The msgpack-ready map of this message (with `v` and `type`)."""
         out: dict[str, Any] = {"v": PROTOCOL_VERSION, "type": self.TYPE}
         for f in fields(self):
-            out[f.name] = f.metadata["kind"].dump(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if f.metadata["newer"] and value in (None, []):
+                continue
+            out[f.name] = f.metadata["kind"].dump(value)
         return out
 
     @classmethod
@@ -181,18 +186,8 @@ class FillRequest(Message):
     stream: bool = _f(BOOL, default=False)  # send a `step` event after every step
     deadline: float | None = _f(_DEADLINE, default=None)  # seconds; null: worker default
     # windows of other files of the user's repository: [[path, text], ...] (may be absent)
-    context: list[Snippet] = _f(SNIPPETS, default_factory=list)
-    source: Source | None = _f(SOURCE, default=None)  # where the text lives (may be absent)
-
-    def to_wire(self) -> dict[str, Any]:
-        """As every message, without `context` where empty and `source` where null (what a
-        worker that predates the fields reads)."""
-        out = super().to_wire()
-        if not self.context:
-            del out["context"]
-        if self.source is None:
-            del out["source"]
-        return out
+    context: list[Snippet] = _f(SNIPPETS, newer=True, default_factory=list)
+    source: Source | None = _f(SOURCE, newer=True, default=None)  # where the text lives
 
 
 @dataclass(frozen=True)
@@ -210,14 +205,7 @@ class FixRequest(Message):
     options: SamplerOptions = _f(OPTIONS, default_factory=SamplerOptions)
     deadline: float | None = _f(_DEADLINE, default=None)
     min_likely: float = _f(SUSPICION, default=DEFAULT_MIN_LIKELY)  # last: positions kept
-    source: Source | None = _f(SOURCE, default=None)  # where the text lives (may be absent)
-
-    def to_wire(self) -> dict[str, Any]:
-        """As every message, without `source` where null (what an older worker reads)."""
-        out = super().to_wire()
-        if self.source is None:
-            del out["source"]
-        return out
+    source: Source | None = _f(SOURCE, newer=True, default=None)  # where the text lives
 
 
 @dataclass(frozen=True)
