@@ -6,7 +6,9 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,16 @@ def commit() -> str:
     return head + ("-dirty" if changed else "")
 
 
+def run_command() -> str | None:
+    """The command that runs this process, where it is a benchmark run as a module
+    (`python -m benchmarks.<name> ...`); None otherwise (a test calling `main`)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    name = getattr(spec, "name", None)
+    if not name or not name.startswith("benchmarks."):
+        return None
+    return shlex.join(["python", "-m", name, *sys.argv[1:]])
+
+
 def cpu() -> str:
     """The CPU's model name (/proc/cpuinfo), or the platform's processor."""
     try:
@@ -91,10 +103,13 @@ def write_results(
     kind: str, model: Path | None, results: dict[str, Any], out: Path | None = None
 ) -> Path:
     """Write `results` as JSON (default path from kind and model), print the path. The
-    file records the commit that made it and, unless `results` says, the machine: its
-    CPU, cores, the dtype and threads asked for, and the kernels' instruction sets where
-    they were held below the CPU's (`ISA_CAPS`: "AVX2 kernels" on a faster CPU)."""
+    file records the commit that made it and, unless `results` says, the command that ran
+    it (a benchmark run as a module: `run_command`) and the machine: its CPU, cores, the
+    dtype and threads asked for, and the kernels' instruction sets where they were held
+    below the CPU's (`ISA_CAPS`: "AVX2 kernels" on a faster CPU)."""
     results = dict(results)
+    if "command" not in results and (command := run_command()) is not None:
+        results["command"] = command
     results.setdefault("commit", commit())
     results.setdefault("fill_code", fill_code())
     capped = "".join(f", {k}={os.environ[k]}" for k in ISA_CAPS if k in os.environ)

@@ -107,3 +107,22 @@ def test_a_results_file_written_before_leaves_the_commit_clean(tmp_path):
         assert not commit().endswith("-dirty")
     finally:
         target.write_bytes(before)
+
+
+def test_a_benchmark_run_as_a_module_records_its_command(tmp_path, monkeypatch):
+    import sys
+    from types import SimpleNamespace
+
+    main = SimpleNamespace(__spec__=SimpleNamespace(name="benchmarks.eval_docstrings"))
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    monkeypatch.setattr(sys, "argv", ["eval_docstrings.py", "--n", "3", "--out", "a b.json"])
+    path = write_results("probe", None, {"figure": 1}, tmp_path / "probe.json")
+    written = json.loads(path.read_text())
+    assert written["command"] == "python -m benchmarks.eval_docstrings --n 3 --out 'a b.json'"
+    given = write_results("probe", None, {"command": "mine"}, tmp_path / "given.json")
+    assert json.loads(given.read_text())["command"] == "mine"  # a script's own stays
+
+
+def test_a_test_calling_a_benchmark_s_main_records_no_command(tmp_path):
+    path = write_results("probe", None, {"figure": 1}, tmp_path / "probe.json")
+    assert "command" not in json.loads(path.read_text())  # pytest is no benchmark
