@@ -307,7 +307,8 @@ def render(results: Path, out: Path, current: set[Path] | None = None) -> str:
         "(command, model, split, machine); the headline figures are copied here, every other "
         "figure is in the file. The README's table of current figures links to the same "
         'files. Files no reference doc cites any more are listed last, under "Earlier '
-        'results".',
+        'results"; the results of studies and of earlier code, which only the logs cite, '
+        "live beside the logs, in `docs/log/results/`.",
         "",
     ]
     for title, body in sections.items():
