@@ -9,7 +9,9 @@ every stage on and once with each stage off (`--no-<stage>`), all on the same ho
 pairs each run with the first: per stage and shape, the holes the stage wins (right with
 it, wrong without) and loses, the two-sided sign test's p of that split, the change in
 exact match, and what the stage costs in forward passes per token and in p50 latency.
-A stage whose removal loses nothing significant does not pay for itself.
+Block holes, where exact match stays near 0, are judged by the holes the stage brings
+closer to the truth and further from it (difflib's similarity, a refused fill 0). A stage
+whose removal loses nothing significant does not pay for itself.
 
 Each run's eval_shapes file lands in --runs (default benchmarks/results/leave_one_out/),
 named by split, n and stage; a run whose file is there already, made with the same fill
@@ -28,6 +30,7 @@ import sys
 from pathlib import Path
 
 from benchmarks import eval_shapes
+from benchmarks.infill_scores import closeness
 from benchmarks.results_file import RESULTS, fill_code, write_results
 
 # stage -> the eval_shapes arguments that turn it off
@@ -41,6 +44,7 @@ STAGES = {  # the stages whose gain was least sure when kept first
     "line_holes": ["--no-line-holes"],
 }
 SHAPES = ("cursor", "whole-line", "part-of-line", "block")
+MULTI_LINE = ("block",)  # judged by similarity: exact match is flat near 0
 SIGNIFICANT = 0.05  # the sign test's p below which a split of won / lost counts
 
 
@@ -55,16 +59,25 @@ def sign_test(won: int, lost: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def paired(base: dict, off: dict) -> dict:
+def _similarity(record: dict) -> float:
+    """How near a fill came to the truth (infill_scores.closeness); 0 for one refused."""
+    if record.get("rejected") is not None:
+        return 0.0
+    return float(closeness(record["fill"], record["truth"])["similarity"])
+
+
+def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
     """A stage's row for one shape: `base` (all stages on) against `off` (this one off),
-    both eval_shapes rows of the engine's length on the same holes."""
+    both eval_shapes rows of the engine's length on the same holes. For multi-line holes
+    (`multi_line`), where exact match is flat near 0, the holes it brings closer to the
+    truth and further from it (difflib's similarity) decide instead, by the same test."""
     a, b = base["records"], off["records"]
     if [r["truth"] for r in a] != [r["truth"] for r in b]:
         raise ValueError("the two runs hold different holes")
     won = sum(x["exact"] and not y["exact"] for x, y in zip(a, b, strict=True))
     lost = sum(y["exact"] and not x["exact"] for x, y in zip(a, b, strict=True))
     p = sign_test(won, lost)
-    return {
+    row = {
         "n": len(a),
         "won": won,
         "lost": lost,
@@ -77,6 +90,20 @@ def paired(base: dict, off: dict) -> dict:
         "p50_ms_with": round(base["ms_p50"], 1),
         "p50_ms_without": round(off["ms_p50"], 1),
     }
+    if multi_line:
+        near = [(_similarity(x), _similarity(y)) for x, y in zip(a, b, strict=True)]
+        closer = sum(x > y + 1e-9 for x, y in near)
+        further = sum(y > x + 1e-9 for x, y in near)
+        p_near = sign_test(closer, further)
+        row |= {
+            "similarity_with": round(sum(x for x, _ in near) / len(near), 3),
+            "similarity_without": round(sum(y for _, y in near) / len(near), 3),
+            "closer": closer,
+            "further": further,
+            "p_similarity": round(p_near, 4),
+            "significant": p_near < SIGNIFICANT,
+        }
+    return row
 
 
 def run_path(runs: Path, args: argparse.Namespace, stage: str | None) -> Path:
@@ -122,7 +149,11 @@ def table(base: dict, runs: dict[str, dict], shapes: list[str]) -> dict[str, dic
     """Per stage, per shape: `paired`."""
     return {
         stage: {
-            s: paired(base["shapes"][s]["engine_length"], run["shapes"][s]["engine_length"])
+            s: paired(
+                base["shapes"][s]["engine_length"],
+                run["shapes"][s]["engine_length"],
+                multi_line=s in MULTI_LINE,
+            )
             for s in shapes
         }
         for stage, run in runs.items()
@@ -130,13 +161,22 @@ def table(base: dict, runs: dict[str, dict], shapes: list[str]) -> dict[str, dic
 
 
 def print_table(rows: dict[str, dict]) -> None:
-    print(f"{'stage off':16s} {'shape':13s} {'won':>4s} {'lost':>4s} {'p':>7s}  exact on/off")
+    print(
+        f"{'stage off':16s} {'shape':13s} {'won':>4s} {'lost':>4s} {'p':>7s}  exact on/off"
+        "  (multi-line: closer / further, p, similarity on/off)"
+    )
     for stage, by_shape in rows.items():
         for shape, r in by_shape.items():
             star = " *" if r["significant"] else ""
+            near = (
+                f"  ({r['closer']} / {r['further']}, {r['p_similarity']:.3f}, "
+                f"{r['similarity_with']:.3f} / {r['similarity_without']:.3f})"
+                if "closer" in r
+                else ""
+            )
             print(
                 f"{stage:16s} {shape:13s} {r['won']:4d} {r['lost']:4d} {r['p']:7.3f}  "
-                f"{r['exact_with']:.1%} / {r['exact_without']:.1%}{star}"
+                f"{r['exact_with']:.1%} / {r['exact_without']:.1%}{near}{star}"
             )
 
 

@@ -38,6 +38,26 @@ def test_a_stage_row_counts_holes_won_and_lost_on_the_same_holes():
     assert (many["won"], many["lost"]) == (12, 0) and many["significant"]
 
 
+def test_multi_line_holes_are_judged_by_how_near_the_fills_came():
+    truths = ["a = 1\nb = 2\n", "c = 3\nd = 4\n", "e = 5\nf = 6\n"]
+
+    def row(fills: list[str], rejected: tuple[int, ...] = ()) -> dict:
+        records = [
+            {"truth": t, "fill": f, "exact": f == t, "rejected": "x" if i in rejected else None}
+            for i, (t, f) in enumerate(zip(truths, fills, strict=True))
+        ]
+        return {**_row([r["exact"] for r in records]), "records": records}
+
+    near = row(["a = 1\nb = 9\n", "c = 3\nd = 9\n", "e = 5\nf = 9\n"])
+    far = row(["zzz", "c = 3\nd = 9\n", "e = 5\nf = 9\n"], rejected=(2,))
+    r = loo.paired(near, far, multi_line=True)
+    assert (r["won"], r["lost"]) == (0, 0)  # no exact match either way
+    assert (r["closer"], r["further"]) == (2, 0)  # the other fill far off, then refused
+    assert r["similarity_with"] > r["similarity_without"]
+    assert r["p_similarity"] == loo.sign_test(2, 0) and not r["significant"]
+    assert "closer" not in loo.paired(near, far)  # one-line shapes: exact match alone
+
+
 def test_runs_of_other_holes_cannot_be_paired():
     other = _row([True, False])
     other["records"][0]["truth"] = "something else"
