@@ -261,6 +261,7 @@ class CodeActions(Feature):
                 title=f"Infill: fill with the runner-up ({', '.join(sure(c) for c in used)} sure)",
                 kind=FILL_HOLES,
                 edit=workspace_edit(self.host, snap, edits),
+                data=action.data,  # the document and version it answers, as Fill holes's
             ),
         )
 

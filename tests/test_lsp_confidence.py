@@ -182,6 +182,8 @@ def test_a_client_that_cannot_resolve_gets_the_runner_up_beside_fill_holes():
             assert all("% sure)" in a.title for a in fills)
             texts = [apply_text_edits(TEXT, a.edit.changes[uri], UTF16) for a in fills]
             assert texts == [TEXT.replace("<mask>", "a + b"), TEXT.replace("<mask>", "a - b")]
+            # each edit says which document version it answers, the runner-up's too
+            assert [(a.data["uri"], a.data["version"]) for a in fills] == [(uri, 1)] * 2
 
     with fake_worker(fake) as address:
         run(go())
