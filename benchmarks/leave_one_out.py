@@ -77,7 +77,7 @@ def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
     won = sum(x["exact"] and not y["exact"] for x, y in zip(a, b, strict=True))
     lost = sum(y["exact"] and not x["exact"] for x, y in zip(a, b, strict=True))
     p = sign_test(won, lost)
-    row = {
+    row: dict = {
         "n": len(a),
         "won": won,
         "lost": lost,
@@ -103,6 +103,9 @@ def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
             "p_similarity": round(p_near, 4),
             "significant": p_near < SIGNIFICANT,
         }
+        won, lost = closer, further
+    # what the table says of the stage on this shape: a significant split either way
+    row["verdict"] = ("pays" if won > lost else "loses") if row["significant"] else "neither"
     return row
 
 
@@ -165,9 +168,10 @@ def print_table(rows: dict[str, dict]) -> None:
         f"{'stage off':16s} {'shape':13s} {'won':>4s} {'lost':>4s} {'p':>7s}  exact on/off"
         "  (multi-line: closer / further, p, similarity on/off)"
     )
+    print("*: the stage pays (its removal loses holes significantly); !: it loses them")
     for stage, by_shape in rows.items():
         for shape, r in by_shape.items():
-            star = " *" if r["significant"] else ""
+            star = {"pays": " *", "loses": " !"}.get(r.get("verdict", ""), "")
             near = (
                 f"  ({r['closer']} / {r['further']}, {r['p_similarity']:.3f}, "
                 f"{r['similarity_with']:.3f} / {r['similarity_without']:.3f})"

@@ -36,6 +36,9 @@ def test_a_stage_row_counts_holes_won_and_lost_on_the_same_holes():
     assert not row["significant"]
     many = loo.paired(_row([True] * 12 + [False] * 8), _row([False] * 20))
     assert (many["won"], many["lost"]) == (12, 0) and many["significant"]
+    assert many["verdict"] == "pays" and row["verdict"] == "neither"
+    costly = loo.paired(_row([False] * 20), _row([True] * 12 + [False] * 8))
+    assert costly["significant"] and costly["verdict"] == "loses"
 
 
 def test_multi_line_holes_are_judged_by_how_near_the_fills_came():
