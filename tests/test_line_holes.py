@@ -163,3 +163,13 @@ def test_checks_see_a_selected_line_where_its_indentation_puts_it():
     den = TargetDenoiser(["return 2 * y"], confidence=0.99)
     r = fill_spans(text, [_line(text, "return x")], denoiser=den, checks="name", candidates=1)
     assert r.fills[0].rejected is not None and "'y'" in r.fills[0].rejected
+
+
+def test_a_line_holes_edit_covers_the_marker_not_the_line_break_it_writes_again():
+    # the fill writes the line's break again; the edit, which an editor applies to the
+    # user's buffer, is the marker's characters only (a minimal diff)
+    for text, at in (("<mask>\nx = 1\n", 0), ("y = 0\n<mask>\nx = 1\n", 6)):
+        r = fill_text(text, denoiser=TargetDenoiser(["pass"]), checks="parse")
+        (edit,) = r.edits
+        assert (edit.start, edit.end, edit.new_text) == (at, at + len("<mask>"), "pass")
+        assert r.text == text.replace("<mask>", "pass")

@@ -66,10 +66,14 @@ def _char_edits(old: str, new: str, base: int) -> list[Edit]:
 
 
 def region_edits(original: str, start: int, end: int, new: str, *, minimise: bool) -> list[Edit]:
-    """Edits that turn original[start:end] into `new`: one replacement, or (minimise) only
-    the changed characters of the changed lines."""
+    """Edits that turn original[start:end] into `new`: one replacement (without a line
+    break that ends both), or (minimise) only the changed characters of the changed
+    lines."""
     old = original[start:end]
     if not minimise:
+        # a whole-line hole's fill writes its line's break again: the edit leaves it be
+        while old and new and old[-1] == new[-1] and old[-1] in "\r\n":
+            old, new, end = old[:-1], new[:-1], end - 1
         return [Edit(start, end, new)]
     if old == new:
         return []
