@@ -173,3 +173,22 @@ def test_a_line_holes_edit_covers_the_marker_not_the_line_break_it_writes_again(
         (edit,) = r.edits
         assert (edit.start, edit.end, edit.new_text) == (at, at + len("<mask>"), "pass")
         assert r.text == text.replace("<mask>", "pass")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = 0\n<mask>  \ny = 1\n",
+        "x = 0\r\n<mask>\r\n",
+        "x = 0\n<mask>",
+        "<mask>\r\r",
+        "<mask>\t\n",
+    ],
+)
+def test_a_line_hole_leaves_what_follows_its_marker_on_its_line_as_it_was(text):
+    # trailing blanks, a lone carriage return, no line break at the end: the fill takes
+    # the marker's place and the rest of the line stays the user's
+    r = fill_text(text, denoiser=TargetDenoiser(["pass"]), checks="parse")
+    at = text.index("<mask>")
+    assert r.text == text.replace("<mask>", "pass")
+    assert [(e.start, e.end, e.new_text) for e in r.edits] == [(at, at + 6, "pass")]

@@ -56,7 +56,7 @@ def _fill_file(tmp_path, monkeypatch, text: str, targets, *args: str, raw: bool 
         pytest.param(
             "def f(x):\n    y = x\n<mask>",
             {"y = x\n    ": "return y"},
-            "def f(x):\n    y = x\n    return y\n",
+            "def f(x):\n    y = x\n    return y",  # no line break added after it
             id="at the end of the file",
         ),
         pytest.param(
@@ -123,12 +123,12 @@ def test_the_result_is_read_in_the_text_as_given():
     text = "a = 1\n<mask>    \nb = <mask>\n"
     den = TargetDenoiser({"= 1\n": "c = 2", "b = ": "3"}, confidence=0.99)
     r = fill_text(text, denoiser=den)
-    assert r.text == "a = 1\nc = 2\nb = 3\n"
+    assert r.text == "a = 1\nc = 2    \nb = 3\n"  # the blanks after the marker stay
     assert r.original == text
     assert apply_edits(text, r.edits) == r.text
     line, inline = r.fills
     assert (line.span.start, line.span.end) == (6, 17)  # the marker, its blanks, its break
-    assert line.text == "c = 2\n" and inline.text == "3"
+    assert line.text == "c = 2    \n" and inline.text == "3"
     assert text[inline.span.start : inline.span.end] == "<mask>"
     assert all(0 <= w.start <= w.end <= len(text) for w in r.windows)
 

@@ -71,8 +71,8 @@ def region_edits(original: str, start: int, end: int, new: str, *, minimise: boo
     lines."""
     old = original[start:end]
     if not minimise:
-        # a whole-line hole's fill writes its line's break again: the edit leaves it be
-        while old and new and old[-1] == new[-1] and old[-1] in "\r\n":
+        # a whole-line hole's fill ends as its line did: the edit leaves that be
+        while old and new and old[-1] == new[-1] and old[-1] in " \t\r\n\f\v":
             old, new, end = old[:-1], new[:-1], end - 1
         return [Edit(start, end, new)]
     if old == new:

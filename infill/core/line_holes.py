@@ -30,7 +30,7 @@ A line hole without a length hint is filled with one line; `<mask:N>` may take m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diffusion_infill.infill.core.lines import code_lines, indent_of, indentation
 from diffusion_infill.infill.core.spans import Span
@@ -44,6 +44,9 @@ class Recast:
     spans: list[Span]  # the holes in `text`
     given: list[Span]  # the same holes in the text as given: what each fill replaces
     lines: frozenset[int] = frozenset()  # indices of the line holes
+    # per line hole alone on its line: what follows its marker there, its line break
+    # included ("" at the end of the text), which its fill ends with in place of the frame's
+    rests: dict[int, str] = field(default_factory=dict)
 
     def given_offset(self, at: int) -> int:
         """An offset of `text` as an offset of the text as given (one inside a line hole
@@ -100,8 +103,9 @@ def line_holes(text: str, spans: Sequence[Span], *, on: bool = True) -> Recast:
     parts: list[str] = []
     out: list[Span] = []
     given: list[Span] = []
+    rests: dict[int, str] = {}
     pos = shift = 0
-    for s, form in zip(spans, forms, strict=True):
+    for i, (s, form) in enumerate(zip(spans, forms, strict=True)):
         parts.append(text[pos : s.start])
         at = s.start + shift
         if form is None:
@@ -120,9 +124,11 @@ def line_holes(text: str, spans: Sequence[Span], *, on: bool = True) -> Recast:
         parts.append(piece)
         out.append(Span(at, at + len(piece), s.length, s.exact))
         end = min(after, len(text)) if form == "alone" else s.end
+        if form == "alone":
+            rests[i] = text[s.end : end]
         given.append(Span(s.start, end, s.length, s.exact))
         shift += len(piece) - (end - s.start)
         pos = end
     parts.append(text[pos:])
     lines = frozenset(i for i, f in enumerate(forms) if f is not None)
-    return Recast("".join(parts), out, given, lines)
+    return Recast("".join(parts), out, given, lines, rests)

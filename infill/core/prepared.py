@@ -76,6 +76,10 @@ class PreparedFill:
         replaces what its hole is there, and windows are given in its offsets."""
         self.text = text
         self.spans = list(recast.given)
+        for i, rest in recast.rests.items():  # a line alone: its fill ends as the line did
+            frame = self.frames[i]
+            if frame is not None:
+                self.frames[i] = replace(frame, tail=rest)
         self.windows = [
             replace(w, start=recast.given_offset(w.start), end=recast.given_offset(w.end))
             for w in self.windows
