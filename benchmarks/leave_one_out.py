@@ -171,7 +171,7 @@ def print_table(rows: dict[str, dict]) -> None:
     print("*: the stage pays (its removal loses holes significantly); !: it loses them")
     for stage, by_shape in rows.items():
         for shape, r in by_shape.items():
-            star = {"pays": " *", "loses": " !"}.get(r.get("verdict", ""), "")
+            star = {"pays": " *", "loses": " !"}.get(r["verdict"], "")
             near = (
                 f"  ({r['closer']} / {r['further']}, {r['p_similarity']:.3f}, "
                 f"{r['similarity_with']:.3f} / {r['similarity_without']:.3f})"

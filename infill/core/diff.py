@@ -66,9 +66,9 @@ def _char_edits(old: str, new: str, base: int) -> list[Edit]:
 
 
 def region_edits(original: str, start: int, end: int, new: str, *, minimise: bool) -> list[Edit]:
-    """Edits that turn original[start:end] into `new`: one replacement (without a line
-    break that ends both), or (minimise) only the changed characters of the changed
-    lines."""
+    """Edits that turn original[start:end] into `new`: one replacement (without the blanks
+    and line breaks that end both), or (minimise) only the changed characters of the
+    changed lines."""
     old = original[start:end]
     if not minimise:
         # a whole-line hole's fill ends as its line did: the edit leaves that be
