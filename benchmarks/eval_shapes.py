@@ -112,7 +112,6 @@ def main(argv: list[str] | None = None) -> None:
         "statement_ends": options.statement_ends,
         "indent_pass": options.indent_pass,
         "selection_lines": options.selection_lines,
-        "length_head": options.length_head and getattr(den, "length_slots", 0) > 0,
         "context_copies": options.context_copies,
         "rewrite_length": args.rewrite_length,
         "default_span_tokens": options.default_span_tokens,
@@ -153,7 +152,6 @@ def _options(
             statement_ends=not args.no_statement_ends,
             indent_pass=not args.no_indent_pass,
             selection_lines=not args.no_selection_lines,
-            length_head=not args.no_length_head,
             context_copies=not args.no_context_copies,
             default_span_tokens=args.default_span_tokens,
             remask_threshold=args.remask_threshold,
@@ -177,7 +175,6 @@ def _out_path(args: argparse.Namespace, model: str) -> Path:
         + ("_no_statement_ends" if args.no_statement_ends else "")
         + ("_no_indent_pass" if args.no_indent_pass else "")
         + ("_no_selection_lines" if args.no_selection_lines else "")
-        + ("_no_length_head" if args.no_length_head else "")
         + ("_no_context_copies" if args.no_context_copies else "")
         + ("_rewrite_length" if args.rewrite_length else "")
         + (f"_remask{args.remask_threshold:g}" if args.remask_threshold is not None else "")
@@ -302,7 +299,6 @@ _RULES_OFF = {  # the engine's rules an ablation turns off: flag -> what it leav
     "(one line, as the model would)",
     "--no-indent-pass": "a whole-line span's depth from the code around it alone, no model pass",
     "--no-statement-ends": "do not end a hole at a line's end with its statement",
-    "--no-length-head": "leave every hole's length to the network (no length head)",
     "--no-context-copies": "never replace an in-line hole's fill by a copy of the code around it",
 }
 

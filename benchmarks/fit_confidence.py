@@ -35,7 +35,7 @@ from diffusion_infill.model.loading import default_model_dir, load_denoiser
 BASE = ("mean log p", "min log p", "first log p", "log tokens", "empty")
 SHAPES = ("shape cursor", "shape line", "shape inline", "shape lines")
 ODDS = ("mean log odds", "min log odds", "last log p", "sum log p")
-ENDS = ("end log p", "no end", "head log p", "head read")
+ENDS = ("end log p", "no end")
 DECODE = ("first pass share", "forced share", "retried", "copied", "checked")
 LINE = (
     "line balanced",
@@ -49,7 +49,7 @@ TEXT = ("copy agrees", "repeated tokens")
 SETS: dict[str, tuple[str, ...]] = {
     "probabilities": BASE + SHAPES,
     "+ odds": BASE + SHAPES + ODDS,
-    "+ ends and head": BASE + SHAPES + ODDS + ENDS,
+    "+ ends": BASE + SHAPES + ODDS + ENDS,
     "+ decode": BASE + SHAPES + ODDS + ENDS + DECODE,
     "+ the line": BASE + SHAPES + ODDS + ENDS + DECODE + LINE,
     "+ copies": BASE + SHAPES + ODDS + ENDS + DECODE + LINE + TEXT,

@@ -37,7 +37,6 @@ from benchmarks.results_file import RESULTS, fill_code, write_results
 STAGES = {  # the stages whose gain was least sure when kept first
     "context_copies": ["--no-context-copies"],
     "checks": ["--checks", ""],
-    "length_head": ["--no-length-head"],
     "statement_ends": ["--no-statement-ends"],
     "indent_pass": ["--no-indent-pass"],
     "selection_lines": ["--no-selection-lines"],

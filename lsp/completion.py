@@ -332,7 +332,6 @@ def completion_options(
     return s.sampler_options(
         default_span_tokens=s.completion_tokens,
         max_span_tokens=s.completion_tokens,
-        length_head=False,  # no gain seen on one-line completions (validation, mid-line)
         window_tokens=window or completion_window(s, UNKNOWN),
         max_steps=steps,
         cache_refresh=steps,

@@ -3,7 +3,7 @@
 A small logistic regression that turns what a decode knows of a fill into the probability
 that it is right (infill/core/confidence.py computes the features and applies it). It is
 fitted on one network's fills (`python -m benchmarks.fit_confidence`) and names that
-network (model/length_head.py `network_digest`): beside other weights (a new checkpoint, a
+network (model/hf_loading.py `network_digest`): beside other weights (a new checkpoint, a
 copy packed to int8 from other weights) it would say the wrong thing, so the loader does
 not use it and says so. A directory without the file has no confidence.
 

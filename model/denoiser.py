@@ -79,13 +79,7 @@ class Denoiser(Protocol):
     (the shipped model or any AutoModelForMaskedLM) and the tests' fakes.
 
     A denoiser may also have `forget(key)`: the engine calls it with a CacheHint key once
-    that canvas is done, so cached entries can be dropped. And a length head
-    (model/length_head.py): `length_slots` > 0 and `first_pass(canvases, positions, hints,
-    slots)`, the logits `logits` gives and, from the same pass, the log-probabilities of
-    each hole's length (0..length_slots - 1 tokens, then "that many or more"), each hole
-    given by the positions of its `length_slots` masked slots (model/first_pass.py); the
-    engine asks it for a job's first step, and only where `length_slots` is its default
-    allocation."""
+    that canvas is done, so cached entries can be dropped."""
 
     name: str  # shown in stats and `info`
     special: SpecialIds

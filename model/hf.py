@@ -25,19 +25,13 @@ from diffusion_infill.model import cache_batch
 from diffusion_infill.model.cache import COPY_MARGIN, CachedModernBert, ContextCache
 from diffusion_infill.model.calibration import Calibration, load_calibration
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
-from diffusion_infill.model.first_pass import FirstPass
 from diffusion_infill.model.hf_loading import (
     load_network,
     load_tokenizer,
+    network_digest,
     pick_device,
     set_threads,
     special_ids,
-)
-from diffusion_infill.model.length_head import (
-    SLOTS,
-    LengthHead,
-    load_length_head,
-    network_digest,
 )
 from diffusion_infill.model.precision import (
     Precision,
@@ -56,7 +50,7 @@ CARRY_LIMIT = 8
 CACHE_BYTES = 1 << 30
 
 
-class HFDenoiser(FirstPass):
+class HFDenoiser:
     """A masked diffusion LM on one device, answering logits at requested positions."""
 
     def __init__(
@@ -68,7 +62,6 @@ class HFDenoiser(FirstPass):
         name: str,
         device: torch.device,
         precision: Precision | None = None,
-        length_head: LengthHead | None = None,
         network: str = "",
         calibration: Calibration | None = None,
     ) -> None:
@@ -81,11 +74,7 @@ class HFDenoiser(FirstPass):
         self.vocab_size = int(model.config.vocab_size)
         # ModernBERT exposes body, head and decoder: the head then runs only where asked.
         self._sparse_head = all(hasattr(model, a) for a in ("model", "head", "decoder"))
-        # model/length_head.py: `fill_lengths` answers where the directory has one; the
-        # engine asks for the lengths of holes of `length_slots` slots (0: it never asks)
-        self.length_head = length_head if self._sparse_head else None
-        self.length_slots = SLOTS if self.length_head is not None else 0
-        self.network = network  # model/length_head.py `network_digest`, "" when unnamed
+        self.network = network  # model/hf_loading.py `network_digest`, "" when unnamed
         # the fills' confidence weights (model/calibration.py); None: no confidence
         self.calibration = calibration
         # bf16 autocast speeds a CPU with AMX ~2x and is the usual choice on CUDA, but a
@@ -136,7 +125,6 @@ class HFDenoiser(FirstPass):
             raise ModelLoadError(str(exc)) from exc
         network = network_digest(model)  # before int8: the weights as stored
         try:
-            head = load_length_head(path, int(config.hidden_size), network)
             calibration = load_calibration(path, network)
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from exc
@@ -159,7 +147,6 @@ class HFDenoiser(FirstPass):
             name=path.name if path.name != "weights" else "shipped",
             device=dev,
             precision=precision,
-            length_head=head,
             network=network,
             calibration=calibration,
         )
@@ -244,8 +231,7 @@ class HFDenoiser(FirstPass):
         hints: Sequence[CacheHint],
         full: bool,
     ) -> list[torch.Tensor]:
-        """`_many`'s final hidden states at `positions`, per canvas (the length head's
-        first pass reads them too: model/first_pass.py)."""
+        """`_many`'s final hidden states at `positions`, per canvas."""
         assert self._cached is not None
         dev = self.device
         ids = [torch.tensor(c, dtype=torch.long, device=dev) for c in canvases]
@@ -338,3 +324,26 @@ class HFDenoiser(FirstPass):
             result.append(flat[start : start + len(p)])
             start += len(p)
         return result
+
+    def _plain_states(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> torch.Tensor:
+        """Final hidden states at `positions` of each canvas, concatenated, from the
+        network's own forward over the padded batch (no cache)."""
+        ids, attn, rows, cols = self._padded(canvases, positions)
+        return self.model.model(input_ids=ids, attention_mask=attn).last_hidden_state[rows, cols]
+
+    def _padded(
+        self, canvases: Sequence[Sequence[int]], positions: Sequence[Sequence[int]]
+    ) -> tuple[torch.Tensor, ...]:
+        """`canvases` as one padded batch: ids, attention mask, and the (row, column) of
+        every position asked for, on the device."""
+        width = max(len(c) for c in canvases)
+        ids = torch.full((len(canvases), width), self.special.pad, dtype=torch.long)
+        attn = torch.zeros((len(canvases), width), dtype=torch.long)
+        for i, c in enumerate(canvases):
+            ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+            attn[i, : len(c)] = 1
+        rows = torch.tensor([i for i, p in enumerate(positions) for _ in p], dtype=torch.long)
+        cols = torch.tensor([j for p in positions for j in p], dtype=torch.long)
+        return tuple(t.to(self.device) for t in (ids, attn, rows, cols))

@@ -5,6 +5,7 @@ device, and the CPU threads torch computes with ($INFILL_THREADS)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,14 @@ def set_threads(value: str | None) -> None:
     if n < 1:
         raise ModelLoadError(f"INFILL_THREADS must be a positive whole number, not {value!r}")
     torch.set_num_threads(n)
+
+
+def network_digest(model: torch.nn.Module) -> str:
+    """A short name of a masked LM's weights as loaded (its prediction head's dense layer,
+    rounded to bf16): what the confidence weights were fitted on (model/calibration.py).
+    "" for a model without one."""
+    weight = getattr(getattr(getattr(model, "head", None), "dense", None), "weight", None)
+    if not isinstance(weight, torch.Tensor):
+        return ""
+    data = weight.detach().to(torch.bfloat16).view(torch.int16).cpu().numpy().tobytes()
+    return hashlib.blake2b(data, digest_size=8).hexdigest()

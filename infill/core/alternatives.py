@@ -47,7 +47,7 @@ def alternative_canvases(
                         [
                             shorter(
                                 s,
-                                _length(initial[s.index], k, s.index in raced, options, s.race),
+                                _length(initial[s.index], k, s.index in raced, options),
                                 exact=s.index in raced,
                                 mask=mask,
                             )
@@ -62,16 +62,12 @@ def alternative_canvases(
     return out
 
 
-def _length(
-    initial: int, k: int, raced: bool, options: SamplerOptions, race: tuple[int, ...]
-) -> int:
+def _length(initial: int, k: int, raced: bool, options: SamplerOptions) -> int:
     """Alternative k's slots: `initial >> k`, or for a raced span (exactly that many
-    tokens) the k-th of the lengths a length head ranked (`race`), else the last
-    `lengths - 1` halvings before one token (16 slots, lengths 4: 4, 2, 1)."""
+    tokens) the last `lengths - 1` halvings before one token (16 slots, lengths 4: 4, 2,
+    1)."""
     if not raced:
         return initial >> k
-    if k <= len(race):
-        return race[k - 1]
     return initial >> (k + max(0, initial.bit_length() - options.lengths))
 
 
@@ -88,7 +84,6 @@ def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:
         raced=s.raced,
         min_breaks=s.min_breaks,
         breaks=s.breaks,
-        race=s.race,
     )
 
 

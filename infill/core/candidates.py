@@ -12,7 +12,7 @@ The cost is bounded and visible, and paid only when a fill fails:
    re-decoding the failing spans from `initial >> k` masks (shorter: the junk we see is a
    long allocation filled past what was meant; docs/log/architecture.md, "Checks"). A raced
    hole (`lengths` > 1; its length the model's guess) gets `lengths - 1` exact lengths
-   instead: a length head's likeliest, else the last halvings before one token.
+   instead: the last halvings before one token.
 3. The best passing alternative wins, by the mean log-probability of its tokens with the
    canvas visible (one scoring pass); one token (or none) wins only when nothing longer
    passes. With none passing, the

@@ -36,9 +36,6 @@ class SpanSlots:
     raced: bool = False  # its length is the model's to choose: shorter allocations may race
     min_breaks: int = 0  # line breaks its fill holds before it may end (a selection of lines)
     breaks: frozenset[int] = frozenset()  # the ids that hold a line break (with min_breaks)
-    # a raced span's lengths to race when its fill fails its checks, likeliest first, as a
-    # length head ranked them (infill/core/head_lengths.py); (): the allocation's halvings
-    race: tuple[int, ...] = ()
 
     def may_end(self, j: int) -> bool:
         """Whether the fill may end at slot j (a null there): never in an exact span; in a

@@ -2,11 +2,10 @@
 
 A small logistic regression over what the decode already knows (infill/core/evidence.py:
 the committed tokens' probabilities, the runner-ups' odds, the null that ended the fill,
-the length head's probability of its length, the checks' first try, a copy, the hole's
-shape and length). Its weights are fitted on holes of the training split
-(`python -m benchmarks.fit_confidence`) and ship beside the model's weights
-(`confidence.json`, model/calibration.py), naming the network they were fitted on; a model
-directory without them gives no confidence (None).
+the checks' first try, a copy, the hole's shape and length). Its weights are fitted on
+holes of the training split (`python -m benchmarks.fit_confidence`) and ship beside the
+model's weights (`confidence.json`, model/calibration.py), naming the network they were
+fitted on; a model directory without them gives no confidence (None).
 
 "Right" is what the held-out figures count: the fill equals the original text (stripped,
 or line by line for a whole line). So a confidence of 0.7 means that, of fills given 0.7,
@@ -62,8 +61,6 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
     "forced share": _forced,
     "end log p": lambda e: _log(e.end) if e.end is not None else 0.0,
     "no end": lambda e: float(e.end is None),
-    "head log p": lambda e: _log(e.head) if e.head is not None else 0.0,
-    "head read": lambda e: float(e.head is not None),
     "retried": lambda e: float(not e.first_try),
     "copied": lambda e: float(e.copied),
     "checked": lambda e: float(e.checked),

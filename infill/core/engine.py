@@ -8,7 +8,7 @@ infill/core/prepared.py), denoise its job and read the result:
 
     prepare_fill  the stages of infill/core/pipeline.py, in order: frame whole lines,
                   choose their depths, plan canvases, find where fills end, build the
-                  job (checks), read lengths (length head), add copies
+                  job (checks), add copies
     denoise       the job's rounds (candidates.py `Round`): primary, alternatives,
                   scoring, copies; each step is the sampler's
     result        texts, edits, confidence and runner-ups (prepared.py, rated.py)

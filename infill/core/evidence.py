@@ -3,8 +3,8 @@
 Read from what a decode already keeps, at no forward pass: each committed token's
 probability in the pass that committed it, the likeliest other token there and its
 probability (`StepRecord.odds`), the pass it came in, the probability of the null that
-ended the fill, what the length head gave the fill's length, whether the fill passed the
-checks at the first try or was a copy of the code around the hole, and the hole's shape.
+ended the fill, whether the fill passed the checks at the first try or was a copy of the
+code around the hole, and the hole's shape.
 infill/core/confidence.py turns it into a calibrated probability that the fill is right.
 
     found = decoded_candidates(job, special)  # per span: every fill decoded, its evidence
@@ -12,7 +12,6 @@ infill/core/confidence.py turns it into a calibrated probability that the fill i
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -43,7 +42,6 @@ class Evidence:
     end: float | None = None  # p of the null that ended the fill (None: no null did)
     end_second: tuple[int, float] | None = None  # the likeliest token in the null's place
     cap: int | None = None  # the passes its round may take (the last commits the rest)
-    head: float | None = None  # the length head's p of the fill's length; None: not read
     first_try: bool = True  # the checks passed the first decode (or there are none)
     copied: bool = False  # a copy of the code around the hole (infill/core/copy_fills.py)
     decided: bool = False  # its tokens were given, not decoded (a repair's swap)
@@ -201,14 +199,6 @@ def decoded_candidates(
                 )
                 out.setdefault(s.index, []).append(e)
     return out
-
-
-def with_head(e: Evidence, row: Sequence[float] | None) -> Evidence:
-    """`e` with the length head's probability of its length (`row`: the head's
-    log-probabilities of 0..slots - 1 tokens, then "that many or more"; None: not read)."""
-    if row is None:
-        return e
-    return replace(e, head=math.exp(row[min(len(e.ids), len(row) - 1)]))
 
 
 def chosen(found: list[Evidence], ids: list[int], special: SpecialIds) -> Evidence | None:

@@ -74,10 +74,6 @@ class SamplerOptions:
     indent_pass: bool = True  # Python: one pass lets the model choose a whole-line span's
     #                           depth where the code around it allows several
     #                           (infill/core/indents.py)
-    length_head: bool = True  # a hole the model's length head is sure of is decoded with
-    #                           exactly its length, another whose fill fails its checks
-    #                           races the head's likeliest lengths
-    #                           (infill/core/head_lengths.py); a model without one ignores it
     context_copies: bool = True  # with the checks, a hole after code on its line whose
     #                              length is a guess: text that follows the same code
     #                              elsewhere replaces its fill where the model scores it
@@ -231,7 +227,6 @@ _SWITCHES = (  # the options that are true or false
     "line_holes",
     "selection_lines",
     "indent_pass",
-    "length_head",
     "context_copies",
     "statement_ends",
     "exact_length",

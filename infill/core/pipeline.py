@@ -24,9 +24,6 @@ docs/ARCHITECTURE.md, "The stages of a fill"):
                                     statement's end at a line's end (echo.py)
     BuildJob       checks           the job: with checks, a CandidateJob whose fills must
                                     pass them (checks.py, candidates.py)
-    HeadLengths    length_head      the job's first pass also reads each one-line hole's
-                                    length; where the head is sure, the canvases, ends
-                                    and job are planned again at it (head_lengths.py)
     ContextCopies  context_copies   copies of the code around in-line holes and of other
                                     files, scored beside the fills (copy_fills.py,
                                     cross_copies.py)
@@ -52,13 +49,6 @@ from diffusion_infill.infill.core.copy_fills import inline_holes
 from diffusion_infill.infill.core.cross_copies import copy_round
 from diffusion_infill.infill.core.echo import Ends, after_space, echo_keys, ended
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
-from diffusion_infill.infill.core.head_lengths import (
-    asked_holes,
-    first_step,
-    keep_rows,
-    set_races,
-    sure_spans,
-)
 from diffusion_infill.infill.core.indents import model_indents, parsing_depths
 from diffusion_infill.infill.core.lines import Frame, framed, line_frames, line_keys
 from diffusion_infill.infill.core.options import SamplerOptions
@@ -91,9 +81,8 @@ class Draft:
     source: Source | None = None  # where the text lives (jedi's checks read it)
     started: float = field(default_factory=time.perf_counter)
     frames: list[Frame | None] = field(default_factory=list)  # per span (lines.py)
-    planned: list[Span] = field(default_factory=list)  # the spans at their planned lengths
     allocs: list[Allocation] = field(default_factory=list)
-    guessed: frozenset[int] | None = None  # the spans whose length the first plan guessed
+    guessed: frozenset[int] = frozenset()  # the spans whose length the plan guessed
     windows: list[Window] = field(default_factory=list)
     canvases: list[Canvas] = field(default_factory=list)
     ends: Ends = field(default_factory=lambda: Ends([], []))
@@ -131,7 +120,6 @@ class FrameLines:
         d.frames = line_frames(
             d.text, d.spans, decided=d.decided, on=d.options.line_holes, more=d.more_lines
         )
-        d.planned = list(d.spans)
 
 
 class ModelDepths:
@@ -172,18 +160,17 @@ class PlanCanvases:
 
         d.allocs = [
             allocate(d.text, s, d.options, rewrite=d.rewrite, count=count, frame=f)
-            for s, f in zip(d.planned, d.frames, strict=True)
+            for s, f in zip(d.spans, d.frames, strict=True)
         ]
-        if d.guessed is None:  # copies go to these, the head's sure lengths included
-            d.guessed = frozenset(i for i, a in enumerate(d.allocs) if a.raced)
+        d.guessed = frozenset(i for i, a in enumerate(d.allocs) if a.raced)
         layout = Layout(d.text, count, d.before if d.python else None)
         d.windows = plan_windows(
-            d.text, d.planned,
+            d.text, d.spans,
             allocs=[a.slots for a in d.allocs], room=[a.room for a in d.allocs],
             budget=budget, count=count, layout=layout,
         )  # fmt: skip
         d.canvases = window_canvases(
-            d.text, d.planned, d.windows, d.allocs,
+            d.text, d.spans, d.windows, d.allocs,
             layout=layout, denoiser=d.denoiser, budget=budget, decided=d.decided,
             frames=d.frames, selection_lines=d.options.selection_lines,
         )  # fmt: skip
@@ -198,8 +185,8 @@ class FillEnds:
     def run(self, d: Draft) -> None:
         statements = d.options.statement_ends and d.python
         exact = [a.exact for a in d.allocs]
-        keys = echo_keys(d.text, d.planned, exact, statements=statements)
-        d.ends = Ends(line_keys(keys, d.frames), after_space(d.text, d.planned))
+        keys = echo_keys(d.text, d.spans, exact, statements=statements)
+        d.ends = Ends(line_keys(keys, d.frames), after_space(d.text, d.spans))
 
 
 class BuildJob:
@@ -241,27 +228,6 @@ class BuildJob:
         )  # fmt: skip
 
 
-class HeadLengths:
-    """The job's first pass also reads each one-line hole's length (the length head);
-    where it is sure, the plan is made again at that length, and the others race its
-    likeliest lengths should their fills fail."""
-
-    switch = "length_head"
-
-    def run(self, d: Draft) -> None:
-        assert d.job is not None
-        asked = asked_holes(d.canvases, d.allocs, d.frames, d.denoiser, d.options)
-        head, passes = first_step(d.job, d.canvases, asked, d.denoiser, d.options)
-        d.passes += passes
-        if (sure := sure_spans(d.spans, head.sure)) is None:
-            return  # the job made its first step with the races set
-        d.planned = sure
-        for stage in REPLANNED:
-            stage.run(d)
-        set_races(d.canvases, head.race)
-        keep_rows(d.job, head)
-
-
 class ContextCopies:
     """Copies of the code around each in-line hole and of other files' code, scored by
     the model beside the fills (with the checks on)."""
@@ -271,17 +237,17 @@ class ContextCopies:
     def run(self, d: Draft) -> None:
         inline = inline_holes(d.text, d.spans)
         copy_round(
-            d.job, d.before, d.spans, (inline, d.guessed or frozenset()),
+            d.job, d.before, d.spans, (inline, d.guessed),
             d.frames, d.denoiser, d.options, d.context,
         )  # fmt: skip
 
 
-REPLANNED: tuple[Stage, ...] = (PlanCanvases(), FillEnds(), BuildJob())
 STAGES: tuple[Stage, ...] = (
     FrameLines(),
     ModelDepths(),
     ParsingDepths(),
-    *REPLANNED,
-    HeadLengths(),
+    PlanCanvases(),
+    FillEnds(),
+    BuildJob(),
     ContextCopies(),
 )

@@ -20,7 +20,6 @@ from diffusion_infill.infill.core.diff import minimal_edits
 from diffusion_infill.infill.core.echo import Ends
 from diffusion_infill.infill.core.errors import OptionError
 from diffusion_infill.infill.core.fills import REPLACEMENT, decoded_fill
-from diffusion_infill.infill.core.head_lengths import head_rows
 from diffusion_infill.infill.core.line_holes import Recast
 from diffusion_infill.infill.core.lines import Frame, framed
 from diffusion_infill.infill.core.rated import Rated, rate_fills
@@ -61,8 +60,6 @@ class PreparedFill:
         # infill/core/lines.py), None when the model writes it all
         self.frames = list(frames) if frames is not None else [None] * len(spans)
         self.probes = probes  # forward passes before the job (infill/core/indents.py)
-        # per span the length head read: its log-probability of each length
-        self.head = head_rows(job)
         self.rated: list[Rated] = []  # per span, once `result()` has read the fills
         if job.options.min_confidence is not None and Calibrator.of(denoiser) is None:
             raise OptionError(
@@ -156,7 +153,6 @@ class PreparedFill:
             text=self.text,
             spans=self.spans,
             frames=self.frames,
-            head=self.head,
             denoiser=self.denoiser,
             write=self._write,
         )

@@ -31,7 +31,6 @@ from diffusion_infill.infill.core.evidence import (
     decoded_candidates,
     line_facts,
     shape_of,
-    with_head,
 )
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.results import RunnerUp
@@ -103,7 +102,6 @@ def rate_fills(
     text: str,
     spans: Sequence[Span],
     frames: Sequence[Frame | None],
-    head: dict[int, tuple[float, ...]],
     denoiser: object,
     write: WriteFill,
 ) -> list[Rated]:
@@ -131,12 +129,12 @@ def rate_fills(
         copies = _copies(text, spans[i], shapes[i])
         facts = line_facts(text, spans[i], own_text)
         own = replace(own, copied=copied[i], copy_agrees=own_text.strip() in copies, line=facts)
-        own = with_head(own.kept(n), head.get(i))
+        own = own.kept(n)
         ups: list[tuple[RunnerUp, Evidence]] = []
         if limit and not own.decided:
             pool = [e for e in found.get(i, []) if e.ids != own.ids] + swaps(own, special.null)
             ups = _runner_ups(
-                i, own_text, pool, limit, write, passes, score, head.get(i), copies, spans[i], text
+                i, own_text, pool, limit, write, passes, score, copies, spans[i], text
             )
         runner_ups = tuple(r for r, _ in ups)
         out.append(Rated(score(own), runner_ups, own, tuple(e for _, e in ups)))
@@ -151,7 +149,6 @@ def _runner_ups(
     write: WriteFill,
     passes: Callable[[int, list[int]], bool] | None,
     score: Callable[[Evidence], float | None],
-    row: tuple[float, ...] | None,
     copies: set[str],
     span: Span,
     text: str,
@@ -168,7 +165,6 @@ def _runner_ups(
             continue
         facts = line_facts(text, span, written)
         e = replace(e.kept(n), copy_agrees=written.strip() in copies, line=facts)
-        e = with_head(e, row)
         conf = score(e)
         rated.append((conf if conf is not None else math.exp(_mean_log(e)), conf, written, e))
     seen = {own_text.strip()}

@@ -366,7 +366,7 @@ def denoise(
         denoiser: anything with `logits(canvases, positions)` (the Denoiser protocol).
         progress: called after each step with `job.slots()` (committed, in all).
     Returns the job, done: read its canvases, counters and trace."""
-    if progress is not None and getattr(job, "steps", 0):  # a length head's pass took one
+    if progress is not None and getattr(job, "steps", 0):  # steps taken: report them first
         progress(*job.slots())
     while not job.done:
         batch = job.requests()
