@@ -212,6 +212,27 @@ def test_a_line_copy_wins_by_its_neighbours_similarity_where_the_model_prefers_i
     assert fill() == "log(totals)"  # scored alone, the model's fill stays
 
 
+def test_an_in_line_copy_from_another_file_wins_by_its_bonus_where_the_model_prefers_its_fill(
+    monkeypatch,
+):
+    # inside a line: the other file goes on after the same code (`report(`) with a copy
+    # the copies' pass scores a little below the model's own fill (one token of eleven
+    # unlikely); INLINE_BONUS, added to the copy's score, decides
+    from diffusion_infill.infill.core import cross_copies
+
+    text = "def f(a):\n    total = sum(a)\n    report(<mask>)\n    return total\n"
+    snippet = Snippet("g.py", "def g(b):\n    total = sum(b)\n    report(total, unix)\n")
+    n = calls_without_copies(text, "total, units")
+
+    def fill() -> str:
+        den = Spellings("total, units", "total, units", n + 1)
+        return fill_text(text, denoiser=den, context=[snippet], **CHECKED).fills[0].text
+
+    assert fill() == "total, unix"
+    monkeypatch.setattr(cross_copies, "INLINE_BONUS", 0.0)
+    assert fill() == "total, units"  # scored alone, the model's fill stays
+
+
 @pytest.mark.parametrize(
     ("context", "error", "match"),
     [

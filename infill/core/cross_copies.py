@@ -12,6 +12,9 @@ changes.
 - A hole inside a line (code before it on its line): the text after the longest tail of
   its line before it (at least MIN_TAIL characters) found in a snippet, cut where the text
   after the hole on its line starts again, within that line (as in-file copies are cut).
+  Such a copy carries INLINE_BONUS: the same code goes on this way in another file of the
+  package, which the model, reading only the evidence lines around it, underrates (chosen
+  on validation part-of-line holes; docs/ARCHITECTURE.md, "Repository context").
 - A hole that holds a line's code (a cursor at a line's indentation, a whole line): the
   code of the snippet lines whose neighbours are most like the hole's (`similarity`: the
   token-set Jaccard of the non-blank lines before and after, nearest weighing most), at
@@ -42,6 +45,7 @@ MAX_TAIL = 40  # characters of that tail tried at most
 DEPTH = 3  # neighbouring lines compared on each side
 MIN_SIMILARITY = 1.0  # a line copy's neighbours at least this alike (of 2 x (1 + 1/2 + 1/3))
 SIMILARITY_WEIGHT = 1.0  # nats per token a line copy's similarity adds to its score
+INLINE_BONUS = 1.0  # nats per token an in-line copy from another file adds to its score
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _END_CHARS = 3  # characters of the text after the hole (on its line) a copy ends before
 
@@ -51,14 +55,14 @@ def repo_copies(
 ) -> list[tuple[str, float]]:
     """The copies of the hole [start, end) of `text` (holes neutralised) found in
     `context`, each with the bonus its score gets in the copies' pass: for a hole inside
-    a line, the text after its line's tail (`inline_copies`; no bonus); for a hole of one
+    a line, the text after its line's tail (`inline_copies`; INLINE_BONUS); for a hole of one
     line's code, the code of lines with neighbours like its own (`line_copies`; their
     similarity times SIMILARITY_WEIGHT). None for a hole over several lines."""
     if not context or "\n" in text[start:end].rstrip("\r\n"):
         return []
     line_start = text.rfind("\n", 0, start) + 1
     if text[line_start:start].strip():
-        return [(c, 0.0) for c in inline_copies(text, start, end, context, limit)]
+        return [(c, INLINE_BONUS) for c in inline_copies(text, start, end, context, limit)]
     found = line_copies(text, start, end, context, min(limit, LINE_LIMIT))
     return [(c, SIMILARITY_WEIGHT * sim) for c, sim in found]
 
