@@ -251,7 +251,7 @@ async def lsp(
 def open_doc(
     client: LanguageClient, name: str, text: str, language: str = "python", version: int = 1
 ) -> str:
-    uri = f"file:///work/{name}"
+    uri = f"file:///infill-test-documents/{name}"  # no such folder: no repository to read
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(

@@ -104,7 +104,7 @@ def test_a_change_to_an_unopened_document_is_ignored_quietly(worker):
             client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
                     text_document=types.VersionedTextDocumentIdentifier(
-                        uri="file:///work/never.py", version=2
+                        uri="file:///infill-test-documents/never.py", version=2
                     ),
                     content_changes=[types.TextDocumentContentChangeWholeDocument(text="x")],
                 )
