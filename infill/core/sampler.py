@@ -362,12 +362,10 @@ def denoise(
     """Drive `job` to the end with `denoiser`, one batched forward pass per step.
 
     Args:
-        job: a DenoiseJob, fresh or with steps taken (reported first).
+        job: a DenoiseJob, fresh or with steps taken.
         denoiser: anything with `logits(canvases, positions)` (the Denoiser protocol).
         progress: called after each step with `job.slots()` (committed, in all).
     Returns the job, done: read its canvases, counters and trace."""
-    if progress is not None and getattr(job, "steps", 0):  # steps taken: report them first
-        progress(*job.slots())
     while not job.done:
         batch = job.requests()
         canvases, positions = [r.canvas for r in batch], [r.positions for r in batch]
