@@ -2,7 +2,7 @@
 
     python -m benchmarks.repo_set                      # the packages, once per machine
     python -m benchmarks.eval_repo_context [--split validation] [--shapes cursor,...]
-                                           [--n 400] [--window-chars 700]
+                                           [--n 400] [--window-chars 700 | --editor-excerpt]
 
 Each hole of benchmarks/repo_set.py (a file of a package outside the corpus, the rest of
 the package present) is filled as `benchmarks.eval_shapes` fills it (the command's
@@ -12,8 +12,11 @@ with the snippets that infill/context retrieves for it from the package's other 
 sends them. A hole for which the snippets give no copy (infill/core/cross_copies.py) is
 filled once: the engine does the same work with and without them. Exact match as
 eval_shapes scores it; won / lost: holes right with context only / without only.
+`--editor-excerpt` gives each of the same holes what the language server sends in place of
+its window: its excerpt of the whole file (lsp/excerpt.py, the server's default context),
+so the checks read the names the file defines beyond the window.
 
-Writes benchmarks/results/repo_context_<checkpoint>_<split>.json (or --out).
+Writes benchmarks/results/repo_context_<checkpoint>[_editor]_<split>.json (or --out).
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
 
 from benchmarks.eval_shapes import LINE_SHAPES, checkpoint, same_lines
-from benchmarks.heldout import HELDOUT_WINDOW_CHARS, prepare_hole
+from benchmarks.heldout import EDITOR_CONTEXT, HELDOUT_WINDOW_CHARS, prepare_hole
 from benchmarks.infill_scores import same_code
 from benchmarks.repo_set import DATA, PACKAGES, SPLITS, RepoHole, repo_holes
 from benchmarks.results_file import RESULTS, write_results
@@ -41,7 +45,33 @@ from diffusion_infill.infill.core.options import (
 )
 from diffusion_infill.infill.core.sampler import denoise
 from diffusion_infill.infill.core.spans import neutralise
+from diffusion_infill.lsp.excerpt import excerpt
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
+
+
+def editor_hole(hole: RepoHole, data: Path) -> RepoHole | None:
+    """`hole` with the language server's excerpt of its whole file (its default context)
+    in place of its window, the hole the same; None where the window is not found exactly
+    once in the file."""
+    ex = hole.example
+    full = (data / hole.package / hole.path).read_text()
+    at = full.find(ex.text)
+    if at < 0 or full.find(ex.text, at + 1) >= 0:
+        return None
+    start, end = at + ex.start, at + ex.end
+    cut = excerpt(full, start, end, context=EDITOR_CONTEXT)
+    wide = replace(ex, text=cut.text, start=start - cut.offset, end=end - cut.offset)
+    return replace(hole, example=wide)
+
+
+def _holes(args: argparse.Namespace, shape: str) -> tuple[list[RepoHole], int]:
+    """The holes of `shape` (with --editor-excerpt, in the server's excerpt) and how many
+    were left out for want of their window in the file."""
+    holes = repo_holes(args.split, shape, args.n, args.seed, args.data, args.window_chars)
+    if not args.editor_excerpt:
+        return holes, 0
+    wide = [editor_hole(h, args.data) for h in holes]
+    return [h for h in wide if h is not None], sum(h is None for h in wide)
 
 
 def _fill(den, hole: RepoHole, options, context) -> tuple[str, float]:  # noqa: ANN001
@@ -115,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=400, help="holes per shape")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--window-chars", type=int, default=HELDOUT_WINDOW_CHARS)
+    p.add_argument(
+        "--editor-excerpt", action="store_true", help="the server's excerpt, not a window"
+    )
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--model", type=Path, default=None)
     p.add_argument("--out", type=Path, default=None)
@@ -141,21 +174,22 @@ def main(argv: list[str] | None = None) -> None:
         },
         "files_indexed": {k: len(r.index.files) for k, r in repos.items()},
         "retrieval": "token-set Jaccard over 20-line windows, stride 10 (infill/context)",
-        "window_chars": args.window_chars,
+        "window_chars": "editor excerpt" if args.editor_excerpt else args.window_chars,
         "shapes": {},
     }
     t0 = time.perf_counter()
     for shape in shapes:
-        holes = repo_holes(args.split, shape, args.n, args.seed, args.data, args.window_chars)
+        holes, missed = _holes(args, shape)
         records = [
             _record(den, h, shape, options, repos[h.package])
             for h in tqdm(holes, desc=shape, file=sys.stderr)
         ]
-        row = {**_summary(records), "records": records}
+        row = {**_summary(records), "not_located": missed, "records": records}
         results["shapes"][shape] = row
         print(f"{shape:14s} " + ", ".join(f"{k} {v}" for k, v in _summary(records).items()))
         results["seconds"] = round(time.perf_counter() - t0, 1)  # written after each shape
-        name = f"repo_context_{checkpoint(Path(model))}_{args.split}.json"
+        editor = "_editor" if args.editor_excerpt else ""
+        name = f"repo_context_{checkpoint(Path(model))}{editor}_{args.split}.json"
         write_results("repo_context", args.model, results, args.out or RESULTS / name)
 
 
