@@ -191,46 +191,47 @@ def test_a_copy_from_another_file_the_model_scores_higher_replaces_the_fill():
     assert alone.fills[0].text == "pass"  # without context: the fill as before
 
 
-def test_a_line_copy_wins_by_its_neighbours_similarity_where_the_model_prefers_its_fill(
-    monkeypatch,
+@pytest.mark.parametrize(
+    ("hole", "other", "own", "copy", "weight"),
+    [
+        # a line's code: the copy's neighbours (the lines around it in the other file)
+        # are the hole's, and their similarity is added to its score
+        (
+            "    <mask>\n    return total\n",
+            "    log(total)\n    return total\n",
+            "log(totals)",
+            "log(total)",
+            "SIMILARITY_WEIGHT",
+        ),
+        # inside a line: the other file goes on after the same code (`report(`), and the
+        # copy (one token of eleven unlikely) gets INLINE_BONUS
+        (
+            "    report(<mask>)\n    return total\n",
+            "    report(total, unix)\n",
+            "total, units",
+            "total, unix",
+            "INLINE_BONUS",
+        ),
+    ],
+)
+def test_a_copy_from_another_file_wins_by_its_bonus_where_the_model_prefers_its_fill(
+    monkeypatch, hole, other, own, copy, weight
 ):
     # the copies' pass likes the model's own fill a little better than the copy; the
-    # copy's neighbours (the lines around it in the other file) are the hole's, and
-    # their similarity, added to its score, decides
+    # copy's bonus, added to its score, decides
     from diffusion_infill.infill.core import cross_copies
 
-    text = "def f(a):\n    total = sum(a)\n    <mask>\n    return total\n"
-    snippet = Snippet("g.py", "def g(b):\n    total = sum(b)\n    log(total)\n    return total\n")
-    n = calls_without_copies(text, "log(totals)")
+    text = "def f(a):\n    total = sum(a)\n" + hole
+    snippet = Snippet("g.py", "def g(b):\n    total = sum(b)\n" + other)
+    n = calls_without_copies(text, own)
 
     def fill() -> str:
-        den = Spellings("log(totals)", "log(totals)", n + 1)
+        den = Spellings(own, own, n + 1)
         return fill_text(text, denoiser=den, context=[snippet], **CHECKED).fills[0].text
 
-    assert fill() == "log(total)"
-    monkeypatch.setattr(cross_copies, "SIMILARITY_WEIGHT", 0.0)
-    assert fill() == "log(totals)"  # scored alone, the model's fill stays
-
-
-def test_an_in_line_copy_from_another_file_wins_by_its_bonus_where_the_model_prefers_its_fill(
-    monkeypatch,
-):
-    # inside a line: the other file goes on after the same code (`report(`) with a copy
-    # the copies' pass scores a little below the model's own fill (one token of eleven
-    # unlikely); INLINE_BONUS, added to the copy's score, decides
-    from diffusion_infill.infill.core import cross_copies
-
-    text = "def f(a):\n    total = sum(a)\n    report(<mask>)\n    return total\n"
-    snippet = Snippet("g.py", "def g(b):\n    total = sum(b)\n    report(total, unix)\n")
-    n = calls_without_copies(text, "total, units")
-
-    def fill() -> str:
-        den = Spellings("total, units", "total, units", n + 1)
-        return fill_text(text, denoiser=den, context=[snippet], **CHECKED).fills[0].text
-
-    assert fill() == "total, unix"
-    monkeypatch.setattr(cross_copies, "INLINE_BONUS", 0.0)
-    assert fill() == "total, units"  # scored alone, the model's fill stays
+    assert fill() == copy
+    monkeypatch.setattr(cross_copies, weight, 0.0)
+    assert fill() == own  # scored alone, the model's fill stays
 
 
 @pytest.mark.parametrize(
