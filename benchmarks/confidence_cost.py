@@ -37,7 +37,8 @@ from benchmarks.results_file import write_results
 from diffusion_infill.infill.core import sampler, steps
 from diffusion_infill.infill.core.engine import prepare_fill
 from diffusion_infill.infill.core.sampler import denoise
-from diffusion_infill.lsp.completion import completion_ask, offered
+from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.offers import offered
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
@@ -72,7 +73,7 @@ def read_times(den: Any, fill: Any, ask: Any, settings: Settings) -> dict[str, f
             t0 = time.perf_counter()
             result = fill.result()
             if gate:
-                offered(ask, result.fills[0], settings)
+                offered(ask.offer, result.fills[0], settings)
             times.append(time.perf_counter() - t0)
         return min(times) * 1000
 

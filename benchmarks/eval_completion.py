@@ -6,7 +6,9 @@
 
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
-(lsp/completion.py `completion_options`, its excerpt and `shape`, the settings given by
+(lsp/completion.py `completion_options`, its excerpt and `shape`, its top item ranked
+among the fill, its runner-ups and the copies of the document's code (`offered`, no
+confidence floor), the settings given by
 `--setting`, e.g. `multilineSteps=16`; a one-line completion takes 4 passes on 256 tokens,
 the server's choice before it knows the worker's machine, unless `completionSteps` and
 `completionWindowTokens` are given: a CPU without bf16's is `--setting completionSteps=3
@@ -58,7 +60,9 @@ from benchmarks.heldout import (
 )
 from benchmarks.results_file import write_results
 from diffusion_infill import infill
+from diffusion_infill.infill.core.copy_offers import completion_copies
 from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.offers import offered
 from diffusion_infill.lsp.settings import Settings, parse
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
@@ -104,7 +108,15 @@ def offer(
             if k == 0:  # offers nothing (lsp/completion.py)
                 offers.append("")
             continue
-        got = ask.offer(result.fills[0].text if result.fills else "")
+        fill = result.fills[0] if result.fills else None
+        if k == 0:  # the server's top item, copies of the document's code ranked in
+            copies = completion_copies(ask.excerpt.text, ask.span.start)
+            items = offered(
+                ask.offer, fill, replace(settings, completion_min_confidence=0.0), copies
+            )
+            got = items[0] if items else ""
+        else:
+            got = ask.offer(fill.text if fill is not None else "")
         nfe += result.stats.nfe if k == 0 else 0
         if k == 0 or (got.strip() and got.strip() not in {o.strip() for o in offers}):
             offers.append(got)

@@ -21,9 +21,10 @@ on a CPU (1,200 ms for a multi-line completion, which takes 0.2-0.5 s there when
 2,000 ms on a GPU; 0 means none. The worker drops a cancelled job before its next
 denoising step.
 
-A completion offers up to `completionItems` items: the fill, then its runner-ups surest
-first, none whose confidence (the calibrated probability that it is right) is below
-`completionMinConfidence`; where the fill's is, no ghost text (lsp/offers.py `ranked`).
+A completion offers up to `completionItems` items, surest first: the fill, its runner-ups,
+and after code on its line the copies of what follows that code in the excerpt and in the
+workspace's other files (`repositoryContext`; infill/core/copy_offers.py, no model pass);
+none below `completionMinConfidence` (lsp/offers.py `offered`).
 
 While the user types the characters a completion offered, the rest of it is the answer
 at once, without the model (`completionTypedThrough`; lsp/offers.py).
@@ -38,10 +39,12 @@ import asyncio
 import enum
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsprotocol import types
 
+from diffusion_infill.infill.core.copy_offers import OfferedCopy, completion_copies
 from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import SpanFill
@@ -55,7 +58,8 @@ from diffusion_infill.lsp.budgets import (
 )
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
-from diffusion_infill.lsp.offers import Offer, ranked, typed_through
+from diffusion_infill.lsp.offers import Offer, offered, typed_through
+from diffusion_infill.lsp.operations import repository_context
 from diffusion_infill.lsp.positions import LINE_BREAK
 from diffusion_infill.lsp.progress import WorkProgress, live_view
 from diffusion_infill.lsp.settings import Settings
@@ -228,13 +232,30 @@ class Completions(Feature):
             return None
         if not host.is_current(snap):
             return None  # stale: never offer text computed for an older version
-        return self._offered(uri, snap, at, ask, result.fills[0] if result.fills else None)
+        copies = await self._copies(snap, ask)
+        fill = result.fills[0] if result.fills else None
+        return self._offered(uri, snap, at, ask, fill, copies)
+
+    async def _copies(self, snap: Snapshot, ask: CompletionAsk) -> list[OfferedCopy]:
+        """The copies at a one-line completion's cursor (`completion_copies`)."""
+        if ask.multiline:
+            return []
+        text, at = ask.excerpt.text, ask.span.start
+        context = await repository_context(self.host, snap, text, [(at, at)])
+        return completion_copies(text, at, context)
 
     def _offered(
-        self, uri: str, snap: Snapshot, at: int, ask: CompletionAsk, fill: SpanFill | None
+        self,
+        uri: str,
+        snap: Snapshot,
+        at: int,
+        ask: CompletionAsk,
+        fill: SpanFill | None,
+        copies: Sequence[OfferedCopy],
     ) -> Completion | None:
-        """The completion of `fill` (`offered`), kept as the document's last offer."""
-        items = offered(ask, fill, self.host.settings)
+        """The completion of `fill` and `copies` (`offered`), kept as the document's
+        last offer."""
+        items = offered(ask.offer, fill, self.host.settings, copies)
         if not items:
             if fill is not None and fill.confidence is not None:
                 self.host.log(f"completion: none offered (confidence {fill.confidence:.2f})")
@@ -256,15 +277,6 @@ class CompletionAsk:
     def offer(self, fill: str) -> str:
         """The fill as offered (`shape`); "" for nothing."""
         return shape(fill, multiline=self.multiline, at_line_end=self.at_line_end)
-
-
-def offered(ask: CompletionAsk, fill: SpanFill | None, s: Settings) -> list[str]:
-    """The items of a completion's `fill` and its runner-ups as offered (`ranked`)."""
-    if fill is None or fill.rejected is not None:
-        return []
-    found = [(fill.text, fill.confidence)] + [(r.text, r.confidence) for r in fill.runner_ups]
-    shaped = [(ask.offer(text), confidence) for text, confidence in found]
-    return ranked(shaped, s.completion_min_confidence, s.completion_items)
 
 
 def completion_ask(

@@ -20,8 +20,12 @@ asks the model again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from diffusion_infill.infill.core.copy_offers import OfferedCopy
+from diffusion_infill.infill.core.results import SpanFill
+from diffusion_infill.lsp.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -36,20 +40,40 @@ class Offer:
 
 
 def ranked(candidates: Sequence[tuple[str, float | None]], floor: float, limit: int) -> list[str]:
-    """The offers of `candidates` ((offer, confidence): the fill, then its runner-ups;
-    "" for none): the fill, then the runner-ups surest first, distinct, at most `limit`,
-    none whose confidence is below `floor` (one without a confidence is kept); none when
-    the fill offers nothing or is below `floor`."""
-    if not candidates:
-        return []
-    (first, sure), rest = candidates[0], candidates[1:]
-    if not first.strip() or (sure is not None and sure < floor):
-        return []
-    out = [first]
-    for text, confidence in sorted(rest, key=lambda c: -(c[1] if c[1] is not None else 2.0)):
+    """The offers of `candidates` ((offer, confidence): "" for none), surest first (one
+    without a confidence, a model without confidence weights, first), distinct, at most
+    `limit`, none whose confidence is below `floor`."""
+    out: list[str] = []
+    for text, confidence in sorted(candidates, key=lambda c: -(c[1] if c[1] is not None else 2.0)):
         if text.strip() and text not in out and (confidence is None or confidence >= floor):
             out.append(text)
     return out[:limit]
+
+
+def offered(
+    shape: Callable[[str], str],
+    fill: SpanFill | None,
+    s: Settings,
+    copies: Sequence[OfferedCopy] = (),
+) -> list[str]:
+    """The items of a completion's `fill`, its runner-ups (after it) and the `copies` at
+    its cursor, each as `shape` offers it ("" for nothing), ranked (`ranked`)."""
+    found: list[tuple[str, float | None]] = [(c.text, c.confidence) for c in copies]
+    if fill is not None and fill.rejected is None:
+        # a runner-up is never surer than its fill: its confidence is read off the fill's
+        # decode (ranked above it, it lost precision on validation)
+        sure = fill.confidence
+        ups = [(r.text, _at_most(r.confidence, sure)) for r in fill.runner_ups]
+        found = [(fill.text, sure), *ups, *found]
+    shaped = [(shape(text), confidence) for text, confidence in found]
+    return ranked(shaped, s.completion_min_confidence, s.completion_items)
+
+
+def _at_most(confidence: float | None, cap: float | None) -> float | None:
+    """A runner-up's confidence for ranking: never above its fill's (`cap`)."""
+    if cap is None:
+        return confidence
+    return cap if confidence is None else min(confidence, cap)
 
 
 def typed_through(offer: Offer, text: str, at: int) -> str | None:

@@ -9,7 +9,7 @@ import pytest
 from fakes import CAPACITY, CTX_BASE, FILL_BASE, TargetDenoiser
 
 from diffusion_infill.infill import DenoiserError, OptionError, Span, fill_spans, fill_text
-from diffusion_infill.infill.core.copy_fills import LIMIT, context_copies
+from diffusion_infill.infill.core.copy_texts import LIMIT, context_copies
 
 CHECKED = {"checks": "parse", "lengths": 4}
 TWICE = (

@@ -187,3 +187,54 @@ def test_a_client_that_cannot_resolve_gets_the_runner_up_beside_fill_holes():
 
     with fake_worker(fake) as address:
         run(go())
+
+
+# A line typed after code written before: the file's copy follows 24 characters of it
+COPIED = "price = compute_total(items, tax_rate=0.2)\ncost = compute_total(items, \n"
+
+
+@pytest.mark.parametrize(("floor", "items"), [(0.0, ["tax_rate=0.2)", "pass"]), (0.6, [])])
+def test_a_completion_offers_the_code_that_follows_its_line_elsewhere_surest_first(floor, items):
+    # the fake's fill ("pass", each token at 0.5: about 0.3) is less sure than the copy
+    # (about 0.58, infill/core/copy_offers.py); above both, no ghost text
+    async def go():
+        async with lsp(address, {"completionMinConfidence": floor}) as (client, _):
+            uri = open_doc(client, "copied.py", COPIED)
+            got = await inline(client, uri, pos(1, 28))
+            assert [i.insert_text for i in got] == items
+
+    with fake_worker(Calibrated(0.5)) as address:
+        run(go())
+
+
+@pytest.mark.parametrize("context", [True, False])
+def test_a_completion_offers_what_follows_its_line_in_another_file_of_the_workspace(
+    tmp_path, context
+):
+    (tmp_path / "prices.py").write_text(
+        "def net(items):\n    return compute_total(items, rate=1)\n"
+    )
+    text = "def gross(items):\n    total = compute_total(items, \n"
+    doc = tmp_path / "gross.py"
+    doc.write_text(text)
+
+    async def go():
+        settings = {"completionMinConfidence": 0, "repositoryContext": context}
+        async with lsp(address, settings) as (client, _):
+            client.workspace_did_change_workspace_folders(
+                types.DidChangeWorkspaceFoldersParams(
+                    types.WorkspaceFoldersChangeEvent(
+                        added=[types.WorkspaceFolder(tmp_path.as_uri(), "pkg")], removed=[]
+                    )
+                )
+            )
+            uri = doc.as_uri()
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+            )
+            got = await inline(client, uri, pos(1, 33))
+            offers = [i.insert_text for i in got]
+            assert offers == (["rate=1)", "pass"] if context else ["pass"])
+
+    with fake_worker(Calibrated(0.5)) as address:
+        run(go())

@@ -27,62 +27,16 @@ import numpy as np
 
 from diffusion_infill.infill.core.alternatives import kept, shorter
 from diffusion_infill.infill.core.canvas import Canvas
+from diffusion_infill.infill.core.copy_texts import (
+    context_copies,
+)
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.steps import LogitsRequest
 from diffusion_infill.model.denoiser import CacheHint
 
-LIMIT = 4  # copies per hole at most (the first found, by the longest tail)
-MAX_TAIL = 24  # characters of the hole's line before it that a copy must follow
-_END_CHARS = 3  # characters of the text after the hole (on its line) a copy ends before
 _SERIALS = itertools.count()  # CopyRound's cache keys: unique in this process
-
-
-def context_copies(text: str, start: int, end: int, limit: int = LIMIT) -> list[str]:
-    """Texts that follow, elsewhere in `text`, the longest tail of the hole's line before
-    `start` (at most MAX_TAIL characters, not all blank) that occurs elsewhere, each cut
-    where the text after the hole on its line (its first characters) begins, within that
-    line, without trailing whitespace; not blank, each once, in text order, at most
-    `limit`. None for a hole at its line's start."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    before = text[line_start:start]
-    after = text[end : len(text) if line_end < 0 else line_end][:_END_CHARS]
-    for size in range(min(len(before), MAX_TAIL), 0, -1):
-        tail = before[-size:]
-        if not tail.strip():
-            continue
-        found: list[str] = []
-        for at in _occurrences(text, tail, start, end):
-            for cut in _cuts(text, at + size, after, start if at < start else len(text)):
-                copy = cut.rstrip(" \t\r")
-                if copy.strip() and copy not in found:
-                    found.append(copy)
-        if found:
-            return found[:limit]
-    return []
-
-
-def _occurrences(text: str, tail: str, start: int, end: int) -> list[int]:
-    """Where `tail` occurs outside the hole [start, end), but where it ends at the hole."""
-    out = []
-    at = text.find(tail)
-    while at >= 0:
-        if at + len(tail) != start and (at + len(tail) <= start or at >= end):
-            out.append(at)
-        at = text.find(tail, at + 1)
-    return out
-
-
-def _cuts(text: str, at: int, after: str, stop: int) -> list[str]:
-    """The text from `at` to its line's end (or `stop`, the hole, if before), or, where
-    `after` is not empty, each prefix of it that `after` follows (the first three)."""
-    line_end = text.find("\n", at, stop)
-    rest = text[at : stop if line_end < 0 else line_end]
-    if not after:
-        return [rest]
-    return [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
 
 
 def copy_probes(

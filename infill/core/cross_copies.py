@@ -31,7 +31,8 @@ import re
 from collections.abc import Callable, Collection, Sequence
 
 from diffusion_infill.infill.core.candidates import CandidateJob
-from diffusion_infill.infill.core.copy_fills import CopyRound, context_copies
+from diffusion_infill.infill.core.copy_fills import CopyRound
+from diffusion_infill.infill.core.copy_texts import context_copies, inline_copies
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.snippets import Snippet, check_context
@@ -40,14 +41,11 @@ from diffusion_infill.model.denoiser import Denoiser
 
 LIMIT = 4  # copies from other files per in-line hole at most
 LINE_LIMIT = 1  # per hole of a line's code: the most alike line (more won no more holes)
-MIN_TAIL = 4  # characters of the hole's line before it that a copy must follow
-MAX_TAIL = 40  # characters of that tail tried at most
 DEPTH = 3  # neighbouring lines compared on each side
 MIN_SIMILARITY = 1.0  # a line copy's neighbours at least this alike (of 2 x (1 + 1/2 + 1/3))
 SIMILARITY_WEIGHT = 1.0  # nats per token a line copy's similarity adds to its score
 INLINE_BONUS = 1.0  # nats per token an in-line copy from another file adds to its score
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_END_CHARS = 3  # characters of the text after the hole (on its line) a copy ends before
 
 
 def repo_copies(
@@ -65,44 +63,6 @@ def repo_copies(
         return [(c, INLINE_BONUS) for c in inline_copies(text, start, end, context, limit)]
     found = line_copies(text, start, end, context, min(limit, LINE_LIMIT))
     return [(c, SIMILARITY_WEIGHT * sim) for c, sim in found]
-
-
-def inline_copies(
-    text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
-) -> list[str]:
-    """What follows, in the snippets, the longest tail of the hole's line before `start`
-    (MIN_TAIL to MAX_TAIL characters) that occurs there, cut as in-file copies are
-    (infill/core/copy_fills.py `context_copies`); each once, at most `limit`."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    before = text[line_start:start]
-    after = text[end : len(text) if line_end < 0 else line_end]
-    for size in range(min(len(before), MAX_TAIL), MIN_TAIL - 1, -1):
-        tail = before[-size:]
-        if not tail.strip():
-            continue
-        found: list[str] = []
-        for s in context:
-            at = s.text.find(tail)
-            while at >= 0 and len(found) < limit:
-                for copy in _cuts(s.text, at + size, after[:_END_CHARS]):
-                    if copy.strip() and copy not in found:
-                        found.append(copy)
-                at = s.text.find(tail, at + 1)
-        if found:
-            return found[:limit]
-    return []
-
-
-def _cuts(text: str, at: int, after: str) -> list[str]:
-    """The text from `at` to its line's end, or, where `after` is not empty, each prefix
-    of it that `after` follows (the first three); without trailing whitespace."""
-    line_end = text.find("\n", at)
-    rest = text[at : len(text) if line_end < 0 else line_end]
-    if not after:
-        return [rest.rstrip(" \t\r")]
-    cuts = [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
-    return [c.rstrip(" \t\r") for c in cuts]
 
 
 def _neighbours(text: str, start: int, end: int) -> tuple[list[str], list[str]]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from diffusion_infill.infill.core.candidates import CandidateJob
 from diffusion_infill.infill.core.confidence import Calibrator
-from diffusion_infill.infill.core.copy_fills import context_copies
+from diffusion_infill.infill.core.copy_texts import context_copies
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.evidence import (
     Evidence,

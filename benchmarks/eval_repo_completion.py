@@ -1,0 +1,170 @@
+"""Inline completion on the repository set: the model alone, with the file's copies, and
+with the copies of the package's other files too, paired on the same cursors.
+
+    python -m benchmarks.eval_repo_completion [--split validation] [--n 400]
+
+Each line of a hole of benchmarks/repo_set.py (a file of a package outside the corpus, the
+rest of the package present) is cut after the space nearest its middle, the rest of it
+deleted, in the file as the language server sends it (its excerpt, lsp/excerpt.py): the
+truth is the rest of the line. The server's completion runs on it (lsp/completion.py
+`completion_ask`, its default settings, the engine in this process), and its items are
+ranked as the server ranks them (`offered`): the fill and its runner-ups alone; with the
+copies of the excerpt (infill/core/copy_offers.py); and with the copies of the snippets
+that infill/context retrieves from the package's other files too (`repositoryContext`).
+
+Per arm: the top item exactly right (no confidence floor), the truth among the items,
+and for each floor of `completionMinConfidence` the positions shown and the share of them
+exactly right. Won / lost against the model alone: positions right only with / without.
+
+Writes benchmarks/results/repo_completion_<checkpoint>_<split>.json (or --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from benchmarks.eval_completion import requests
+from benchmarks.eval_repo_context import editor_hole
+from benchmarks.eval_shapes import checkpoint
+from benchmarks.repo_set import DATA, PACKAGES, SPLITS, repo_holes
+from benchmarks.results_file import RESULTS, write_results
+from diffusion_infill import infill
+from diffusion_infill.infill.context import ContextSettings, RepoContext
+from diffusion_infill.infill.core.copy_offers import completion_copies
+from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.offers import offered
+from diffusion_infill.lsp.settings import Settings
+from diffusion_infill.model.loading import default_model_dir, load_denoiser
+
+ARMS = ("model", "file_copies", "repository_copies")
+FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6)
+
+
+def _record(den, hole, repo: RepoContext, settings: Settings) -> dict | None:  # noqa: ANN001
+    """One cursor's items in each arm (no floor), with their confidences; None where no
+    completion belongs."""
+    ((doc, at, truth),) = requests([hole.example], "mid-line")
+    line_end = doc.find("\n", at)
+    bounds = (doc.rfind("\n", 0, at) + 1, len(doc) if line_end < 0 else line_end)
+    ask = completion_ask(doc, at, bounds, settings)
+    if ask is None or not truth.strip():
+        return None
+    options = replace(ask.options, carry_key="")
+    t0 = time.perf_counter()
+    try:
+        result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den, options=options)
+        fill = result.fills[0] if result.fills else None
+    except infill.InfillError:
+        fill = None
+    ms = (time.perf_counter() - t0) * 1000
+    text, cursor = ask.excerpt.text, ask.span.start
+    t0 = time.perf_counter()
+    snippets = repo.snippets(repo.root / hole.path, text, [(cursor, cursor)])
+    copies = {
+        "model": [],
+        "file_copies": completion_copies(text, cursor),
+        "repository_copies": completion_copies(text, cursor, snippets),
+    }
+    copy_ms = (time.perf_counter() - t0) * 1000
+    every = replace(settings, completion_min_confidence=0.0)
+    record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": round(ms, 1)}
+    record["copies_ms"] = round(copy_ms, 2)
+    for arm, found in copies.items():
+        items = offered(ask.offer, fill, every, found)
+        sure = {c.text: c.confidence for c in found}
+        if fill is not None:
+            sure.setdefault(ask.offer(fill.text), fill.confidence)
+            for r in fill.runner_ups:
+                sure.setdefault(ask.offer(r.text), r.confidence)
+        record[arm] = [(item, sure.get(item)) for item in items]
+    return record
+
+
+def _right(offer: str, truth: str) -> bool:
+    return offer.strip() == truth.strip()
+
+
+def _arm(records: list[dict], arm: str) -> dict:
+    """An arm's figures: top item right, truth among the items, won / lost against the
+    model alone, and shown / right at each floor (the top item's confidence)."""
+    n = len(records)
+    top = [bool(r[arm]) and _right(r[arm][0][0], r["truth"]) for r in records]
+    alone = [bool(r["model"]) and _right(r["model"][0][0], r["truth"]) for r in records]
+    floors = {}
+    for floor in FLOORS:
+        shown = [
+            (r, items[0])
+            for r in records
+            if (items := r[arm]) and (items[0][1] is None or items[0][1] >= floor)
+        ]
+        right = sum(_right(item[0], r["truth"]) for r, item in shown)
+        floors[str(floor)] = {
+            "shown": round(len(shown) / n, 4),
+            "right_of_shown": round(right / len(shown), 4) if shown else None,
+        }
+    return {
+        "n": n,
+        "exact_top": round(sum(top) / n, 4),
+        "truth_among_items": round(
+            sum(any(_right(o, r["truth"]) for o, _ in r[arm]) for r in records) / n, 4
+        ),
+        "won": sum(t and not a for t, a in zip(top, alone, strict=True)),
+        "lost": sum(a and not t for t, a in zip(top, alone, strict=True)),
+        "floors": floors,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--split", default="validation", choices=SPLITS)
+    p.add_argument("--n", type=int, default=400, help="cursors")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", type=Path, default=DATA)
+    p.add_argument("--model", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    if args.n < 1:
+        p.error(f"--n must be at least 1, got {args.n}")
+    names = [k for k, v in PACKAGES.items() if v[2] == args.split]
+    if any(not (args.data / k).is_dir() for k in names):
+        p.error(f"{args.data} lacks the packages: python -m benchmarks.repo_set")
+    den = load_denoiser(args.model)
+    repos = {
+        k: RepoContext.build(args.data / k, ContextSettings(), root=args.data / k) for k in names
+    }
+    settings = Settings()
+    holes = repo_holes(args.split, "cursor", args.n, args.seed, args.data)
+    records = []
+    for hole in tqdm(holes, desc="cursors", file=sys.stderr):
+        wide = editor_hole(hole, args.data)
+        if wide is not None and (r := _record(den, wide, repos[hole.package], settings)):
+            records.append(r)
+    model = args.model or default_model_dir()
+    results = {
+        "model": str(model),
+        "split": args.split,
+        "settings": "the server's defaults; items ranked without a floor, then floors applied",
+        "arms": {arm: _arm(records, arm) for arm in ARMS},
+        "ms_p50_completion": sorted(r["ms"] for r in records)[len(records) // 2],
+        "ms_p95_copies": sorted(r["copies_ms"] for r in records)[int(0.95 * (len(records) - 1))],
+        "records": records,
+    }
+    for arm, row in results["arms"].items():
+        at = row["floors"][str(settings.completion_min_confidence)]
+        print(
+            f"{arm:18s} top {row['exact_top']:.2%} among items {row['truth_among_items']:.2%} "
+            f"won {row['won']} lost {row['lost']}; at the default floor shown {at['shown']:.1%}"
+            f", right {at['right_of_shown']}"
+        )
+    name = f"repo_completion_{checkpoint(Path(model))}_{args.split}.json"
+    write_results("repo_completion", args.model, results, args.out or RESULTS / name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Where copies come from: the text that follows a line's code elsewhere (text only).
+
+A hole inside a line (or a completion's cursor after code) is often filled by what follows
+the same code elsewhere: the longest tail of its line before it that occurs in the text
+around it (`context_copies`, for infill/core/copy_fills.py's pass) or in snippets of other
+files (`inline_copies`, infill/core/cross_copies.py), each cut where the text after the
+hole on its line starts again. No numpy, no model: the language server calls these for
+its completions (infill/core/copy_offers.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from diffusion_infill.infill.core.snippets import Snippet
+
+LIMIT = 4  # copies per hole at most (the first found, by the longest tail)
+MAX_TAIL = 24  # characters of the hole's line before it that an in-file copy must follow
+MIN_TAIL = 4  # characters of the line before it that a copy from another file must follow
+MAX_FILE_TAIL = 40  # characters of that tail tried at most for another file
+_END_CHARS = 3  # characters of the text after the hole (on its line) a copy ends before
+
+
+def context_copies(text: str, start: int, end: int, limit: int = LIMIT) -> list[str]:
+    """Texts that follow, elsewhere in `text`, the longest tail of the hole's line before
+    `start` (at most MAX_TAIL characters, not all blank) that occurs elsewhere, each cut
+    where the text after the hole on its line (its first characters) begins, within that
+    line, without trailing whitespace; not blank, each once, in text order, at most
+    `limit`. None for a hole at its line's start."""
+    return tailed_context_copies(text, start, end, limit)[0]
+
+
+def tailed_context_copies(
+    text: str, start: int, end: int, limit: int = LIMIT
+) -> tuple[list[str], int]:
+    """`context_copies`, and the length of the tail they follow (0 for none)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end < 0 else line_end][:_END_CHARS]
+    for size in range(min(len(before), MAX_TAIL), 0, -1):
+        tail = before[-size:]
+        if not tail.strip():
+            continue
+        found: list[str] = []
+        for at in _occurrences(text, tail, start, end):
+            for cut in _cuts(text, at + size, after, start if at < start else len(text)):
+                copy = cut.rstrip(" \t\r")
+                if copy.strip() and copy not in found:
+                    found.append(copy)
+        if found:
+            return found[:limit], size
+    return [], 0
+
+
+def _occurrences(text: str, tail: str, start: int, end: int) -> list[int]:
+    """Where `tail` occurs outside the hole [start, end), but where it ends at the hole."""
+    out = []
+    at = text.find(tail)
+    while at >= 0:
+        if at + len(tail) != start and (at + len(tail) <= start or at >= end):
+            out.append(at)
+        at = text.find(tail, at + 1)
+    return out
+
+
+def _cuts(text: str, at: int, after: str, stop: int) -> list[str]:
+    """The text from `at` to its line's end (or `stop`, the hole, if before), or, where
+    `after` is not empty, each prefix of it that `after` follows (the first three)."""
+    line_end = text.find("\n", at, stop)
+    rest = text[at : stop if line_end < 0 else line_end]
+    if not after:
+        return [rest]
+    return [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
+
+
+def inline_copies(
+    text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
+) -> list[str]:
+    """What follows, in the snippets, the longest tail of the hole's line before `start`
+    (MIN_TAIL to MAX_TAIL characters) that occurs there, cut as in-file copies are
+    (infill/core/copy_fills.py `context_copies`); each once, at most `limit`."""
+    return tailed_inline_copies(text, start, end, context, limit)[0]
+
+
+def tailed_inline_copies(
+    text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
+) -> tuple[list[str], int]:
+    """`inline_copies`, and the length of the tail they follow (0 for none)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end < 0 else line_end]
+    for size in range(min(len(before), MAX_FILE_TAIL), MIN_TAIL - 1, -1):
+        tail = before[-size:]
+        if not tail.strip():
+            continue
+        found: list[str] = []
+        for s in context:
+            at = s.text.find(tail)
+            while at >= 0 and len(found) < limit:
+                for copy in _line_cuts(s.text, at + size, after[:_END_CHARS]):
+                    if copy.strip() and copy not in found:
+                        found.append(copy)
+                at = s.text.find(tail, at + 1)
+        if found:
+            return found[:limit], size
+    return [], 0
+
+
+def _line_cuts(text: str, at: int, after: str) -> list[str]:
+    """The text from `at` to its line's end, or, where `after` is not empty, each prefix
+    of it that `after` follows (the first three); without trailing whitespace."""
+    line_end = text.find("\n", at)
+    rest = text[at : len(text) if line_end < 0 else line_end]
+    if not after:
+        return [rest.rstrip(" \t\r")]
+    cuts = [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
+    return [c.rstrip(" \t\r") for c in cuts]
