@@ -114,7 +114,7 @@ def offer(
             items = offered(
                 ask.offer, fill, replace(settings, completion_min_confidence=0.0), copies
             )
-            got = items[0] if items else ""
+            got = items[0][0] if items else ""
         else:
             got = ask.offer(fill.text if fill is not None else "")
         nfe += result.stats.nfe if k == 0 else 0

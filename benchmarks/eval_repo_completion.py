@@ -76,13 +76,7 @@ def _record(den, hole, repo: RepoContext, settings: Settings) -> dict | None:  #
     record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": round(ms, 1)}
     record["copies_ms"] = round(copy_ms, 2)
     for arm, found in copies.items():
-        items = offered(ask.offer, fill, every, found)
-        sure = {c.text: c.confidence for c in found}
-        if fill is not None:
-            sure.setdefault(ask.offer(fill.text), fill.confidence)
-            for r in fill.runner_ups:
-                sure.setdefault(ask.offer(r.text), r.confidence)
-        record[arm] = [(item, sure.get(item)) for item in items]
+        record[arm] = offered(ask.offer, fill, every, found)
     return record
 
 

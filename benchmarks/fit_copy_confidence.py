@@ -4,7 +4,7 @@
 
 Lines of the corpus's training split cut after the space nearest their middle, as a user
 typing them is (benchmarks/heldout.py `mid_line_cut`), in the 12,000 characters the
-language server sends: where the file holds copies (copy_fills.py `context_copies`), the
+language server sends: where the file holds copies (copy_texts.py `context_copies`), the
 first one is right when it is the rest of the line. A logistic regression on the log of
 the tail's characters and whether several distinct copies follow it is fitted on those
 rows (Newton's method); its log loss and calibration are reported on the validation split

@@ -39,14 +39,18 @@ class Offer:
     multiline: bool
 
 
-def ranked(candidates: Sequence[tuple[str, float | None]], floor: float, limit: int) -> list[str]:
-    """The offers of `candidates` ((offer, confidence): "" for none), surest first (one
+Item = tuple[str, float | None]  # an offer and its confidence (None: not known)
+
+
+def ranked(candidates: Sequence[Item], floor: float, limit: int) -> list[Item]:
+    """The offers of `candidates` ("" for none) with their confidences, surest first (one
     without a confidence, a model without confidence weights, first), distinct, at most
     `limit`, none whose confidence is below `floor`."""
-    out: list[str] = []
+    out: list[Item] = []
     for text, confidence in sorted(candidates, key=lambda c: -(c[1] if c[1] is not None else 2.0)):
-        if text.strip() and text not in out and (confidence is None or confidence >= floor):
-            out.append(text)
+        fresh = text.strip() and all(text != t for t, _ in out)
+        if fresh and (confidence is None or confidence >= floor):
+            out.append((text, confidence))
     return out[:limit]
 
 
@@ -55,10 +59,10 @@ def offered(
     fill: SpanFill | None,
     s: Settings,
     copies: Sequence[OfferedCopy] = (),
-) -> list[str]:
+) -> list[Item]:
     """The items of a completion's `fill`, its runner-ups (after it) and the `copies` at
     its cursor, each as `shape` offers it ("" for nothing), ranked (`ranked`)."""
-    found: list[tuple[str, float | None]] = [(c.text, c.confidence) for c in copies]
+    found: list[Item] = [(c.text, c.confidence) for c in copies]
     if fill is not None and fill.rejected is None:
         # a runner-up is never surer than its fill: its confidence is read off the fill's
         # decode (ranked above it, it lost precision on validation)

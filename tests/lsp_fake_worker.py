@@ -248,6 +248,22 @@ async def lsp(
         await client.stop()
 
 
+def open_in_workspace(client: LanguageClient, doc: Path, text: str) -> str:
+    """Add `doc`'s folder as a workspace folder, then open `doc` (Python) with `text`; its uri."""
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(doc.parent.as_uri(), "pkg")], removed=[]
+            )
+        )
+    )
+    uri = doc.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
+    )
+    return uri
+
+
 def open_doc(
     client: LanguageClient, name: str, text: str, language: str = "python", version: int = 1
 ) -> str:

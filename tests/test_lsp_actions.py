@@ -15,6 +15,7 @@ from lsp_fake_worker import (
     fake_worker,
     lsp,
     open_doc,
+    open_in_workspace,
     pick,
     run,
     whole,
@@ -125,17 +126,7 @@ def test_a_call_into_a_sibling_module_that_lacks_it_is_left_out(worker, tmp_path
 
     async def go():
         async with lsp(worker) as (client, _):
-            client.workspace_did_change_workspace_folders(
-                types.DidChangeWorkspaceFoldersParams(
-                    types.WorkspaceFoldersChangeEvent(
-                        added=[types.WorkspaceFolder(tmp_path.as_uri(), "pkg")], removed=[]
-                    )
-                )
-            )
-            uri = doc.as_uri()
-            client.text_document_did_open(
-                types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
-            )
+            uri = open_in_workspace(client, doc, text)
             action = pick(
                 await actions(client, uri, at(text, "<mask>")), "refactor.rewrite.infill.fillHoles"
             )

@@ -17,6 +17,7 @@ from lsp_fake_worker import (
     fake_worker,
     lsp,
     open_doc,
+    open_in_workspace,
     pick,
     run,
 )
@@ -221,17 +222,7 @@ def test_a_completion_offers_what_follows_its_line_in_another_file_of_the_worksp
     async def go():
         settings = {"completionMinConfidence": 0, "repositoryContext": context}
         async with lsp(address, settings) as (client, _):
-            client.workspace_did_change_workspace_folders(
-                types.DidChangeWorkspaceFoldersParams(
-                    types.WorkspaceFoldersChangeEvent(
-                        added=[types.WorkspaceFolder(tmp_path.as_uri(), "pkg")], removed=[]
-                    )
-                )
-            )
-            uri = doc.as_uri()
-            client.text_document_did_open(
-                types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text))
-            )
+            uri = open_in_workspace(client, doc, text)
             got = await inline(client, uri, pos(1, 33))
             offers = [i.insert_text for i in got]
             assert offers == (["rate=1)", "pass"] if context else ["pass"])

@@ -27,9 +27,7 @@ import numpy as np
 
 from diffusion_infill.infill.core.alternatives import kept, shorter
 from diffusion_infill.infill.core.canvas import Canvas
-from diffusion_infill.infill.core.copy_texts import (
-    context_copies,
-)
+from diffusion_infill.infill.core.copy_texts import context_copies
 from diffusion_infill.infill.core.lines import Frame
 from diffusion_infill.infill.core.scoring import log_softmax
 from diffusion_infill.infill.core.spans import Span

@@ -3,8 +3,8 @@
 A user typing `price = compute_total(items, ` has often written the rest before, in this
 file or another of the package. A completion at a cursor after code on its line gets the
 text after the longest tail of the line before the cursor found elsewhere, in the file
-(infill/core/copy_fills.py `context_copies`) and in the snippets of other files
-(infill/core/cross_copies.py `inline_copies`), each with the calibrated probability that
+(`context_copies`) and in the snippets of other files (`inline_copies`; both in
+infill/core/copy_texts.py), each with the calibrated probability that
 it is the rest of the line (`confidence`). The language server ranks them with the
 model's fill and its runner-ups by confidence (lsp/completion.py): no pass of the model,
 so no latency but the search.

@@ -78,8 +78,8 @@ def inline_copies(
     text: str, start: int, end: int, context: Sequence[Snippet], limit: int = LIMIT
 ) -> list[str]:
     """What follows, in the snippets, the longest tail of the hole's line before `start`
-    (MIN_TAIL to MAX_TAIL characters) that occurs there, cut as in-file copies are
-    (infill/core/copy_fills.py `context_copies`); each once, at most `limit`."""
+    (MIN_TAIL to MAX_FILE_TAIL characters) that occurs there, cut as in-file copies are
+    (`context_copies`); each once, at most `limit`."""
     return tailed_inline_copies(text, start, end, context, limit)[0]
 
 
@@ -99,21 +99,11 @@ def tailed_inline_copies(
         for s in context:
             at = s.text.find(tail)
             while at >= 0 and len(found) < limit:
-                for copy in _line_cuts(s.text, at + size, after[:_END_CHARS]):
+                for cut in _cuts(s.text, at + size, after[:_END_CHARS], len(s.text)):
+                    copy = cut.rstrip(" \t\r")
                     if copy.strip() and copy not in found:
                         found.append(copy)
                 at = s.text.find(tail, at + 1)
         if found:
             return found[:limit], size
     return [], 0
-
-
-def _line_cuts(text: str, at: int, after: str) -> list[str]:
-    """The text from `at` to its line's end, or, where `after` is not empty, each prefix
-    of it that `after` follows (the first three); without trailing whitespace."""
-    line_end = text.find("\n", at)
-    rest = text[at : len(text) if line_end < 0 else line_end]
-    if not after:
-        return [rest.rstrip(" \t\r")]
-    cuts = [rest[:j] for j in range(1, len(rest) + 1) if rest.startswith(after, j)][:3]
-    return [c.rstrip(" \t\r") for c in cuts]

@@ -10,8 +10,9 @@ higher per token that passes the checks replaces the fill. Without snippets noth
 changes.
 
 - A hole inside a line (code before it on its line): the text after the longest tail of
-  its line before it (at least MIN_TAIL characters) found in a snippet, cut where the text
-  after the hole on its line starts again, within that line (as in-file copies are cut).
+  its line before it (at least MIN_TAIL characters, infill/core/copy_texts.py) found in a
+  snippet, cut where the text after the hole on its line starts again, within that line (as
+  in-file copies are cut).
   Such a copy carries INLINE_BONUS: the same code goes on this way in another file of the
   package, which the model, reading only the evidence lines around it, underrates (chosen
   on validation part-of-line holes; docs/ARCHITECTURE.md, "Repository context").

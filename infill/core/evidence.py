@@ -47,7 +47,7 @@ class Evidence:
     decided: bool = False  # its tokens were given, not decoded (a repair's swap)
     checked: bool = False  # the fill had to pass the checks (infill/core/checks.py)
     # an in-line fill that reads as text following the same code elsewhere in the text
-    # (infill/core/copy_fills.py `context_copies`)
+    # (infill/core/copy_texts.py `context_copies`)
     copy_agrees: bool = False
     line: LineFacts | None = None  # the line the fill completes (`line_facts`)
 
