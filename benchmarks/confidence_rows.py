@@ -20,7 +20,8 @@ corpus (data/real_files.jsonl), at most one per file and shape. Each row (JSON l
 the kind, the truth, the offer (None: none; a fill held back by the checks), whether it
 is right or a prefix, its confidence and every feature of infill/core/confidence.py, and
 the same for each runner-up (`--runner-ups`, 2 by default), as the engine ranks them
-(a completion's runner-up that offers nothing has the offer "").
+(a completion's runner-up that offers nothing has the offer ""); a completion's row also
+has the copies of its document that the server offers beside the fill (`copies`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from benchmarks.real_files import load as load_real
 from benchmarks.shapes import real_file_examples, shape_examples
 from diffusion_infill import infill
 from diffusion_infill.infill.core.confidence import FEATURES, features
+from diffusion_infill.infill.core.copy_offers import completion_copies
 from diffusion_infill.infill.core.engine import prepare_fill
 from diffusion_infill.infill.core.evidence import Evidence
 from diffusion_infill.infill.core.options import (
@@ -140,7 +142,20 @@ def completion_rows(den: Any, examples: list, kind: str, runner_ups: int) -> Ite
             for u, e in zip(rated.runner_ups, rated.runner_evidence, strict=True)
         ]
         row = _row(kind, truth, offer, rated, same_code, ups)
-        yield {**row, "ms": round((time.perf_counter() - t0) * 1000, 1)}
+        ms = round((time.perf_counter() - t0) * 1000, 1)
+        yield {**row, "ms": ms, "copies": _copies(ask, truth)}
+
+
+def _copies(ask: Any, truth: str) -> list[dict]:
+    """The in-file copies a completion offers beside its fill (infill/core/copy_offers.py),
+    each as the server shapes it, with its confidence and whether it is right."""
+    out = []
+    for c in completion_copies(ask.excerpt.text, ask.span.start):
+        text = ask.offer(c.text)
+        right = bool(text.strip()) and same_code(text, truth)
+        prefix = bool(text.strip()) and truth.strip().startswith(text.strip())
+        out.append({"offer": text, "right": right, "prefix": prefix, "confidence": c.confidence})
+    return out
 
 
 def examples_of(files: list[str], kind: str, n: int, seed: int, real: bool) -> list:

@@ -36,6 +36,7 @@ import numpy as np
 from benchmarks.fit_confidence import reliability
 from benchmarks.results_file import write_results
 from diffusion_infill.infill.core.confidence import Calibrator
+from diffusion_infill.lsp.offers import ranked
 from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE
 from diffusion_infill.model.calibration import CALIBRATION, parse_calibration
 from diffusion_infill.model.loading import default_model_dir
@@ -65,25 +66,25 @@ class Scorer:
 def items(row: dict[str, Any], score: Scorer) -> list[tuple[float, bool, bool]]:
     """(confidence, right, prefix) of a row's items: its fill, then the engine's
     `RUNNER_UPS` surest runner-ups (of those recorded, by the weights' confidence); for a
-    completion as the server offers them (lsp/offers.py `ranked`: distinct, none blank,
-    at most `ITEMS`)."""
-    if row["offer"] is None or row["features"] is None:
-        return []
+    completion as the server offers them (lsp/offers.py `ranked`): the fill, its
+    runner-ups (none surer than the fill) and the copies of its document, surest first,
+    distinct, none blank, at most `ITEMS`."""
+    fill = row["offer"] is not None and row["features"] is not None
     own = (score(row["features"], row["confidence"]), row["right"], row["prefix"], row["offer"])
     ups = [
         (score(u["features"], u["confidence"]), u["right"], u["prefix"], u["offer"])
         for u in row["runner_ups"]
         if u["features"] is not None
     ]
-    ups = sorted(ups, key=lambda t: -t[0])[:RUNNER_UPS]
+    ups = sorted(ups, key=lambda t: -t[0])[:RUNNER_UPS] if fill else []
     if row["kind"] not in COMPLETIONS:
-        return [t[:3] for t in [own, *ups]]
-    seen, out = set(), []
-    for t in [own, *ups]:
-        if t[3].strip() and t[3] not in seen:
-            seen.add(t[3])
-            out.append(t[:3])
-    return out[:ITEMS] if own[3].strip() else []
+        return [t[:3] for t in [own, *ups]] if fill else []
+    found = [(c["confidence"], c["right"], c["prefix"], c["offer"]) for c in row["copies"]]
+    if fill:
+        found = [own, *((min(u[0], own[0]), *u[1:]) for u in ups), *found]
+    by_text = {t[3]: t[:3] for t in reversed(found)}  # a text's first item wins
+    offers = ranked([(t[3], t[0]) for t in found], 0.0, ITEMS)
+    return [(confidence, *by_text[text][1:]) for text, confidence in offers]
 
 
 def curve(ranked: list[list[tuple[float, bool, bool]]], t: float) -> dict[str, float]:

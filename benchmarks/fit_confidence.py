@@ -36,7 +36,7 @@ BASE = ("mean log p", "min log p", "first log p", "log tokens", "empty")
 SHAPES = ("shape cursor", "shape line", "shape inline", "shape lines")
 ODDS = ("mean log odds", "min log odds", "last log p", "sum log p")
 ENDS = ("end log p", "no end")
-DECODE = ("first pass share", "forced share", "retried", "copied", "checked")
+DECODE = ("first pass share", "forced share", "retried", "copied", "checked", "gapped")
 LINE = (
     "line balanced",
     "line left open",

@@ -89,6 +89,20 @@ def test_the_confidence_follows_the_models_probabilities():
     assert unsure.confidence == pytest.approx(sigmoid(2 + 4 * math.log(0.5)), abs=0.02)
 
 
+def test_a_fill_with_a_null_between_its_tokens_has_a_confidence_and_no_cut_runner_up():
+    # the model is least sure of a null at the second slot, which comes after the tokens
+    # beyond it: the fill reads on across it
+    def null_second(span: int, slot: int, call: int) -> tuple[str | None, float] | None:
+        return (None, 0.6) if slot == 1 else None
+
+    den = TargetDenoiser(["xz + 1"], confidence=0.99, script=null_second)
+    den.calibration = CALIBRATED  # type: ignore[attr-defined]
+    fill = fill_text("y = <mask>\n", denoiser=den, runner_ups=2).fills[0]
+    assert fill.text == "x + 1"
+    assert fill.confidence == pytest.approx(sigmoid(2 + 4 * math.log(0.99)), abs=0.02)
+    assert all(r.text != "x" for r in fill.runner_ups)  # the tokens before the null
+
+
 def test_a_fill_below_min_confidence_is_held_back():
     text = "a = <mask>\nb = <mask>\n"
     den = calibrated({"a = ": "1", "b = ": "2"}, 0.5)

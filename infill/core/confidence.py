@@ -65,6 +65,7 @@ FEATURES: dict[str, Callable[[Evidence], float]] = {
     "copied": lambda e: float(e.copied),
     "checked": lambda e: float(e.checked),
     "copy agrees": lambda e: float(e.copy_agrees),
+    "gapped": lambda e: float(e.gaps > 0),
     "repeated tokens": lambda e: 1.0 - len(set(e.ids)) / len(e.ids) if e.ids else 0.0,
     "line balanced": lambda e: float(e.line is not None and e.line.depth == 0 and not e.line.dips),
     "line left open": lambda e: float(e.line is not None and e.line.depth > 0),

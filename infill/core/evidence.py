@@ -3,7 +3,8 @@
 Read from what a decode already keeps, at no forward pass: each committed token's
 probability in the pass that committed it, the likeliest other token there and its
 probability (`StepRecord.odds`), the pass it came in, the probability of the null that
-ended the fill, whether the fill passed the checks at the first try or was a copy of the
+ended the fill, the runs of nulls between its tokens (the fill reads on across them, as
+`canvas.fill_ids` does), whether the fill passed the checks at the first try or was a copy of the
 code around the hole, and the hole's shape.
 infill/core/confidence.py turns it into a calibrated probability that the fill is right.
 
@@ -50,6 +51,7 @@ class Evidence:
     # (infill/core/copy_texts.py `context_copies`)
     copy_agrees: bool = False
     line: LineFacts | None = None  # the line the fill completes (`line_facts`)
+    gaps: int = 0  # runs of nulls between its tokens (the text reads on across them)
 
     def kept(self, n: int) -> Evidence:
         """This evidence for the fill's first `n` tokens (the rest cut: the fill wrote the
@@ -146,12 +148,17 @@ def decoded(
     records = slot_records(job.trace, canvas, span)
     probs, steps, seconds, ids = [], [], [], []
     end = end_second = None
+    gaps = 0
+    last = max((j for j, t in enumerate(slots.ids) if t != null), default=-1)
     for j, t in enumerate(slots.ids):
         step, (p, second, p2) = records.get(j, (0, FORCED))
         if t == null:
-            if second >= 0:  # a null the model predicted (not a tail filled by force)
-                end, end_second = p, (second, p2)
-            break
+            if j > last:  # the null that ends the fill
+                if second >= 0:  # one the model predicted (not a tail filled by force)
+                    end, end_second = p, (second, p2)
+                break
+            gaps += j == 0 or slots.ids[j - 1] != null  # a run of nulls inside the fill
+            continue
         ids.append(t)
         probs.append(p)
         steps.append(step)
@@ -168,6 +175,7 @@ def decoded(
         first_try=first_try,
         decided=bool(ids) and all(s == 0 for s in steps),
         checked=checked,
+        gaps=gaps,
     )
 
 
