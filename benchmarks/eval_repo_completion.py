@@ -2,21 +2,25 @@
 with the copies of the package's other files too, paired on the same cursors.
 
     python -m benchmarks.eval_repo_completion [--split validation] [--n 400]
+                                              [--case mid-line|empty-line]
 
 Each line of a hole of benchmarks/repo_set.py (a file of a package outside the corpus, the
-rest of the package present) is cut after the space nearest its middle, the rest of it
-deleted, in the file as the language server sends it (its excerpt, lsp/excerpt.py): the
-truth is the rest of the line. The server's completion runs on it (lsp/completion.py
-`completion_ask`, its default settings, the engine in this process), and its items are
-ranked as the server ranks them (`offered`): the fill and its runner-ups alone; with the
-copies of the excerpt (infill/core/copy_offers.py); and with the copies of the snippets
-that infill/context retrieves from the package's other files too (`repositoryContext`).
+rest of the package present), in the file as the language server sends it (its excerpt,
+lsp/excerpt.py), is cut after the space nearest its middle, the rest of it deleted: the
+truth is the rest of the line (`mid-line`); or with `--case empty-line`, its code is
+deleted, the cursor after its indentation: the truth is the line. The server's
+completion runs on it (lsp/completion.py `completion_ask`, its default settings, the
+engine in this process), and its items are ranked as the server ranks them (`offered`):
+the fill and its runner-ups alone; with the copies of the excerpt
+(infill/core/copy_offers.py); and with the copies of the snippets that infill/context
+retrieves from the package's other files too (`repositoryContext`).
 
 Per arm: the top item exactly right (no confidence floor), the truth among the items,
 and for each floor of `completionMinConfidence` the positions shown and the share of them
 exactly right. Won / lost against the model alone: positions right only with / without.
 
-Writes benchmarks/results/repo_completion_<checkpoint>_<split>.json (or --out).
+Writes benchmarks/results/repo_completion_<checkpoint>_<split>.json (for an empty line
+repo_completion_empty_line_<checkpoint>_<split>.json; or --out).
 """
 
 from __future__ import annotations
@@ -44,12 +48,13 @@ from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 ARMS = ("model", "file_copies", "repository_copies")
 FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6)
+CASES = {"mid-line": "mid-line", "empty-line": "empty line, one line"}  # eval_completion's
 
 
-def _record(den, hole, repo: RepoContext, settings: Settings) -> dict | None:  # noqa: ANN001
+def _record(den, hole, repo: RepoContext, settings: Settings, case: str) -> dict | None:  # noqa: ANN001
     """One cursor's items in each arm (no floor), with their confidences; None where no
     completion belongs."""
-    ((doc, at, truth),) = requests([hole.example], "mid-line")
+    ((doc, at, truth),) = requests([hole.example], CASES[case])
     line_end = doc.find("\n", at)
     bounds = (doc.rfind("\n", 0, at) + 1, len(doc) if line_end < 0 else line_end)
     ask = completion_ask(doc, at, bounds, settings)
@@ -118,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--split", default="validation", choices=SPLITS)
     p.add_argument("--n", type=int, default=400, help="cursors")
+    p.add_argument("--case", default="mid-line", choices=CASES)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--model", type=Path, default=None)
@@ -137,12 +143,13 @@ def main(argv: list[str] | None = None) -> None:
     records = []
     for hole in tqdm(holes, desc="cursors", file=sys.stderr):
         wide = editor_hole(hole, args.data)
-        if wide is not None and (r := _record(den, wide, repos[hole.package], settings)):
+        if wide is not None and (r := _record(den, wide, repos[hole.package], settings, args.case)):
             records.append(r)
     model = args.model or default_model_dir()
     results = {
         "model": str(model),
         "split": args.split,
+        "case": args.case,
         "settings": "the server's defaults; items ranked without a floor, then floors applied",
         "arms": {arm: _arm(records, arm) for arm in ARMS},
         "ms_p50_completion": sorted(r["ms"] for r in records)[len(records) // 2],
@@ -156,7 +163,8 @@ def main(argv: list[str] | None = None) -> None:
             f"won {row['won']} lost {row['lost']}; at the default floor shown {at['shown']:.1%}"
             f", right {at['right_of_shown']}"
         )
-    name = f"repo_completion_{checkpoint(Path(model))}_{args.split}.json"
+    case = "" if args.case == "mid-line" else "empty_line_"
+    name = f"repo_completion_{case}{checkpoint(Path(model))}_{args.split}.json"
     write_results("repo_completion", args.model, results, args.out or RESULTS / name)
 
 

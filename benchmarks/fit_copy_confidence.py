@@ -1,24 +1,34 @@
-"""Fit the confidence of a copy offered at a completion (infill/core/copy_offers.py).
+"""Fit the confidence of the copies offered at a completion (infill/core/copy_offers.py).
 
     python -m benchmarks.fit_copy_confidence [--n 8000]
 
-Lines of the corpus's training split cut after the space nearest their middle, as a user
-typing them is (benchmarks/heldout.py `mid_line_cut`), in the 12,000 characters the
-language server sends: where the file holds copies (copy_texts.py `context_copies`), the
-first one is right when it is the rest of the line. A logistic regression on the log of
-the tail's characters and whether several distinct copies follow it is fitted on those
-rows (Newton's method); its log loss and calibration are reported on the validation split
-the same way, and, where the repository set is present (python -m benchmarks.repo_set),
-on copies from the other files of its validation packages. No model is run.
+Two kinds of copy, each a logistic regression fitted on lines of the corpus's training
+split in the 12,000 characters the language server sends (no model is run):
+
+- the rest of a line: lines cut after the space nearest their middle, as a user typing
+  them is (benchmarks/heldout.py `mid_line_cut`); where the file holds copies
+  (copy_texts.py `context_copies`), the first one is right when it is the rest of the
+  line. Features: the log of the tail's characters, whether several distinct copies
+  follow it.
+- the next line: the cursor on an empty line, where a line's code was (the completion
+  case "empty line, one line"); where the file holds lines after the line before the
+  cursor (`next_line_copies`), the first one is right when it is the line's code.
+  Features: the log of that line's characters, whether several distinct lines follow it,
+  whether the line after the first one reads as the line after the cursor's.
+
+Each fit's log loss and calibration are reported on the validation split the same way,
+and, where the repository set is present (python -m benchmarks.repo_set), on copies from
+the other files of its validation packages.
 
 Writes benchmarks/results/fit_copy_confidence.json; the weights go into copy_offers.py
-`WEIGHTS` by hand.
+`WEIGHTS` and `LINE_WEIGHTS` by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,47 +38,73 @@ from benchmarks.heldout import EDITOR_CONTEXT, infill_examples, load_test_files
 from benchmarks.repo_set import DATA, PACKAGES, repo_holes
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.infill.context import ContextSettings, RepoContext
-from diffusion_infill.infill.core.copy_texts import tailed_context_copies, tailed_inline_copies
+from diffusion_infill.infill.core.copy_texts import (
+    next_line_copies,
+    tailed_context_copies,
+    tailed_inline_copies,
+)
+from diffusion_infill.infill.core.snippets import Snippet
 
 CORPUS = Path("data/corpus_v2")
+Row = tuple[list[float], bool]  # features, the first copy right
+Finder = Callable[[str, int, str, list[Snippet] | None], Row | None]
+CASES = {"rest of the line": "mid-line", "next line": "empty line, one line"}
 
 
-def features(tail: int, found: int) -> list[float]:
-    return [1.0, math.log(tail), float(found > 1)]
+def rest_of_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> Row | None:
+    """The row of a mid-line cut: from the file's copies, or with `snippets` theirs."""
+    if snippets is None:
+        found, tail = tailed_context_copies(doc, at, at)
+    else:
+        found, tail = tailed_inline_copies(doc, at, at, snippets)
+    if not found or not truth.strip():
+        return None
+    return [1.0, math.log(tail), float(len(found) > 1)], found[0].strip() == truth.strip()
 
 
-def corpus_rows(split: str, n: int) -> list[tuple[int, int, bool]]:
-    """(tail, distinct copies, first copy right) of each mid-line cut with copies."""
+def next_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> Row | None:
+    """The row of a cursor on an empty line: from the file's lines, or the snippets'."""
+    own, other = next_line_copies(doc, at, snippets or ())
+    found = own if snippets is None else other
+    if not found.lines or not truth.strip():
+        return None
+    x = [1.0, math.log(max(found.key, 1)), float(len(found.lines) > 1), float(found.agree > 0)]
+    return x, found.lines[0] == truth.strip()
+
+
+FINDERS: dict[str, Finder] = {"rest of the line": rest_of_line, "next line": next_line}
+FEATURES = {
+    "rest of the line": ["bias", "log tail characters", "several distinct copies"],
+    "next line": ["bias", "log line characters", "several distinct lines", "next line agrees"],
+}
+
+
+def corpus_rows(kind: str, split: str, n: int) -> list[Row]:
     files = load_test_files(CORPUS, split)
     examples = infill_examples(files, "single-line", n, seed=0, window_chars=EDITOR_CONTEXT)
-    rows = []
-    for doc, at, truth in requests(examples, "mid-line"):
-        found, tail = tailed_context_copies(doc, at, at)
-        if found and truth.strip():
-            rows.append((tail, len(found), found[0].strip() == truth.strip()))
-    return rows
+    found = (FINDERS[kind](d, a, t, None) for d, a, t in requests(examples, CASES[kind]))
+    return [r for r in found if r is not None]
 
 
-def repo_rows(n: int) -> list[tuple[int, int, bool]]:
-    """The same from the other files of the repository set's validation packages."""
+def repo_rows(kind: str, n: int) -> list[Row]:
+    """The rows of copies from the other files of the repository set's validation
+    packages (none without the set)."""
     names = [k for k, v in PACKAGES.items() if v[2] == "validation"]
     if any(not (DATA / k).is_dir() for k in names):
         return []
     repos = {k: RepoContext.build(DATA / k, ContextSettings(), root=DATA / k) for k in names}
     rows = []
     for hole in repo_holes("validation", "cursor", n):
-        ex = hole.example
-        ((doc, at, truth),) = requests([ex], "mid-line")
+        ((doc, at, truth),) = requests([hole.example], CASES[kind])
         snippets = repos[hole.package].snippets(DATA / hole.package / hole.path, doc, [(at, at)])
-        found, tail = tailed_inline_copies(doc, at, at, snippets)
-        if found and truth.strip():
-            rows.append((tail, len(found), found[0].strip() == truth.strip()))
+        if (row := FINDERS[kind](doc, at, truth, list(snippets))) is not None:
+            rows.append(row)
     return rows
 
 
-def fit(rows: list[tuple[int, int, bool]]) -> np.ndarray:
-    x = np.array([features(t, k) for t, k, _ in rows])
-    y = np.array([r for _, _, r in rows], dtype=float)
+def fit(rows: list[Row]) -> np.ndarray:
+    x = np.array([f for f, _ in rows])
+    y = np.array([r for _, r in rows], dtype=float)
     w = np.zeros(x.shape[1])
     for _ in range(50):
         p = 1 / (1 + np.exp(-x @ w))
@@ -78,12 +114,12 @@ def fit(rows: list[tuple[int, int, bool]]) -> np.ndarray:
     return w
 
 
-def report(w: np.ndarray, rows: list[tuple[int, int, bool]]) -> dict:
+def report(w: np.ndarray, rows: list[Row]) -> dict:
     """Log loss, mean predicted against right, and expected calibration error (10 bins)."""
     if not rows:
         return {"n": 0}
-    x = np.array([features(t, k) for t, k, _ in rows])
-    y = np.array([r for _, _, r in rows], dtype=float)
+    x = np.array([f for f, _ in rows])
+    y = np.array([r for _, r in rows], dtype=float)
     p = np.clip(1 / (1 + np.exp(-x @ w)), 1e-9, 1 - 1e-9)
     bins = np.minimum((p * 10).astype(int), 9)
     ece = sum(abs(p[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum() for b in set(bins))
@@ -101,18 +137,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n", type=int, default=8000, help="training lines")
     p.add_argument("--out", type=Path, default=RESULTS / "fit_copy_confidence.json")
     args = p.parse_args(argv)
-    train = corpus_rows("train", args.n)
-    w = fit(train)
-    results = {
-        "weights": [round(float(v), 4) for v in w],
-        "features": ["bias", "log tail characters", "several distinct copies"],
-        "train": report(w, train),
-        "valid": report(w, corpus_rows("valid", args.n // 2)),
-        "repository_valid": report(w, repo_rows(400)),
-    }
-    for k in ("train", "valid", "repository_valid"):
-        print(f"{k:17s} {results[k]}")
-    print("weights", results["weights"])
+    results = {}
+    for kind in FINDERS:
+        w = fit(corpus_rows(kind, "train", args.n))
+        results[kind] = {
+            "weights": [round(float(v), 4) for v in w],
+            "features": FEATURES[kind],
+            "train": report(w, corpus_rows(kind, "train", args.n)),
+            "valid": report(w, corpus_rows(kind, "valid", args.n // 2)),
+            "repository_valid": report(w, repo_rows(kind, 400)),
+        }
+        for k in ("train", "valid", "repository_valid"):
+            print(f"{kind}, {k:17s} {results[kind][k]}")
+        print(f"{kind}, weights", results[kind]["weights"])
     write_results("fit_copy_confidence", None, results, args.out)
 
 

@@ -237,9 +237,7 @@ class Completions(Feature):
         return self._offered(uri, snap, at, ask, fill, copies)
 
     async def _copies(self, snap: Snapshot, ask: CompletionAsk) -> list[OfferedCopy]:
-        """The copies at a one-line completion's cursor (`completion_copies`)."""
-        if ask.multiline:
-            return []
+        """The copies at a completion's cursor (`completion_copies`)."""
         text, at = ask.excerpt.text, ask.span.start
         context = await repository_context(self.host, snap, text, [(at, at)])
         return completion_copies(text, at, context)

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from diffusion_infill.infill.core.copy_offers import completion_copies, copy_confidence
+from diffusion_infill.infill.core.copy_offers import (
+    completion_copies,
+    copy_confidence,
+    line_confidence,
+)
+from diffusion_infill.infill.core.copy_texts import NextLines, next_line_copies
 from diffusion_infill.infill.core.snippets import Snippet
 
 TEXT = "price = compute_total(items, tax_rate=0.2)\ncost = compute_total(items, \n"
@@ -15,15 +20,61 @@ AT = TEXT.index("\n", 43)
 def test_the_file_and_another_file_each_offer_what_follows_the_line_surest_first():
     other = Snippet("shop/cart.py", "def net(items):\n    return compute_total(items, rate=1)\n")
     file, repo = completion_copies(TEXT, AT, [other])
-    assert (file.text, file.tail, file.found, file.source) == ("tax_rate=0.2)", 24, 1, "file")
+    assert (file.text, file.source) == ("tax_rate=0.2)", "file")
+    assert file.confidence == copy_confidence(24, 1)
     # the other file follows a shorter tail (" compute_total(items, "): less sure
-    assert (repo.text, repo.tail, repo.source) == ("rate=1)", 22, "repository")
-    assert file.confidence > repo.confidence
+    assert (repo.text, repo.source) == ("rate=1)", "repository")
+    assert repo.confidence == copy_confidence(22, 1) < file.confidence
 
 
-def test_no_copies_at_a_line_start_or_where_the_line_occurs_nowhere_else():
+def test_no_copies_before_code_on_its_line_or_where_the_line_occurs_nowhere_else():
     assert completion_copies(TEXT, TEXT.index("cost")) == []
     assert completion_copies("value = \n", 8) == []
+
+
+CLASS = """class Cart:
+    def __init__(self, items):
+        self.items = items
+        self.total = 0
+
+class Shop:
+    def __init__(self, items):
+{indent}
+        self.total = 0
+""".format(indent=" " * 8)
+EMPTY = CLASS.index("\n", CLASS.rindex("items):")) + 9  # the empty line's cursor, indented
+
+
+def test_an_empty_line_gets_the_line_after_the_line_before_it_elsewhere():
+    (file,) = completion_copies(CLASS, EMPTY)
+    assert (file.text, file.source) == ("self.items = items", "file")
+    # the line after the copy reads as the line after the cursor's: surer
+    found, _ = next_line_copies(CLASS, EMPTY)
+    assert found == NextLines(["self.items = items"], len("def __init__(self, items):"), 1)
+    alone = CLASS.replace("        self.total = 0\n\nclass", "\nclass")
+    (unsure,) = completion_copies(alone, alone.index("\n", alone.rindex("items):")) + 9)
+    assert unsure.text == file.text and unsure.confidence < file.confidence
+
+
+def test_a_next_line_comes_from_another_file_and_is_indented_as_the_cursor_is():
+    other = Snippet("shop/base.py", "def __init__(self, items):\n    super().__init__()\n")
+    file, repo = completion_copies(CLASS, EMPTY, [other])
+    assert (repo.text, repo.source) == ("super().__init__()", "repository")
+    assert file.confidence > repo.confidence  # the file's is followed by the next line
+    # a cursor at the line's start is not where the line after a `def` goes
+    at_start = EMPTY - 8
+    text = CLASS[:at_start] + CLASS[EMPTY:]
+    assert completion_copies(text, at_start, [other]) == []
+
+
+def test_no_next_line_at_the_first_line_or_after_a_line_that_occurs_nowhere_else():
+    assert completion_copies("\nx = 1\n", 0) == []
+    assert completion_copies("def f():\n    \n", len("def f():\n    ")) == []
+
+
+def test_a_next_line_without_lines_has_no_confidence():
+    with pytest.raises(ValueError, match="line of 1 character or more"):
+        line_confidence(NextLines([], 0, 0))
 
 
 def test_a_longer_tail_is_surer_and_several_texts_after_it_are_less_sure():

@@ -11,6 +11,7 @@ its completions (infill/core/copy_offers.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from diffusion_infill.infill.core.snippets import Snippet
 
@@ -107,3 +108,82 @@ def tailed_inline_copies(
         if found:
             return found[:limit], size
     return [], 0
+
+
+@dataclass(frozen=True)
+class NextLines:
+    """The lines that follow, elsewhere, the line before an empty line's cursor: each
+    line's code (`lines`, distinct, the ones whose next line is the cursor's next line
+    first), the characters of the line they follow (`key`, stripped) and how many of them
+    are followed by the line that follows the cursor's line (`agree`)."""
+
+    lines: list[str]
+    key: int
+    agree: int
+
+
+NO_LINES = NextLines([], 0, 0)
+
+
+def next_line_copies(
+    text: str, at: int, context: Sequence[Snippet] = (), limit: int = LIMIT
+) -> tuple[NextLines, NextLines]:
+    """At a cursor `at` on a line of `text` that holds only whitespace: the code of the
+    lines that follow, elsewhere in `text` and in the snippets, a line that reads as the
+    last non-blank line before the cursor (stripped), indented as far from it as the
+    cursor is (a line copied one level deeper after a `def`); `NO_LINES` elsewhere."""
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end < 0 else line_end
+    if text[line_start:line_end].strip():
+        return NO_LINES, NO_LINES
+    before = text[:line_start].split("\n")[:-1]
+    prev = next((k for k in range(len(before) - 1, -1, -1) if before[k].strip()), None)
+    if prev is None:
+        return NO_LINES, NO_LINES
+    key, step = before[prev], (at - line_start) - _indent(before[prev])
+    rest = text[line_end + 1 :].split("\n")
+    after = None if (j := _next_code(rest, 0)) is None else rest[j]
+    own = _lines_after(text.split("\n"), key, step, after, skip=prev, limit=limit)
+    found: list[tuple[str, bool]] = []
+    for s in context:
+        found += _lines_after(s.text.split("\n"), key, step, after, skip=-1, limit=limit)
+    return _next_lines(own, key, limit), _next_lines(found, key, limit)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _next_code(lines: list[str], start: int) -> int | None:
+    """The index of the first non-blank line of `lines` from `start` (None: none)."""
+    return next((k for k in range(start, len(lines)) if lines[k].strip()), None)
+
+
+def _lines_after(
+    lines: list[str], key: str, step: int, after: str | None, skip: int, limit: int
+) -> list[tuple[str, bool]]:
+    """(code, whether the line after it reads as `after`) of each non-blank line after a
+    line of `lines` that reads as `key` (stripped; not the line `skip`) and is indented
+    `step` columns from it."""
+    out: list[tuple[str, bool]] = []
+    want = key.strip()
+    for k, line in enumerate(lines):
+        if k == skip or line.strip() != want:
+            continue
+        j = _next_code(lines, k + 1)
+        if j is None or _indent(lines[j]) - _indent(line) != step:
+            continue
+        nxt = _next_code(lines, j + 1)
+        agrees = after is not None and nxt is not None and lines[nxt].strip() == after.strip()
+        out.append((lines[j].strip(), agrees))
+        if len(out) >= 4 * limit:
+            break
+    return out
+
+
+def _next_lines(found: list[tuple[str, bool]], key: str, limit: int) -> NextLines:
+    """The distinct codes of `found`, those followed by the cursor's next line first."""
+    codes = list(dict.fromkeys(c for c, a in sorted(found, key=lambda f: not f[1])))
+    agree = len({c for c, a in found if a})
+    return NextLines(codes[:limit], len(key.strip()), agree) if codes else NO_LINES
