@@ -8,7 +8,8 @@ Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
 (lsp/completion.py `completion_options`, its excerpt and `shape`, its top item ranked
 among the fill, its runner-ups and the copies of the document's code (`offered`, no
-confidence floor), the settings given by
+confidence floor; `without_copies`: the same without the copies, paired), the settings
+given by
 `--setting`, e.g. `multilineSteps=16`; a one-line completion takes 4 passes on 256 tokens,
 the server's choice before it knows the worker's machine, unless `completionSteps` and
 `completionWindowTokens` are given: a CPU without bf16's is `--setting completionSteps=3
@@ -85,17 +86,18 @@ def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
 
 def offer(
     den, text: str, at: int, settings: Settings, alternatives: int = 0, temperature: float = 0.7
-) -> tuple[str, int, list[str]]:
-    """The text the server would offer at `at` ("" for none), the passes it took, and the
+) -> tuple[str, int, list[str], str]:
+    """The text the server would offer at `at` ("" for none), the passes it took, the
     distinct other offers of `alternatives` more decodes at `temperature` (seeds 0..k-1):
-    what a list of inline suggestions to cycle through could hold."""
+    what a list of inline suggestions to cycle through could hold, and the text it would
+    offer without the copies (the model's fill and runner-ups alone)."""
     line_end = text.find("\n", at)
     ask = completion_ask(
         text, at, (text.rfind("\n", 0, at) + 1, len(text) if line_end < 0 else line_end), settings
     )
     if ask is None:
-        return "", 0, []
-    offers, nfe = [], 0
+        return "", 0, [], ""
+    offers, nfe, alone = [], 0, ""
     for k in range(alternatives + 1):
         options = (
             ask.options
@@ -111,16 +113,16 @@ def offer(
         fill = result.fills[0] if result.fills else None
         if k == 0:  # the server's top item, copies of the document's code ranked in
             copies = completion_copies(ask.excerpt.text, ask.span.start)
-            items = offered(
-                ask.offer, fill, replace(settings, completion_min_confidence=0.0), copies
-            )
+            every = replace(settings, completion_min_confidence=0.0)
+            items = offered(ask.offer, fill, every, copies)
             got = items[0][0] if items else ""
+            alone = next(iter(offered(ask.offer, fill, every)), ("", None))[0]
         else:
             got = ask.offer(fill.text if fill is not None else "")
         nfe += result.stats.nfe if k == 0 else 0
         if k == 0 or (got.strip() and got.strip() not in {o.strip() for o in offers}):
             offers.append(got)
-    return offers[0], nfe, offers[1:]
+    return offers[0], nfe, offers[1:], alone
 
 
 def score(offers: list[str], truths: list[str], ms: list[float]) -> dict[str, Any]:
@@ -155,6 +157,19 @@ def alternatives_score(
         )
         / n,
         "offers_per_request": statistics.fmean(1 + len(more) for more in others),
+    }
+
+
+def copies_score(offers: list[str], alone: list[str], truths: list[str]) -> dict[str, float]:
+    """The offer without the copies (the model's fill and runner-ups alone): its exact
+    match, and the requests right only with the copies (won) and only without (lost)."""
+    with_copies = [o.strip() == t.strip() for o, t in zip(offers, truths, strict=True)]
+    without = [o.strip() == t.strip() for o, t in zip(alone, truths, strict=True)]
+    pairs = list(zip(with_copies, without, strict=True))
+    return {
+        "exact_match": sum(without) / len(truths),
+        "won": sum(w and not m for w, m in pairs),
+        "lost": sum(m and not w for w, m in pairs),
     }
 
 
@@ -217,21 +232,23 @@ def _case(
     den, examples: list[Example], case: str, settings: Settings, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One case's figures and records: the offer at each of its requests."""
-    offers, truths, ms, nfe, others = [], [], [], 0, []
+    offers, truths, ms, nfe, others, alone = [], [], [], 0, [], []
     for text, at, truth in tqdm(requests(examples, case), desc=case, file=sys.stderr, leave=False):
         t = time.perf_counter()
-        got, passes, more = offer(den, text, at, settings, args.alternatives, args.temperature)
+        got, passes, more, own = offer(den, text, at, settings, args.alternatives, args.temperature)
         ms.append((time.perf_counter() - t) * 1000)
         offers.append(got)
+        alone.append(own)
         truths.append(truth)
         others.append(more)
         nfe += passes
     r = {**score(offers, truths, ms), "nfe_per_request": nfe / len(ms)}
     if args.alternatives:
         r.update(alternatives_score(offers, others, truths))
+    r["without_copies"] = copies_score(offers, alone, truths)
     r["records"] = [
-        {"truth": t, "offer": o, **({"alternatives": a} if args.alternatives else {})}
-        for t, o, a in zip(truths, offers, others, strict=True)
+        {"truth": t, "offer": o, "model": m, **({"alternatives": a} if args.alternatives else {})}
+        for t, o, m, a in zip(truths, offers, alone, others, strict=True)
     ]
     return r
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.eval_completion import CASES, alternatives_score, requests, score
+from benchmarks.eval_completion import CASES, alternatives_score, copies_score, requests, score
 from benchmarks.heldout import Example
 
 
@@ -35,6 +35,11 @@ def test_scores_of_offers() -> None:
     assert got["no_offer"] == 0.25 and got["blank_line_runs"] == 0.25
     assert got["lines_offered"] == (1 + 2 + 0 + 4) / 4
     assert got["ms_p50"] == 25.0 and 0 < got["similarity"] < 1
+
+
+def test_the_offers_without_copies_are_paired_with_those_with_them() -> None:
+    got = copies_score(["a = 1", "b", "c", ""], ["a = 1", "x", "c", "d"], ["a = 1", "b", "z", "d"])
+    assert got == {"exact_match": 0.5, "won": 1, "lost": 1}
 
 
 @pytest.mark.slow
@@ -71,6 +76,8 @@ def test_the_script_writes_every_case(
             "ms_p50",
             "nfe_per_request",
         } <= set(case)
+        assert {"exact_match", "won", "lost"} == set(case["without_copies"])
+        assert all("model" in r for r in case["records"])
     # a one-line completion never offers more than a line
     assert all("\n" not in r["offer"] for r in got["cases"]["mid-line"]["records"])
     # --cases runs only those asked for, in the usual order
