@@ -89,7 +89,7 @@ def _right(offer: str, truth: str) -> bool:
     return offer.strip() == truth.strip()
 
 
-def _arm(records: list[dict], arm: str) -> dict:
+def arm_figures(records: list[dict], arm: str) -> dict:
     """An arm's figures: top item right, truth among the items, won / lost against the
     model alone, and shown / right at each floor (the top item's confidence)."""
     n = len(records)
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
         "split": args.split,
         "case": args.case,
         "settings": "the server's defaults; items ranked without a floor, then floors applied",
-        "arms": {arm: _arm(records, arm) for arm in ARMS},
+        "arms": {arm: arm_figures(records, arm) for arm in ARMS},
         "ms_p50_completion": sorted(r["ms"] for r in records)[len(records) // 2],
         "ms_p95_copies": sorted(r["copies_ms"] for r in records)[int(0.95 * (len(records) - 1))],
         "records": records,
