@@ -7,14 +7,17 @@ split in the 12,000 characters the language server sends (no model is run):
 
 - the rest of a line: lines cut after the space nearest their middle, as a user typing
   them is (benchmarks/heldout.py `mid_line_cut`); where the file holds copies
-  (copy_texts.py `context_copies`), the first one is right when it is the rest of the
+  (copy_texts.py `context_copies`), each is right when it is the rest of the
   line. Features: the log of the tail's characters, whether several distinct copies
-  follow it.
+  follow it, whether the copy is not the first.
 - the next line: the cursor on an empty line, where a line's code was (the completion
   case "empty line, one line"); where the file holds lines after the line before the
-  cursor (`next_line_copies`), the first one is right when it is the line's code.
+  cursor (`next_line_copies`), each is right when it is the line's code.
   Features: the log of that line's characters, whether several distinct lines follow it,
-  whether the line after the first one reads as the line after the cursor's.
+  whether the line after it reads as the line after the cursor's, whether it is not the
+  first.
+
+A row is each of the first `RANKS` copies a cursor offers (copy_offers.py).
 
 Each fit's log loss and calibration are reported on the validation split the same way,
 and, where the repository set is present (python -m benchmarks.repo_set), on copies from
@@ -38,6 +41,7 @@ from benchmarks.heldout import EDITOR_CONTEXT, infill_examples, load_test_files
 from benchmarks.repo_set import DATA, PACKAGES, repo_holes
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.infill.context import ContextSettings, RepoContext
+from diffusion_infill.infill.core.copy_offers import RANKS
 from diffusion_infill.infill.core.copy_texts import (
     next_line_copies,
     tailed_context_copies,
@@ -47,43 +51,54 @@ from diffusion_infill.infill.core.snippets import Snippet
 
 CORPUS = Path("data/corpus_v2")
 Row = tuple[list[float], bool]  # features, the first copy right
-Finder = Callable[[str, int, str, list[Snippet] | None], Row | None]
+Finder = Callable[[str, int, str, list[Snippet] | None], list[Row]]
 CASES = {"rest of the line": "mid-line", "next line": "empty line, one line"}
 
 
-def rest_of_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> Row | None:
-    """The row of a mid-line cut: from the file's copies, or with `snippets` theirs."""
+def rest_of_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> list[Row]:
+    """The rows of a mid-line cut, one per copy offered (`RANKS`): from the file's copies,
+    or with `snippets` theirs."""
     if snippets is None:
         found, tail = tailed_context_copies(doc, at, at)
     else:
         found, tail = tailed_inline_copies(doc, at, at, snippets)
     if not found or not truth.strip():
-        return None
-    return [1.0, math.log(tail), float(len(found) > 1)], found[0].strip() == truth.strip()
+        return []
+    x = [1.0, math.log(tail), float(len(found) > 1)]
+    return [([*x, float(k > 0)], c.strip() == truth.strip()) for k, c in enumerate(found[:RANKS])]
 
 
-def next_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> Row | None:
-    """The row of a cursor on an empty line: from the file's lines, or the snippets'."""
+def next_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> list[Row]:
+    """The rows of a cursor on an empty line, one per line offered (`RANKS`): from the
+    file's lines, or the snippets'."""
     own, other = next_line_copies(doc, at, snippets or ())
     found = own if snippets is None else other
     if not found.lines or not truth.strip():
-        return None
-    x = [1.0, math.log(max(found.key, 1)), float(len(found.lines) > 1), float(found.agree > 0)]
-    return x, found.lines[0] == truth.strip()
+        return []
+    x = [1.0, math.log(max(found.key, 1)), float(len(found.lines) > 1)]
+    return [
+        ([*x, float(k < found.agree), float(k > 0)], line == truth.strip())
+        for k, line in enumerate(found.lines[:RANKS])
+    ]
 
 
 FINDERS: dict[str, Finder] = {"rest of the line": rest_of_line, "next line": next_line}
 FEATURES = {
-    "rest of the line": ["bias", "log tail characters", "several distinct copies"],
-    "next line": ["bias", "log line characters", "several distinct lines", "next line agrees"],
+    "rest of the line": ["bias", "log tail characters", "several distinct copies", "later"],
+    "next line": [
+        "bias",
+        "log line characters",
+        "several distinct lines",
+        "next line agrees",
+        "later",
+    ],
 }
 
 
 def corpus_rows(kind: str, split: str, n: int) -> list[Row]:
     files = load_test_files(CORPUS, split)
     examples = infill_examples(files, "single-line", n, seed=0, window_chars=EDITOR_CONTEXT)
-    found = (FINDERS[kind](d, a, t, None) for d, a, t in requests(examples, CASES[kind]))
-    return [r for r in found if r is not None]
+    return [r for d, a, t in requests(examples, CASES[kind]) for r in FINDERS[kind](d, a, t, None)]
 
 
 def repo_rows(kind: str, n: int) -> list[Row]:
@@ -97,8 +112,7 @@ def repo_rows(kind: str, n: int) -> list[Row]:
     for hole in repo_holes("validation", "cursor", n):
         ((doc, at, truth),) = requests([hole.example], CASES[kind])
         snippets = repos[hole.package].snippets(DATA / hole.package / hole.path, doc, [(at, at)])
-        if (row := FINDERS[kind](doc, at, truth, list(snippets))) is not None:
-            rows.append(row)
+        rows += FINDERS[kind](doc, at, truth, list(snippets))
     return rows
 
 

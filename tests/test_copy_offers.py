@@ -86,3 +86,15 @@ def test_a_longer_tail_is_surer_and_several_texts_after_it_are_less_sure():
 def test_a_copy_without_a_tail_or_a_text_has_no_confidence(tail, found):
     with pytest.raises(ValueError, match="tail of 1 character or more"):
         copy_confidence(tail, found)
+
+
+def test_the_first_two_copies_of_a_source_are_offered_the_later_less_sure():
+    text = "a = run(x, fast=True)\nb = run(x, fast=False)\nc = run(x, \n"
+    first, second = completion_copies(text, len(text) - 1)
+    assert (first.text, second.text) == ("fast=True)", "fast=False)")
+    assert first.confidence == copy_confidence(len(" = run(x, "), 2) > second.confidence
+    assert second.confidence == copy_confidence(len(" = run(x, "), 2, 1)
+    with pytest.raises(ValueError):
+        copy_confidence(10, 2, 2)  # there is no third of two copies
+    with pytest.raises(ValueError):
+        line_confidence(NextLines(["x = 1"], 5, 0), 1)

@@ -36,22 +36,23 @@ def test_an_arm_counts_its_top_item_the_truth_among_items_and_wins_against_the_m
     assert alone["floors"]["0.5"] == {"shown": 0.0, "right_of_shown": None}
 
 
-def test_a_mid_line_row_reads_the_tail_and_whether_the_copy_is_right():
+def test_mid_line_rows_read_the_tail_and_whether_each_copy_is_right():
     doc = "total = compute(items, 2)\nprice = compute(items, \n"
     at = doc.index("\n", 30)
-    x, right = rest_of_line(doc, at, "2)", None)
-    assert right and x == [1.0, math.log(len(" = compute(items, ")), 0.0]
-    other = [Snippet("b.py", "x = compute(items, 9)\n")]
-    assert rest_of_line(doc, at, "2)", other)[1] is False  # another file's copy: "9)"
-    assert rest_of_line("nothing here\n", 8, "x", None) is None
+    ((x, right),) = rest_of_line(doc, at, "2)", None)
+    assert right and x == [1.0, math.log(len(" = compute(items, ")), 0.0, 0.0]
+    other = [Snippet("b.py", "x = compute(items, 9)\ny = compute(items, 2)\n")]
+    (x1, wrong), (x2, right) = rest_of_line(doc, at, "2)", other)  # "9)", then "2)"
+    assert not wrong and right and x1[2:] == [1.0, 0.0] and x2[2:] == [1.0, 1.0]
+    assert rest_of_line("nothing here\n", 8, "x", None) == []
 
 
-def test_a_next_line_row_reads_the_line_and_whether_the_line_after_agrees():
+def test_next_line_rows_read_the_line_and_whether_the_line_after_agrees():
     doc = "if ok:\n    go()\n    stop()\nif ok:\n    \n    stop()\n"
     at = doc.rindex("    \n") + 4
-    x, right = next_line(doc, at, "go()", None)
-    assert right and x == [1.0, math.log(len("if ok:")), 0.0, 1.0]
-    assert next_line(doc, at, "   ", None) is None  # no truth to be right about
+    ((x, right),) = next_line(doc, at, "go()", None)
+    assert right and x == [1.0, math.log(len("if ok:")), 0.0, 1.0, 0.0]
+    assert next_line(doc, at, "   ", None) == []  # no truth to be right about
 
 
 def test_the_fit_is_calibrated_on_its_own_rows():

@@ -39,11 +39,13 @@ from diffusion_infill.infill.core.copy_texts import (
 from diffusion_infill.infill.core.snippets import Snippet
 
 # logistic weights (benchmarks/results/fit_copy_confidence.json): the rest of a line's
-# bias, log of the tail's characters, several distinct copies; the next line's bias, log
-# of the characters of the line before the cursor, several distinct lines, the line after
-# agrees
-WEIGHTS = (-3.851, 1.3173, -1.7309)
-LINE_WEIGHTS = (-2.0587, 0.4322, -1.5038, 1.9604)
+# bias, log of the tail's characters, several distinct copies, not the first copy; the next
+# line's bias, log of the characters of the line before the cursor, several distinct lines,
+# the line after agrees, not the first line
+WEIGHTS = (-3.819, 1.3052, -1.7303, -0.2018)
+LINE_WEIGHTS = (-1.8258, 0.3726, -1.4545, 1.7773, -0.8001)
+RANKS = 2  # copies offered per source at most (the completion's items are fewer)
+SOURCES = ("file", "repository")
 
 
 @dataclass(frozen=True)
@@ -56,45 +58,48 @@ class OfferedCopy:
     source: str
 
 
-def copy_confidence(tail: int, found: int) -> float:
-    """The probability that a copy following a tail of `tail` characters, one of `found`
-    distinct copies after it, is the rest of the line (`WEIGHTS`)."""
-    if tail < 1 or found < 1:
+def copy_confidence(tail: int, found: int, rank: int = 0) -> float:
+    """The probability that a copy following a tail of `tail` characters, the `rank`-th
+    (0: the first) of `found` distinct copies after it, is the rest of the line
+    (`WEIGHTS`)."""
+    if tail < 1 or found < 1 or not 0 <= rank < found:
         raise ValueError(f"a copy follows a tail of 1 character or more, got {tail}, {found}")
-    bias, per_log_char, several = WEIGHTS
-    z = bias + per_log_char * math.log(tail) + several * (found > 1)
+    bias, per_log_char, several, later = WEIGHTS
+    z = bias + per_log_char * math.log(tail) + several * (found > 1) + later * (rank > 0)
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def line_confidence(found: NextLines) -> float:
-    """The probability that the first of `found`, the lines after the line before an
-    empty line's cursor, is the code of the cursor's line (`LINE_WEIGHTS`)."""
-    if not found.lines or found.key < 1:
+def line_confidence(found: NextLines, rank: int = 0) -> float:
+    """The probability that the `rank`-th of `found` (0: the first), the lines after the
+    line before an empty line's cursor, is the code of the cursor's line
+    (`LINE_WEIGHTS`)."""
+    if not found.lines or found.key < 1 or not 0 <= rank < len(found.lines):
         raise ValueError("a next line's copy follows a line of 1 character or more")
-    bias, per_log_char, several, agrees = LINE_WEIGHTS
+    bias, per_log_char, several, agrees, later = LINE_WEIGHTS
     z = bias + per_log_char * math.log(found.key) + several * (len(found.lines) > 1)
-    z += agrees * (found.agree > 0)
+    z += agrees * (rank < found.agree) + later * (rank > 0)
     return 1.0 / (1.0 + math.exp(-z))
 
 
 def completion_copies(text: str, at: int, context: Sequence[Snippet] = ()) -> list[OfferedCopy]:
-    """The copies at the cursor `at` of `text`: the first of the file's and the first of
+    """The copies at the cursor `at` of `text`: the first `RANKS` of the file's and of
     the snippets', surest first; after code on its line the rest of it, on a line that
     holds only whitespace the line's code; none elsewhere (before code on its line)."""
     line_start = text.rfind("\n", 0, at) + 1
     line_end = text.find("\n", at)
-    if not text[line_start : len(text) if line_end < 0 else line_end].strip():
-        lines = zip(next_line_copies(text, at, context), ("file", "repository"), strict=True)
-        out = [OfferedCopy(f.lines[0], line_confidence(f), src) for f, src in lines if f.lines]
-        return sorted(out, key=lambda c: -c.confidence)
-    if not text[line_start:at].strip():
-        return []
     out = []
-    found, tail = tailed_context_copies(text, at, at)
-    if found:
-        out.append(OfferedCopy(found[0], copy_confidence(tail, len(found)), "file"))
-    if context:
-        found, tail = tailed_inline_copies(text, at, at, context)
-        if found:
-            out.append(OfferedCopy(found[0], copy_confidence(tail, len(found)), "repository"))
+    if not text[line_start : len(text) if line_end < 0 else line_end].strip():
+        for f, src in zip(next_line_copies(text, at, context), SOURCES, strict=True):
+            out += [
+                OfferedCopy(line, line_confidence(f, k), src)
+                for k, line in enumerate(f.lines[:RANKS])
+            ]
+    elif text[line_start:at].strip():
+        file = tailed_context_copies(text, at, at)
+        found = [file, tailed_inline_copies(text, at, at, context)] if context else [file]
+        for (copies, tail), src in zip(found, SOURCES, strict=False):
+            out += [
+                OfferedCopy(c, copy_confidence(tail, len(copies), k), src)
+                for k, c in enumerate(copies[:RANKS])
+            ]
     return sorted(out, key=lambda c: -c.confidence)
