@@ -69,19 +69,20 @@ def items(row: dict[str, Any], score: Scorer) -> list[tuple[float, bool, bool]]:
     completion as the server offers them (lsp/offers.py `ranked`): the fill, its
     runner-ups (none surer than the fill) and the copies of its document, surest first,
     distinct, none blank, at most `ITEMS`."""
-    fill = row["offer"] is not None and row["features"] is not None
-    own = (score(row["features"], row["confidence"]), row["right"], row["prefix"], row["offer"])
-    ups = [
-        (score(u["features"], u["confidence"]), u["right"], u["prefix"], u["offer"])
-        for u in row["runner_ups"]
-        if u["features"] is not None
-    ]
-    ups = sorted(ups, key=lambda t: -t[0])[:RUNNER_UPS] if fill else []
-    if row["kind"] not in COMPLETIONS:
-        return [t[:3] for t in [own, *ups]] if fill else []
-    found = [(c["confidence"], c["right"], c["prefix"], c["offer"]) for c in row["copies"]]
-    if fill:
-        found = [own, *((min(u[0], own[0]), *u[1:]) for u in ups), *found]
+    found = [(c["confidence"], c["right"], c["prefix"], c["offer"]) for c in row.get("copies", [])]
+    if row["offer"] is not None and row["features"] is not None:
+        own = (score(row["features"], row["confidence"]), row["right"], row["prefix"])
+        ups = [
+            (score(u["features"], u["confidence"]), u["right"], u["prefix"], u["offer"])
+            for u in row["runner_ups"]
+            if u["features"] is not None
+        ]
+        ups = sorted(ups, key=lambda t: -t[0])[:RUNNER_UPS]
+        if row["kind"] not in COMPLETIONS:
+            return [own, *(t[:3] for t in ups)]
+        found = [(*own, row["offer"]), *((min(u[0], own[0]), *u[1:]) for u in ups), *found]
+    elif row["kind"] not in COMPLETIONS:
+        return []
     by_text = {t[3]: t[:3] for t in reversed(found)}  # a text's first item wins
     offers = ranked([(t[3], t[0]) for t in found], 0.0, ITEMS)
     return [(confidence, *by_text[text][1:]) for text, confidence in offers]

@@ -34,7 +34,7 @@ SECTION = "infill"
 # completionMinConfidence's default: the lowest threshold (in steps of 0.05) at which at
 # least half of the validation mid-line completions shown were exactly right
 # (benchmarks/results/confidence_3103Mtok_valid.json; docs/log/architecture.md, "Confidence")
-DEFAULT_MIN_CONFIDENCE = 0.3
+DEFAULT_MIN_CONFIDENCE = 0.5
 
 
 class Invalid(ValueError):
