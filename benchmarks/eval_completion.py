@@ -114,9 +114,9 @@ def offer(
         if k == 0:  # the server's top item, copies of the document's code ranked in
             copies = completion_copies(ask.excerpt.text, ask.span.start)
             every = replace(settings, completion_min_confidence=0.0)
-            items = offered(ask.offer, fill, every, copies)
+            items = offered(ask.offer, fill, every, copies, ask.multiline)
             got = items[0][0] if items else ""
-            alone = next(iter(offered(ask.offer, fill, every)), ("", None))[0]
+            alone = next(iter(offered(ask.offer, fill, every, (), ask.multiline)), ("", None))[0]
         else:
             got = ask.offer(fill.text if fill is not None else "")
         nfe += result.stats.nfe if k == 0 else 0

@@ -36,7 +36,7 @@ import numpy as np
 from benchmarks.fit_confidence import reliability
 from benchmarks.results_file import write_results
 from diffusion_infill.infill.core.confidence import Calibrator
-from diffusion_infill.lsp.offers import ranked
+from diffusion_infill.lsp.offers import completion_items
 from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE
 from diffusion_infill.model.calibration import CALIBRATION, parse_calibration
 from diffusion_infill.model.loading import default_model_dir
@@ -66,26 +66,29 @@ class Scorer:
 def items(row: dict[str, Any], score: Scorer) -> list[tuple[float, bool, bool]]:
     """(confidence, right, prefix) of a row's items: its fill, then the engine's
     `RUNNER_UPS` surest runner-ups (of those recorded, by the weights' confidence); for a
-    completion as the server offers them (lsp/offers.py `ranked`): the fill, its
-    runner-ups (none surer than the fill) and the copies of its document, surest first,
-    distinct, none blank, at most `ITEMS`."""
-    found = [(c["confidence"], c["right"], c["prefix"], c["offer"]) for c in row.get("copies", [])]
+    completion as the server offers them (lsp/offers.py `completion_items`): the fill, its
+    runner-ups and the copies of its document, each distinct text once with the
+    confidence of what vouches for it, surest first, none blank, at most `ITEMS`."""
+    fill, ups, facts = None, [], {}
     if row["offer"] is not None and row["features"] is not None:
         own = (score(row["features"], row["confidence"]), row["right"], row["prefix"])
-        ups = [
+        scored = [
             (score(u["features"], u["confidence"]), u["right"], u["prefix"], u["offer"])
             for u in row["runner_ups"]
             if u["features"] is not None
         ]
-        ups = sorted(ups, key=lambda t: -t[0])[:RUNNER_UPS]
+        scored = sorted(scored, key=lambda t: -t[0])[:RUNNER_UPS]
         if row["kind"] not in COMPLETIONS:
-            return [own, *(t[:3] for t in ups)]
-        found = [(*own, row["offer"]), *((min(u[0], own[0]), *u[1:]) for u in ups), *found]
+            return [own, *(t[:3] for t in scored)]
+        fill, ups = (row["offer"], own[0]), [(t[3], t[0]) for t in scored]
+        facts = {t[3].strip(): t[1:3] for t in scored} | {row["offer"].strip(): own[1:]}
     elif row["kind"] not in COMPLETIONS:
         return []
-    by_text = {t[3]: t[:3] for t in reversed(found)}  # a text's first item wins
-    offers = ranked([(t[3], t[0]) for t in found], 0.0, ITEMS)
-    return [(confidence, *by_text[text][1:]) for text, confidence in offers]
+    copies = row.get("copies", [])
+    facts = {c["offer"].strip(): (c["right"], c["prefix"]) for c in copies} | facts
+    found = [(c["offer"], c["confidence"]) for c in copies]
+    offers = completion_items(fill, ups, found, row["kind"] == "empty-line", 0.0, ITEMS)
+    return [(confidence, *facts[text.strip()]) for text, confidence in offers]
 
 
 def curve(ranked: list[list[tuple[float, bool, bool]]], t: float) -> dict[str, float]:

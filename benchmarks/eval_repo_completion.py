@@ -81,7 +81,7 @@ def _record(den, hole, repo: RepoContext, settings: Settings, case: str) -> dict
     record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": round(ms, 1)}
     record["copies_ms"] = round(copy_ms, 2)
     for arm, found in copies.items():
-        record[arm] = offered(ask.offer, fill, every, found)
+        record[arm] = offered(ask.offer, fill, every, found, ask.multiline)
     return record
 
 

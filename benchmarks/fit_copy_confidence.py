@@ -23,13 +23,25 @@ Each fit's log loss and calibration are reported on the validation split the sam
 and, where the repository set is present (python -m benchmarks.repo_set), on copies from
 the other files of its validation packages.
 
+With `--rows TRAIN VALID` (confidence rows of the training and validation splits,
+benchmarks/confidence_rows.py: inline completions as the server asks them, with their
+copies), a third fit, per case: the probability that an item of a completion is right
+from what vouches for its text (copy_offers.py `item_features`: the confidence the
+model's decode gives it, read with the model's weights, and the surest copy that reads
+as it), fitted on the training rows, reported on the validation rows; it names the
+confidence weights it read (refit when they change).
+
+    python -m benchmarks.fit_copy_confidence --rows runs/confidence/train.jsonl \
+        runs/confidence/valid.jsonl
+
 Writes benchmarks/results/fit_copy_confidence.json; the weights go into copy_offers.py
-`WEIGHTS` and `LINE_WEIGHTS` by hand.
+`WEIGHTS`, `LINE_WEIGHTS` and `ITEM_WEIGHTS` by hand.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -37,22 +49,26 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.eval_completion import requests
+from benchmarks.eval_confidence import Scorer
 from benchmarks.heldout import EDITOR_CONTEXT, infill_examples, load_test_files
 from benchmarks.repo_set import DATA, PACKAGES, repo_holes
 from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.infill.context import ContextSettings, RepoContext
-from diffusion_infill.infill.core.copy_offers import RANKS
+from diffusion_infill.infill.core.copy_offers import RANKS, item_features
 from diffusion_infill.infill.core.copy_texts import (
     next_line_copies,
     tailed_context_copies,
     tailed_inline_copies,
 )
 from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.lsp.offers import vouching
+from diffusion_infill.model.loading import default_model_dir
 
 CORPUS = Path("data/corpus_v2")
 Row = tuple[list[float], bool]  # features, the first copy right
 Finder = Callable[[str, int, str, list[Snippet] | None], list[Row]]
 CASES = {"rest of the line": "mid-line", "next line": "empty line, one line"}
+ITEM_KINDS = {"mid-line": False, "empty-line": True}  # confidence rows' kinds: an empty line
 
 
 def rest_of_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> list[Row]:
@@ -116,6 +132,31 @@ def repo_rows(kind: str, n: int) -> list[Row]:
     return rows
 
 
+def item_rows(path: Path, score: Scorer) -> dict[bool, list[Row]]:
+    """From confidence rows (benchmarks/confidence_rows.py), per case (an empty line or
+    not), one row per distinct text an inline completion could offer (lsp/offers.py
+    `vouching`: its fill, runner-ups and copies, the decode's confidences read with the
+    model's weights), right or not."""
+    out: dict[bool, list[Row]] = {False: [], True: []}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r["kind"] not in ITEM_KINDS:
+            continue
+        right = {c["offer"].strip(): c["right"] for c in r.get("copies", [])}
+        fill, ups = None, []
+        if r["offer"] is not None and r["features"] is not None:
+            fill = (r["offer"], score(r["features"], None))
+            scored = [u for u in r["runner_ups"] if u["features"] is not None]
+            ups = [(u["offer"], score(u["features"], None)) for u in scored]
+            right |= {u["offer"].strip(): u["right"] for u in scored}
+            right[r["offer"].strip()] = r["right"]
+        copies = [(c["offer"], c["confidence"]) for c in r.get("copies", [])]
+        for v in vouching(fill, ups, copies):
+            x = item_features(v.decoded, v.copied, v.runner_up)
+            out[ITEM_KINDS[r["kind"]]].append((x, bool(right[v.text.strip()])))
+    return out
+
+
 def fit(rows: list[Row]) -> np.ndarray:
     x = np.array([f for f, _ in rows])
     y = np.array([r for _, r in rows], dtype=float)
@@ -150,6 +191,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=8000, help="training lines")
     p.add_argument("--out", type=Path, default=RESULTS / "fit_copy_confidence.json")
+    p.add_argument(
+        "--rows",
+        nargs=2,
+        type=Path,
+        metavar=("TRAIN", "VALID"),
+        help="confidence rows (benchmarks/confidence_rows.py) to fit the items' weights on",
+    )
+    p.add_argument("--model", type=Path, default=default_model_dir(), help="its confidence")
     args = p.parse_args(argv)
     results = {}
     for kind in FINDERS:
@@ -164,6 +213,19 @@ def main(argv: list[str] | None = None) -> None:
         for k in ("train", "valid", "repository_valid"):
             print(f"{kind}, {k:17s} {results[kind][k]}")
         print(f"{kind}, weights", results[kind]["weights"])
+    if args.rows:
+        train_rows, valid_rows = args.rows
+        score = Scorer(args.model)
+        train, valid = item_rows(train_rows, score), item_rows(valid_rows, score)
+        results["items"] = {"network": score.calibration.network}
+        for empty_line, name in ((False, "after code"), (True, "empty line")):
+            w = fit(train[empty_line])
+            results["items"][name] = {
+                "weights": [round(float(v), 4) for v in w],
+                "train": report(w, train[empty_line]),
+                "valid": report(w, valid[empty_line]),
+            }
+            print(f"items, {name}: {results['items'][name]}")
     write_results("fit_copy_confidence", None, results, args.out)
 
 

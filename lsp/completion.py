@@ -253,7 +253,8 @@ class Completions(Feature):
     ) -> Completion | None:
         """The completion of `fill` and `copies` (`offered`), kept as the document's
         last offer."""
-        items = [text for text, _ in offered(ask.offer, fill, self.host.settings, copies)]
+        found = offered(ask.offer, fill, self.host.settings, copies, ask.multiline)
+        items = [text for text, _ in found]
         if not items:
             if fill is not None and fill.confidence is not None:
                 self.host.log(f"completion: none offered (confidence {fill.confidence:.2f})")

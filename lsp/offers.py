@@ -1,12 +1,14 @@
 """What a completion offers: its items, and typing through the first.
 
-The items (`ranked`) are the fill and its runner-ups (infill/core/rated.py) as the server
-shapes them, distinct, the fill first and the runner-ups surest first after it, none whose
-confidence is below `completionMinConfidence`, and none at all when the fill's is: the
-model is silent where it is unsure, and a client that cycles through inline suggestions
-(VS Code; the Neovim plugin's next/previous keys) shows the others. The fill stays first:
-a runner-up's confidence is read off the fill's decode, not its own, and ranking them
-together lost precision on validation completions (docs/log/architecture.md, "Confidence").
+The items (`completion_items`) are the fill, its runner-ups (infill/core/rated.py) and the
+copies at the cursor (infill/core/copy_offers.py), as the server shapes them, each
+distinct text once with the probability that it is right from what vouches for it (the
+decode's confidence and the copies that read as it: a fill a copy agrees with is surer
+than either alone), surest first, none below `completionMinConfidence`: the model is
+silent where it is unsure, and a client that cycles through inline suggestions (VS Code;
+the Neovim plugin's next/previous keys) shows the others. A runner-up's confidence is read
+off its fill's decode and is never above its fill's (docs/log/architecture.md,
+"Confidence", "Agreeing copies").
 
 Typing through a completion: the user types what the last completion offered.
 
@@ -21,9 +23,9 @@ asks the model again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from diffusion_infill.infill.core.copy_offers import OfferedCopy
+from diffusion_infill.infill.core.copy_offers import OfferedCopy, item_confidence
 from diffusion_infill.infill.core.results import SpanFill
 from diffusion_infill.lsp.settings import Settings
 
@@ -59,18 +61,77 @@ def offered(
     fill: SpanFill | None,
     s: Settings,
     copies: Sequence[OfferedCopy] = (),
+    empty_line: bool = False,
 ) -> list[Item]:
-    """The items of a completion's `fill`, its runner-ups (after it) and the `copies` at
-    its cursor, each as `shape` offers it ("" for nothing), ranked (`ranked`)."""
-    found: list[Item] = [(c.text, c.confidence) for c in copies]
+    """The items of a completion's `fill`, its runner-ups and the `copies` at its cursor,
+    each as `shape` offers it ("" for nothing), ranked (`completion_items`)."""
+    own = ups = None
     if fill is not None and fill.rejected is None:
-        # a runner-up is never surer than its fill: its confidence is read off the fill's
-        # decode (ranked above it, it lost precision on validation)
-        sure = fill.confidence
-        ups = [(r.text, _at_most(r.confidence, sure)) for r in fill.runner_ups]
-        found = [(fill.text, sure), *ups, *found]
-    shaped = [(shape(text), confidence) for text, confidence in found]
-    return ranked(shaped, s.completion_min_confidence, s.completion_items)
+        own = (shape(fill.text), fill.confidence)
+        ups = [(shape(r.text), r.confidence) for r in fill.runner_ups]
+    found = [(shape(c.text), c.confidence) for c in copies]
+    floor, limit = s.completion_min_confidence, s.completion_items
+    return completion_items(own, ups or [], found, empty_line, floor, limit)
+
+
+def completion_items(
+    fill: Item | None,
+    runner_ups: Sequence[Item],
+    copies: Sequence[Item],
+    empty_line: bool,
+    floor: float,
+    limit: int,
+) -> list[Item]:
+    """A completion's items (`ranked`): each distinct text of its `fill`, `runner_ups` and
+    `copies` with the probability that it is right from what vouches for it (`vouching`,
+    copy_offers.py `item_confidence`). Without the decode's confidence (a model without
+    confidence weights) the fill and its runner-ups come first, then the copies by theirs."""
+    if fill is not None and fill[1] is None:
+        return ranked([fill, *runner_ups, *copies], floor, limit)
+    items = [
+        (v.text, item_confidence(v.decoded, v.copied, v.runner_up, empty_line))
+        for v in vouching(fill, runner_ups, copies)
+    ]
+    return ranked(items, floor, limit)
+
+
+@dataclass(frozen=True)
+class Vouched:
+    """A distinct text a completion could offer and what vouches for it: the confidence
+    the decode gives it (the fill's, or a runner-up's, never above the fill's; None:
+    neither), the surest copy that reads as it (None: none), and whether only a runner-up
+    gives it."""
+
+    text: str
+    decoded: float | None
+    copied: float | None
+    runner_up: bool
+
+
+def vouching(
+    fill: Item | None, runner_ups: Sequence[Item], copies: Sequence[Item]
+) -> list[Vouched]:
+    """Each distinct text (stripped; none blank) of `fill`, `runner_ups` and `copies`, in
+    that order of first appearance, with what vouches for it (`Vouched`)."""
+    cap = fill[1] if fill is not None else None
+    decoded = [(fill, False)] if fill is not None else []
+    decoded += [((t, _at_most(c, cap)), True) for t, c in runner_ups]
+    out: dict[str, Vouched] = {}
+    for (text, confidence), runner_up in decoded:
+        v = out.get(text.strip())
+        if v is None:
+            out[text.strip()] = Vouched(text, confidence, None, runner_up)
+        elif confidence is not None:
+            sure = confidence if v.decoded is None else max(v.decoded, confidence)
+            out[text.strip()] = replace(v, decoded=sure, runner_up=v.runner_up and runner_up)
+    for text, confidence in copies:
+        v = out.get(text.strip())
+        if v is None:
+            out[text.strip()] = Vouched(text, None, confidence, False)
+        elif confidence is not None:
+            sure = confidence if v.copied is None else max(v.copied, confidence)
+            out[text.strip()] = replace(v, copied=sure)
+    return [v for key, v in out.items() if key]
 
 
 def _at_most(confidence: float | None, cap: float | None) -> float | None:

@@ -32,9 +32,10 @@ from diffusion_infill.infill.serve.sockets import parse_address
 
 SECTION = "infill"
 # completionMinConfidence's default: the lowest threshold (in steps of 0.05) at which at
-# least half of the validation mid-line completions shown were exactly right
+# least half of the validation mid-line completions shown (their copies ranked in) were
+# exactly right
 # (benchmarks/results/confidence_3103Mtok_valid.json; docs/log/architecture.md, "Confidence")
-DEFAULT_MIN_CONFIDENCE = 0.5
+DEFAULT_MIN_CONFIDENCE = 0.35
 
 
 class Invalid(ValueError):

@@ -3,15 +3,23 @@ before the cursor elsewhere in the file and in other files, and how sure each is
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from diffusion_infill.infill.core.copy_offers import (
+    ITEM_WEIGHTS,
+    LINE_WEIGHTS,
+    WEIGHTS,
     completion_copies,
     copy_confidence,
+    item_confidence,
     line_confidence,
 )
 from diffusion_infill.infill.core.copy_texts import NextLines, next_line_copies
 from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.lsp.offers import completion_items
 
 TEXT = "price = compute_total(items, tax_rate=0.2)\ncost = compute_total(items, \n"
 AT = TEXT.index("\n", 43)
@@ -98,3 +106,42 @@ def test_the_first_two_copies_of_a_source_are_offered_the_later_less_sure():
         copy_confidence(10, 2, 2)  # there is no third of two copies
     with pytest.raises(ValueError):
         line_confidence(NextLines(["x = 1"], 5, 0), 1)
+
+
+@pytest.mark.parametrize("empty_line", [False, True])
+def test_a_fill_and_a_copy_that_agree_are_surer_than_either_alone(empty_line):
+    both = item_confidence(0.4, 0.4, False, empty_line)
+    assert both > item_confidence(0.4, None, False, empty_line)
+    assert both > item_confidence(None, 0.4, False, empty_line)
+    # what only a runner-up gives is less sure than what the fill gives
+    assert item_confidence(0.4, None, True, empty_line) < item_confidence(
+        0.4, None, False, empty_line
+    )
+    with pytest.raises(ValueError, match="decode's confidence or a copy's"):
+        item_confidence(None, None, False, empty_line)
+
+
+def test_a_completions_items_rank_each_text_once_by_what_vouches_for_it():
+    fill, ups = ("total)", 0.4), [("count)", 0.9), ("", 0.3)]
+    copies = [("count)", 0.5), ("size)", 0.2)]
+    items = completion_items(fill, ups, copies, False, 0.0, 3)
+    # the runner-up a copy agrees with ranks first; its confidence is capped at the fill's
+    assert [t for t, _ in items] == ["count)", "total)", "size)"]
+    assert items[0][1] == item_confidence(0.4, 0.5, True, False)
+    floor = (items[0][1] + items[1][1]) / 2
+    assert completion_items(fill, ups, copies, False, floor, 3) == items[:1]
+    # without the decode's confidence: the fill, its runner-ups, then the copies
+    bare = completion_items(("total)", None), [("count)", None)], copies, False, 0.0, 3)
+    assert bare == [("total)", None), ("count)", None), ("size)", 0.2)]
+
+
+def test_the_shipped_weights_are_the_fits_and_read_the_shipped_confidence_weights():
+    root = Path(__file__).resolve().parents[1]
+    fits = json.loads((root / "benchmarks/results/fit_copy_confidence.json").read_text())
+    assert list(WEIGHTS) == fits["rest of the line"]["weights"]
+    assert list(LINE_WEIGHTS) == fits["next line"]["weights"]
+    items = fits["items"]
+    assert list(ITEM_WEIGHTS[False]) == items["after code"]["weights"]
+    assert list(ITEM_WEIGHTS[True]) == items["empty line"]["weights"]
+    shipped = json.loads((root / "model/weights/confidence.json").read_text())
+    assert items["network"] == shipped["network"], "refit: python -m benchmarks.fit_copy_confidence"

@@ -46,6 +46,13 @@ WEIGHTS = (-3.819, 1.3052, -1.7303, -0.2018)
 LINE_WEIGHTS = (-1.8258, 0.3726, -1.4545, 1.7773, -0.8001)
 RANKS = 2  # copies offered per source at most (the completion's items are fewer)
 SOURCES = ("file", "repository")
+# an item's confidence from what vouches for its text (`item_confidence`), after code on
+# its line and on an empty line; logistic weights on `item_features`
+# (benchmarks/results/fit_copy_confidence.json, "items")
+ITEM_WEIGHTS = {
+    False: (-0.9598, 0.1611, 0.5759, 0.7057, 0.8599, 1.6968, -1.3907),
+    True: (-2.1384, 0.716, 1.6252, 0.68, 0.8818, 4.4797, -2.0435),
+}
 
 
 @dataclass(frozen=True)
@@ -103,3 +110,34 @@ def completion_copies(text: str, at: int, context: Sequence[Snippet] = ()) -> li
                 for k, c in enumerate(copies[:RANKS])
             ]
     return sorted(out, key=lambda c: -c.confidence)
+
+
+def item_features(decoded: float | None, copied: float | None, runner_up: bool) -> list[float]:
+    """What vouches for a completion item's text: the confidence the model's decode gives
+    it (its fill's or, `runner_up`, only a runner-up's; None: neither) and the highest of
+    the copies that read as it (None: none), as the regression reads them: a bias, each
+    source's presence and log-odds, both at once, a runner-up alone."""
+    x = [1.0, float(decoded is not None), float(copied is not None)]
+    x += [_log_odds(decoded), _log_odds(copied), float(decoded is not None and copied is not None)]
+    return [*x, float(runner_up)]
+
+
+def item_confidence(
+    decoded: float | None, copied: float | None, runner_up: bool, empty_line: bool
+) -> float:
+    """The probability that a completion item is right, from `item_features` (the fill
+    and a copy that agree are surer than either; a runner-up alone, less sure than its
+    confidence says), with the weights of an `empty_line`'s completion or one after code
+    (`ITEM_WEIGHTS`)."""
+    if decoded is None and copied is None:
+        raise ValueError("an item needs the decode's confidence or a copy's")
+    x = item_features(decoded, copied, runner_up)
+    z = sum(w * v for w, v in zip(ITEM_WEIGHTS[empty_line], x, strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def _log_odds(p: float | None) -> float:
+    if p is None:
+        return 0.0
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
