@@ -43,11 +43,11 @@ from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.core.copy_offers import completion_copies
 from diffusion_infill.lsp.completion import completion_ask
 from diffusion_infill.lsp.offers import offered
-from diffusion_infill.lsp.settings import Settings
+from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE, Settings
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
 ARMS = ("model", "file_copies", "repository_copies")
-FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6)
+FLOORS = tuple(sorted({0.0, 0.2, 0.3, 0.4, 0.5, 0.6, DEFAULT_MIN_CONFIDENCE}))
 CASES = {"mid-line": "mid-line", "empty-line": "empty line, one line"}  # eval_completion's
 
 
