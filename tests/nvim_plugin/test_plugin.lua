@@ -68,9 +68,11 @@ local function run()
   local live = require('infill.live')
   infill.setup({
     cmd = { env.INFILL_PYTHON, '-m', 'diffusion_infill.lsp.server' },
-    -- checks off: the fake model's fills use names the buffers never define
+    -- checks off: the fake model's fills use names the buffers never define; no gate:
+    -- the fake's runner-up is one a real model would be unsure of, and here the keymaps
+    -- cycle to it (the gate is the server's, tested over stdio)
     settings = { workerAddress = env.INFILL_WORKER, progressDelay = 0, liveView = true,
-                 checks = false },
+                 checks = false, completionMinConfidence = 0 },
     keymaps = true,
     lsp = { cmd_cwd = env.INFILL_ROOT, cmd_env = { PYTHONPATH = env.INFILL_ROOT } },
   })
