@@ -63,7 +63,7 @@ from benchmarks.results_file import write_results
 from diffusion_infill import infill
 from diffusion_infill.infill.core.copy_offers import completion_copies
 from diffusion_infill.lsp.completion import completion_ask
-from diffusion_infill.lsp.offers import offered
+from diffusion_infill.lsp.offers import answers_alone, offered
 from diffusion_infill.lsp.settings import Settings, parse
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
@@ -114,7 +114,8 @@ def offer(
         if k == 0:  # the server's top item, copies of the document's code ranked in
             copies = completion_copies(ask.excerpt.text, ask.span.start)
             every = replace(settings, completion_min_confidence=0.0)
-            items = offered(ask.offer, fill, every, copies, ask.multiline)
+            sure = answers_alone(copies, ask.multiline)  # the server asks no model then
+            items = offered(ask.offer, None if sure else fill, every, copies, ask.multiline)
             got = items[0][0] if items else ""
             alone = next(iter(offered(ask.offer, fill, every, (), ask.multiline)), ("", None))[0]
         else:

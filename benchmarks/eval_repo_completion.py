@@ -16,8 +16,10 @@ the fill and its runner-ups alone; with the copies of the excerpt
 retrieves from the package's other files too (`repositoryContext`).
 
 Per arm: the top item exactly right (no confidence floor), the truth among the items,
-and for each floor of `completionMinConfidence` the positions shown and the share of them
-exactly right. Won / lost against the model alone: positions right only with / without.
+the share of cursors a copy answers without the model's fill (lsp/offers.py
+`answers_alone`), and for each floor of `completionMinConfidence` the positions shown and
+the share of them exactly right. Won / lost against the model alone: positions right only
+with / without.
 
 Writes benchmarks/results/repo_completion_<checkpoint>_<split>.json (for an empty line
 repo_completion_empty_line_<checkpoint>_<split>.json; or --out).
@@ -42,7 +44,7 @@ from diffusion_infill import infill
 from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.core.copy_offers import completion_copies
 from diffusion_infill.lsp.completion import completion_ask
-from diffusion_infill.lsp.offers import offered
+from diffusion_infill.lsp.offers import answers_alone, offered
 from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE, Settings
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
@@ -81,7 +83,10 @@ def _record(den, hole, repo: RepoContext, settings: Settings, case: str) -> dict
     record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": round(ms, 1)}
     record["copies_ms"] = round(copy_ms, 2)
     for arm, found in copies.items():
-        record[arm] = offered(ask.offer, fill, every, found, ask.multiline)
+        # as the server does: a copy sure enough on its own is offered without the fill
+        alone = answers_alone(found, ask.multiline)
+        record[arm] = offered(ask.offer, None if alone else fill, every, found, ask.multiline)
+        record[f"{arm}_alone"] = alone
     return record
 
 
@@ -115,6 +120,7 @@ def arm_figures(records: list[dict], arm: str) -> dict:
         ),
         "won": sum(t and not a for t, a in zip(top, alone, strict=True)),
         "lost": sum(a and not t for t, a in zip(top, alone, strict=True)),
+        "without_the_model": round(sum(bool(r.get(f"{arm}_alone")) for r in records) / n, 4),
         "floors": floors,
     }
 

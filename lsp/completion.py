@@ -58,7 +58,7 @@ from diffusion_infill.lsp.budgets import (
 )
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
-from diffusion_infill.lsp.offers import Offer, offered, typed_through
+from diffusion_infill.lsp.offers import Offer, answers_alone, offered, typed_through
 from diffusion_infill.lsp.operations import repository_context
 from diffusion_infill.lsp.positions import LINE_BREAK
 from diffusion_infill.lsp.progress import WorkProgress, live_view
@@ -199,6 +199,9 @@ class Completions(Feature):
 
         if (ask := ask_on(machine)) is None:
             return None
+        copies = await self._copies(snap, ask)
+        if answers_alone(copies, ask.multiline):  # no model: a copy is sure enough
+            return self._offered(uri, snap, at, ask, None, copies)
 
         def deadline() -> float | None:  # the loop's time; the device is known once connected
             limit = completion_deadline(s, host.worker.machine, ask.multiline)
@@ -232,7 +235,6 @@ class Completions(Feature):
             return None
         if not host.is_current(snap):
             return None  # stale: never offer text computed for an older version
-        copies = await self._copies(snap, ask)
         fill = result.fills[0] if result.fills else None
         return self._offered(uri, snap, at, ask, fill, copies)
 
@@ -253,8 +255,7 @@ class Completions(Feature):
     ) -> Completion | None:
         """The completion of `fill` and `copies` (`offered`), kept as the document's
         last offer."""
-        found = offered(ask.offer, fill, self.host.settings, copies, ask.multiline)
-        items = [text for text, _ in found]
+        items = [t for t, _ in offered(ask.offer, fill, self.host.settings, copies, ask.multiline)]
         if not items:
             if fill is not None and fill.confidence is not None:
                 self.host.log(f"completion: none offered (confidence {fill.confidence:.2f})")

@@ -42,6 +42,10 @@ class Offer:
 
 
 Item = tuple[str, float | None]  # an offer and its confidence (None: not known)
+# a copy at an empty line this sure on its own is the answer without the model's fill:
+# on validation empty lines of the repository set, every such cursor's top item was the
+# copy's with the fill as without it (docs/log/architecture.md, "Sure copies")
+SURE_LINE = 0.35
 
 
 def ranked(candidates: Sequence[Item], floor: float, limit: int) -> list[Item]:
@@ -72,6 +76,13 @@ def offered(
     found = [(shape(c.text), c.confidence) for c in copies]
     floor, limit = s.completion_min_confidence, s.completion_items
     return completion_items(own, ups or [], found, empty_line, floor, limit)
+
+
+def answers_alone(copies: Sequence[OfferedCopy], empty_line: bool) -> bool:
+    """Whether a copy at an empty line's cursor is sure enough (SURE_LINE) on its own to
+    be offered without asking the model."""
+    alone = (item_confidence(None, c.confidence, False, True) for c in copies)
+    return empty_line and any(p >= SURE_LINE for p in alone)
 
 
 def completion_items(

@@ -18,7 +18,7 @@ def _records() -> list[dict]:
     # three cursors: items (text, confidence) per arm, surest first
     return [
         {"truth": "a)", "model": [("b)", 0.1)], "with": [("a)", 0.6), ("b)", 0.1)]},
-        {"truth": "c", "model": [("c", 0.4)], "with": [("d", 0.5), ("c", 0.4)]},
+        {"truth": "c", "model": [("c", 0.4)], "with": [("d", 0.5), ("c", 0.4)], "with_alone": True},
         {"truth": "e", "model": [], "with": []},
     ]
 
@@ -28,6 +28,7 @@ def test_an_arm_counts_its_top_item_the_truth_among_items_and_wins_against_the_m
     assert got["n"] == 3 and got["exact_top"] == pytest.approx(1 / 3, abs=1e-4)
     assert got["truth_among_items"] == pytest.approx(2 / 3, abs=1e-4)
     assert (got["won"], got["lost"]) == (1, 1)
+    assert got["without_the_model"] == pytest.approx(1 / 3, abs=1e-4)
     # at 0.5 both tops are shown (0.6 and 0.5), one right; at 0.6 the right one alone
     assert got["floors"]["0.5"] == {"shown": pytest.approx(2 / 3, abs=1e-4), "right_of_shown": 0.5}
     assert got["floors"]["0.6"]["right_of_shown"] == 1.0

@@ -233,18 +233,26 @@ def test_a_completion_offers_what_follows_its_line_in_another_file_of_the_worksp
 
 def test_a_completion_on_an_empty_line_offers_the_line_after_its_line_before_elsewhere():
     # the line before the cursor's is followed by `self.items = items` in the class above,
-    # and there the line after that reads as the line after the cursor's: about 0.8
+    # and there the line after that reads as the line after the cursor's: sure enough on
+    # its own that the model is not asked
     text = (
         "class Cart:\n    def __init__(self, items):\n        self.items = items\n"
         "        self.total = 0\n\nclass Shop:\n    def __init__(self, items):\n"
         "        \n        self.total = 0\n"
     )
+    fake = Calibrated(0.5)
 
     async def go():
         async with lsp(address, {"completionMinConfidence": 0.5}) as (client, _):
             uri = open_doc(client, "shop.py", text)
             got = await inline(client, uri, pos(7, 8))
             assert [i.insert_text for i in got] == ["self.items = items"]
+            assert fake.calls == []
+            # where the line after differs, the copy is less sure: the model is asked
+            unsure = text.replace("        self.total = 0\n", "        self.n = 1\n", 1)
+            uri = open_doc(client, "unsure.py", unsure)
+            await inline(client, uri, pos(7, 8))
+            assert fake.calls
 
-    with fake_worker(Calibrated(0.5)) as address:
+    with fake_worker(fake) as address:
         run(go())
