@@ -69,26 +69,41 @@ def items(row: dict[str, Any], score: Scorer) -> list[tuple[float, bool, bool]]:
     completion as the server offers them (lsp/offers.py `completion_items`): the fill, its
     runner-ups and the copies of its document, each distinct text once with the
     confidence of what vouches for it, surest first, none blank, at most `ITEMS`."""
-    fill, ups, facts = None, [], {}
-    if row["offer"] is not None and row["features"] is not None:
-        own = (score(row["features"], row["confidence"]), row["right"], row["prefix"])
-        scored = [
-            (score(u["features"], u["confidence"]), u["right"], u["prefix"], u["offer"])
-            for u in row["runner_ups"]
-            if u["features"] is not None
-        ]
-        scored = sorted(scored, key=lambda t: -t[0])[:RUNNER_UPS]
-        if row["kind"] not in COMPLETIONS:
-            return [own, *(t[:3] for t in scored)]
-        fill, ups = (row["offer"], own[0]), [(t[3], t[0]) for t in scored]
-        facts = {t[3].strip(): t[1:3] for t in scored} | {row["offer"].strip(): own[1:]}
-    elif row["kind"] not in COMPLETIONS:
+    if row["kind"] in COMPLETIONS:
+        fill, ups, copies, facts = completion_candidates(row, score)
+        offers = completion_items(fill, ups, copies, row["kind"] == "empty-line", 0.0, ITEMS)
+        return [(confidence, *facts[text.strip()]) for text, confidence in offers]
+    if row["offer"] is None or row["features"] is None:
         return []
+    own = (score(row["features"], row["confidence"]), row["right"], row["prefix"])
+    return [own, *((c, right, prefix) for c, right, prefix, _ in _runner_ups(row, score))]
+
+
+def completion_candidates(row: dict[str, Any], score: Scorer) -> tuple[Any, ...]:
+    """A completion row's fill (None: none), its `RUNNER_UPS` surest runner-ups and its
+    copies as lsp/offers.py `completion_items` takes them, (text, confidence) each, the
+    decode's confidences read with the model's weights; and (right, prefix) of each text
+    (stripped)."""
     copies = row.get("copies", [])
-    facts = {c["offer"].strip(): (c["right"], c["prefix"]) for c in copies} | facts
+    facts = {c["offer"].strip(): (c["right"], c["prefix"]) for c in copies}
     found = [(c["offer"], c["confidence"]) for c in copies]
-    offers = completion_items(fill, ups, found, row["kind"] == "empty-line", 0.0, ITEMS)
-    return [(confidence, *facts[text.strip()]) for text, confidence in offers]
+    if row["offer"] is None or row["features"] is None:
+        return None, [], found, facts
+    ups = _runner_ups(row, score)
+    facts |= {offer.strip(): (right, prefix) for _, right, prefix, offer in ups}
+    facts[row["offer"].strip()] = (row["right"], row["prefix"])
+    fill = (row["offer"], score(row["features"], row["confidence"]))
+    return fill, [(offer, c) for c, _, _, offer in ups], found, facts
+
+
+def _runner_ups(row: dict[str, Any], score: Scorer) -> list[tuple[float, bool, bool, str]]:
+    """(confidence, right, prefix, offer) of a row's `RUNNER_UPS` surest runner-ups."""
+    scored = [
+        (score(u["features"], u["confidence"]), u["right"], u["prefix"], u["offer"])
+        for u in row["runner_ups"]
+        if u["features"] is not None
+    ]
+    return sorted(scored, key=lambda t: -t[0])[:RUNNER_UPS]
 
 
 def curve(ranked: list[list[tuple[float, bool, bool]]], t: float) -> dict[str, float]:

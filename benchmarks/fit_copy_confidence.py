@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.eval_completion import requests
-from benchmarks.eval_confidence import Scorer
+from benchmarks.eval_confidence import Scorer, completion_candidates
 from benchmarks.heldout import EDITOR_CONTEXT, infill_examples, load_test_files
 from benchmarks.repo_set import DATA, PACKAGES, repo_holes
 from benchmarks.results_file import RESULTS, write_results
@@ -135,25 +135,17 @@ def repo_rows(kind: str, n: int) -> list[Row]:
 def item_rows(path: Path, score: Scorer) -> dict[bool, list[Row]]:
     """From confidence rows (benchmarks/confidence_rows.py), per case (an empty line or
     not), one row per distinct text an inline completion could offer (lsp/offers.py
-    `vouching`: its fill, runner-ups and copies, the decode's confidences read with the
-    model's weights), right or not."""
+    `vouching` of eval_confidence's `completion_candidates`: its fill, runner-ups and
+    copies, the decode's confidences read with the model's weights), right or not."""
     out: dict[bool, list[Row]] = {False: [], True: []}
     for line in path.read_text().splitlines():
         r = json.loads(line)
         if r["kind"] not in ITEM_KINDS:
             continue
-        right = {c["offer"].strip(): c["right"] for c in r.get("copies", [])}
-        fill, ups = None, []
-        if r["offer"] is not None and r["features"] is not None:
-            fill = (r["offer"], score(r["features"], None))
-            scored = [u for u in r["runner_ups"] if u["features"] is not None]
-            ups = [(u["offer"], score(u["features"], None)) for u in scored]
-            right |= {u["offer"].strip(): u["right"] for u in scored}
-            right[r["offer"].strip()] = r["right"]
-        copies = [(c["offer"], c["confidence"]) for c in r.get("copies", [])]
+        fill, ups, copies, facts = completion_candidates(r, score)
         for v in vouching(fill, ups, copies):
             x = item_features(v.decoded, v.copied, v.runner_up)
-            out[ITEM_KINDS[r["kind"]]].append((x, bool(right[v.text.strip()])))
+            out[ITEM_KINDS[r["kind"]]].append((x, bool(facts[v.text.strip()][0])))
     return out
 
 

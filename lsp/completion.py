@@ -21,10 +21,10 @@ on a CPU (1,200 ms for a multi-line completion, which takes 0.2-0.5 s there when
 2,000 ms on a GPU; 0 means none. The worker drops a cancelled job before its next
 denoising step.
 
-A completion offers up to `completionItems` items, surest first: the fill, its runner-ups,
-and after code on its line the copies of what follows that code in the excerpt and in the
-workspace's other files (`repositoryContext`; infill/core/copy_offers.py, no model pass);
-none below `completionMinConfidence` (lsp/offers.py `offered`).
+Up to `completionItems` items, surest first, none below `completionMinConfidence`: the fill,
+its runner-ups, and copies of what follows the code before the cursor in the workspace
+(infill/core/copy_offers.py; lsp/offers.py `offered`); an empty line's sure copy asks no
+model (`answers_alone`).
 
 While the user types the characters a completion offered, the rest of it is the answer
 at once, without the model (`completionTypedThrough`; lsp/offers.py).

@@ -71,9 +71,7 @@ def copy_confidence(tail: int, found: int, rank: int = 0) -> float:
     (`WEIGHTS`)."""
     if tail < 1 or found < 1 or not 0 <= rank < found:
         raise ValueError(f"a copy follows a tail of 1 character or more, got {tail}, {found}")
-    bias, per_log_char, several, later = WEIGHTS
-    z = bias + per_log_char * math.log(tail) + several * (found > 1) + later * (rank > 0)
-    return 1.0 / (1.0 + math.exp(-z))
+    return _logistic(WEIGHTS, [1.0, math.log(tail), found > 1, rank > 0])
 
 
 def line_confidence(found: NextLines, rank: int = 0) -> float:
@@ -82,10 +80,8 @@ def line_confidence(found: NextLines, rank: int = 0) -> float:
     (`LINE_WEIGHTS`)."""
     if not found.lines or found.key < 1 or not 0 <= rank < len(found.lines):
         raise ValueError("a next line's copy follows a line of 1 character or more")
-    bias, per_log_char, several, agrees, later = LINE_WEIGHTS
-    z = bias + per_log_char * math.log(found.key) + several * (len(found.lines) > 1)
-    z += agrees * (rank < found.agree) + later * (rank > 0)
-    return 1.0 / (1.0 + math.exp(-z))
+    x = [1.0, math.log(found.key), len(found.lines) > 1, rank < found.agree, rank > 0]
+    return _logistic(LINE_WEIGHTS, x)
 
 
 def completion_copies(text: str, at: int, context: Sequence[Snippet] = ()) -> list[OfferedCopy]:
@@ -131,8 +127,12 @@ def item_confidence(
     (`ITEM_WEIGHTS`)."""
     if decoded is None and copied is None:
         raise ValueError("an item needs the decode's confidence or a copy's")
-    x = item_features(decoded, copied, runner_up)
-    z = sum(w * v for w, v in zip(ITEM_WEIGHTS[empty_line], x, strict=True))
+    return _logistic(ITEM_WEIGHTS[empty_line], item_features(decoded, copied, runner_up))
+
+
+def _logistic(weights: Sequence[float], x: Sequence[float]) -> float:
+    """sigmoid(weights . x), `x` a feature row (booleans count 0 or 1)."""
+    z = sum(w * float(v) for w, v in zip(weights, x, strict=True))
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
