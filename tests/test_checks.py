@@ -269,6 +269,34 @@ def test_a_line_break_inside_a_triple_quoted_string_is_text():
     assert problems("s = f(<mask>) + '''doc'''\n", "1,\n    2") == [("line", 0)]
 
 
+def test_a_text_cut_inside_a_docstring_reads_as_its_file_does():
+    # a window that starts inside one docstring: its closing quotes open no string
+    cut_at_start = (
+        "        :raises KeyError: if key is not found\n\n"
+        '        """\n'
+        "        return self.pop(key)\n\n"
+        "    def has_key(self, key):\n"
+        '        """Whether the key is in the cache.\n\n'
+        "        <mask>\n"
+        "        :return: True if it is\n\n"
+        '        """\n'
+        "        return key in self\n"
+    )
+    assert problems(cut_at_start, ":param key: key for item") == []
+    # a window that ends inside one: what follows the hole is its text, not code
+    cut_at_end = (
+        "def has_key(self, key):\n"
+        '    """Whether the key is in the cache.\n\n'
+        "    <mask>\n"
+        "    :return: True if it is, else False\n"
+    )
+    assert problems(cut_at_end, ":param key: key for item") == []
+    # the code around the docstrings is still checked
+    assert problems(cut_at_start.replace("key in self", "<mask>"), ":x", "key in selff") == [
+        ("name", 1)
+    ]
+
+
 def test_the_line_check_needs_no_grammar():
     assert problems("a = f(<mask>) + 1\n", "1\n2", language="nolang") == [("line", 0)]
     assert problems("a = f(<mask>) + 1\n", "1, 2", language="nolang") == []

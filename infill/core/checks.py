@@ -59,6 +59,7 @@ from functools import cache
 from typing import Any
 
 from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members
+from diffusion_infill.infill.core.lexer import docstring_head, open_docstring
 from diffusion_infill.infill.core.member_uses import member_uses, repeated_keywords
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
 from diffusion_infill.infill.core.snippets import Source
@@ -239,6 +240,29 @@ class _Before:
 
 
 _last_before: list[_Before] = []
+_last_readable: list[tuple[str, int, str]] = []
+
+
+def _readable(text: str, first: int, keep: bool = False) -> str:
+    """`text` as its file reads where a window or an excerpt cut it inside a docstring
+    (infill/core/lexer.py): the prose of one it starts inside blanked up to its closing
+    quotes (line breaks kept, so offsets hold; only before the first hole, at `first`),
+    and the quotes of one it ends inside added after its end. Else the text after a hole
+    in a docstring reads as code full of errors and unknown names. `keep`: the text
+    before the fills, checked many times, keeps its last reading (and so its parse,
+    `_before`)."""
+    last = _last_readable[0] if keep and _last_readable else None  # threads may swap it
+    if last is not None and last[0] is text and last[1] == first:
+        return last[2]
+    read = text
+    head = docstring_head(read)
+    if 0 < head <= first:
+        read = "".join(c if c == "\n" else " " for c in read[:head]) + read[head:]
+    quote = open_docstring(read)
+    read = read + quote if quote else read
+    if keep:
+        _last_readable[:] = [(text, first, read)]
+    return read
 
 
 def _before(parser: Any, text: str, language: str | None) -> _Before:
@@ -267,6 +291,9 @@ def check_fills(
     is installed. `only`: the indices of the fills to look at (default: all); the others
     are text around them, as a file's many windows are to one window's fills. `source`:
     where the text lives, from which jedi resolves its imports (`member`)."""
+    if language == PYTHON:  # a text cut inside a docstring reads as its file does
+        before = _readable(before, min((r[0] for r in before_ranges), default=0), keep=True)
+        after = _readable(after, min((r[0] for r in after_ranges), default=0))
     lines = "line" in kinds
     problems = _broken_lines(before, after, before_ranges, after_ranges, language) if lines else []
     parser = parser_for(language) if set(kinds) - {"line"} else None

@@ -4,9 +4,13 @@ anywhere: a window of a file, a fill being written).
     for start, end, kind in lexemes(text): ...   # brackets, line breaks, strings, comments
         depth = nested(depth, kind)               # the brackets open after it
     prose_ranges(text)                            # its comments and docstrings
+    open_docstring(text)                          # the quotes a cut docstring lacks
+    docstring_head(text)                          # where one the text starts in ends
 
 `lexemes` serves the fill ends (infill/core/echo.py); `prose_ranges` the fixer, which
-names no token of a comment or a docstring (infill/core/repair.py `score_text`).
+names no token of a comment or a docstring (infill/core/repair.py `score_text`);
+`open_docstring` and `docstring_head` the checks, which read a text cut inside a docstring
+as the file reads (infill/core/checks.py).
 """
 
 from __future__ import annotations
@@ -78,3 +82,54 @@ def _alone(text: str, start: int, end: int) -> bool:
     spaces or a comment after it on its last."""
     head = text[text.rfind("\n", 0, start) + 1 : start]
     return not head.strip() and _REST.match(text, end) is not None
+
+
+_OPENED = re.compile(r"[ \t]*(?:\b[rRbBuUfF]{1,2})?$")
+
+
+def open_docstring(text: str) -> str | None:
+    """The quotes that would close the docstring `text` leaves open at its end (a window
+    or an excerpt cut inside one), or None. Only a triple-quoted string that opens as a
+    docstring does: alone at the start of its line, with text after its quotes on that
+    line or a line before it that ends with a colon. (A window that starts inside a
+    docstring has its closing quotes, alone on their line after prose, open a "string"
+    that runs on over the code: that one is not closed.)"""
+    last = None
+    for start, _, kind in lexemes(text):
+        last = (start, kind)
+    if last is None or last[1] != "?":
+        return None
+    start = last[0]
+    m = _LEXEME.match(text, start)
+    if m is None or len(m.group(1) or "") != 3:
+        return None
+    line_start = text.rfind("\n", 0, start) + 1
+    if not _OPENED.match(text, line_start, start):
+        return None
+    line_end = text.find("\n", m.end())
+    rest = text[m.end() : line_end if line_end >= 0 else len(text)]
+    above = text[:line_start].rstrip()
+    if not rest.strip() and not above.endswith(":"):
+        return None
+    return m.group(1)
+
+
+def docstring_head(text: str) -> int:
+    """Where the docstring `text` starts inside ends (after its closing quotes; a window or
+    an excerpt cut inside one), or 0. Its closing quotes are the text's first triple
+    quotes, alone on their line, after a line of prose that does not end with a colon:
+    read from the start, they would open a "string" that runs on over the code after them,
+    and each docstring after it would read inside out."""
+    for start, _, kind in lexemes(text):
+        if kind not in ('"', "?"):
+            continue
+        m = _LEXEME.match(text, start)
+        quote = m.group(1) if m is not None else None
+        if quote is None or len(quote) != 3 or m.start(1) != start:
+            return 0
+        line_start = text.rfind("\n", 0, start) + 1
+        above = text[:line_start].rstrip()
+        if text[line_start:start].strip() or not above or above.endswith(":"):
+            return 0
+        return start + 3 if _REST.match(text, start + 3) is not None else 0
+    return 0
