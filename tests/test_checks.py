@@ -291,6 +291,8 @@ def test_a_text_cut_inside_a_docstring_reads_as_its_file_does():
         "    :return: True if it is, else False\n"
     )
     assert problems(cut_at_end, ":param key: key for item") == []
+    # a fill that closes the docstring turns the prose after it into code
+    assert ("parse", 0) in problems(cut_at_end, 'Done."""')
     # the code around the docstrings is still checked
     assert problems(cut_at_start.replace("key in self", "<mask>"), ":x", "key in selff") == [
         ("name", 1)

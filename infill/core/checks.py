@@ -240,29 +240,56 @@ class _Before:
 
 
 _last_before: list[_Before] = []
-_last_readable: list[tuple[str, int, str]] = []
+_last_cut: list[tuple[str, int, tuple[int, str | None, str]]] = []
+_QUOTING = frozenset("'\"#\\")  # what may change where a text's strings start and end
 
 
-def _readable(text: str, first: int, keep: bool = False) -> str:
-    """`text` as its file reads where a window or an excerpt cut it inside a docstring
-    (infill/core/lexer.py): the prose of one it starts inside blanked up to its closing
-    quotes (line breaks kept, so offsets hold; only before the first hole, at `first`),
-    and the quotes of one it ends inside added after its end. Else the text after a hole
-    in a docstring reads as code full of errors and unknown names. `keep`: the text
-    before the fills, checked many times, keeps its last reading (and so its parse,
-    `_before`)."""
-    last = _last_readable[0] if keep and _last_readable else None  # threads may swap it
+def _blanked(text: str, head: int) -> str:
+    """`text` with its first `head` characters blanked, line breaks kept."""
+    if not head:
+        return text
+    return "".join(c if c == "\n" else " " for c in text[:head]) + text[head:]
+
+
+def _cut(text: str, first: int) -> tuple[int, str | None, str]:
+    """Where `text` was cut inside a docstring (infill/core/lexer.py), and the text as its
+    file reads there: (head, quote, read). `head`: the end of the docstring it starts
+    inside (0: none; only before the first hole, at `first`), whose prose up to its closing
+    quotes `read` blanks, line breaks kept, so offsets hold; `quote`: the quotes of the
+    docstring it ends inside (None: none), which `read` adds after its end. Else the text
+    after a hole in a docstring reads as code full of errors and unknown names. The text
+    before the fills is checked many times: its last cut is kept, and so its parse
+    (`_before`)."""
+    last = _last_cut[0] if _last_cut else None  # one read: threads may swap it
     if last is not None and last[0] is text and last[1] == first:
         return last[2]
-    read = text
-    head = docstring_head(read)
-    if 0 < head <= first:
-        read = "".join(c if c == "\n" else " " for c in read[:head]) + read[head:]
+    head = docstring_head(text)
+    head = head if 0 < head <= first else 0
+    read = _blanked(text, head)
     quote = open_docstring(read)
-    read = read + quote if quote else read
-    if keep:
-        _last_readable[:] = [(text, first, read)]
-    return read
+    cut = (head, quote, read + quote if quote else read)
+    _last_cut[:] = [(text, first, cut)]
+    return cut
+
+
+def _readable(
+    before: str,
+    after: str,
+    before_ranges: Sequence[Range],
+    after_ranges: Sequence[Range],
+) -> tuple[str, str]:
+    """`before` and `after` as their file reads where a window or an excerpt cut them
+    inside a docstring (`_cut`). The text before the first fill is the same in both; past
+    it, `after`'s strings open and close where `before`'s do unless a span (a selection as
+    written) or a fill holds a quote, a comment or a backslash, and only then is `after`
+    read again."""
+    head, quote, read = _cut(before, min((r[0] for r in before_ranges), default=0))
+    spans = [before[a:b] for a, b in before_ranges] + [after[a:b] for a, b in after_ranges]
+    if any(not _QUOTING.isdisjoint(t) for t in spans):
+        blank = _blanked(after, head)
+        quote = open_docstring(blank)
+        return read, blank + quote if quote else blank
+    return read, _blanked(after, head) + (quote or "")
 
 
 def _before(parser: Any, text: str, language: str | None) -> _Before:
@@ -292,8 +319,7 @@ def check_fills(
     are text around them, as a file's many windows are to one window's fills. `source`:
     where the text lives, from which jedi resolves its imports (`member`)."""
     if language == PYTHON:  # a text cut inside a docstring reads as its file does
-        before = _readable(before, min((r[0] for r in before_ranges), default=0), keep=True)
-        after = _readable(after, min((r[0] for r in after_ranges), default=0))
+        before, after = _readable(before, after, before_ranges, after_ranges)
     lines = "line" in kinds
     problems = _broken_lines(before, after, before_ranges, after_ranges, language) if lines else []
     parser = parser_for(language) if set(kinds) - {"line"} else None
