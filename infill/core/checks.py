@@ -58,8 +58,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from diffusion_infill.infill.core.docstring_cuts import as_read
 from diffusion_infill.infill.core.jedi_names import JediBudget, Use, missing_members
-from diffusion_infill.infill.core.lexer import docstring_head, open_docstring
 from diffusion_infill.infill.core.member_uses import member_uses, repeated_keywords
 from diffusion_infill.infill.core.scopes import PythonScopes, python_parser
 from diffusion_infill.infill.core.snippets import Source
@@ -240,56 +240,6 @@ class _Before:
 
 
 _last_before: list[_Before] = []
-_last_cut: list[tuple[str, int, tuple[int, str | None, str]]] = []
-_QUOTING = frozenset("'\"#\\")  # what may change where a text's strings start and end
-
-
-def _blanked(text: str, head: int) -> str:
-    """`text` with its first `head` characters blanked, line breaks kept."""
-    if not head:
-        return text
-    return "".join(c if c == "\n" else " " for c in text[:head]) + text[head:]
-
-
-def _cut(text: str, first: int) -> tuple[int, str | None, str]:
-    """Where `text` was cut inside a docstring (infill/core/lexer.py), and the text as its
-    file reads there: (head, quote, read). `head`: the end of the docstring it starts
-    inside (0: none; only before the first hole, at `first`), whose prose up to its closing
-    quotes `read` blanks, line breaks kept, so offsets hold; `quote`: the quotes of the
-    docstring it ends inside (None: none), which `read` adds after its end. Else the text
-    after a hole in a docstring reads as code full of errors and unknown names. The text
-    before the fills is checked many times: its last cut is kept, and so its parse
-    (`_before`)."""
-    last = _last_cut[0] if _last_cut else None  # one read: threads may swap it
-    if last is not None and last[0] is text and last[1] == first:
-        return last[2]
-    head = docstring_head(text)
-    head = head if 0 < head <= first else 0
-    read = _blanked(text, head)
-    quote = open_docstring(read)
-    cut = (head, quote, read + quote if quote else read)
-    _last_cut[:] = [(text, first, cut)]
-    return cut
-
-
-def _readable(
-    before: str,
-    after: str,
-    before_ranges: Sequence[Range],
-    after_ranges: Sequence[Range],
-) -> tuple[str, str]:
-    """`before` and `after` as their file reads where a window or an excerpt cut them
-    inside a docstring (`_cut`). The text before the first fill is the same in both; past
-    it, `after`'s strings open and close where `before`'s do unless a span (a selection as
-    written) or a fill holds a quote, a comment or a backslash, and only then is `after`
-    read again."""
-    head, quote, read = _cut(before, min((r[0] for r in before_ranges), default=0))
-    spans = [before[a:b] for a, b in before_ranges] + [after[a:b] for a, b in after_ranges]
-    if any(not _QUOTING.isdisjoint(t) for t in spans):
-        blank = _blanked(after, head)
-        quote = open_docstring(blank)
-        return read, blank + quote if quote else blank
-    return read, _blanked(after, head) + (quote or "")
 
 
 def _before(parser: Any, text: str, language: str | None) -> _Before:
@@ -313,13 +263,12 @@ def check_fills(
     only: Collection[int] | None = None,
     source: Source | None = None,
 ) -> list[Problem]:
-    """The problems of `kinds` that the fills at `after_ranges` bring into `after` (see
-    the module docstring); [] when none. Only `line` runs when no grammar for `language`
-    is installed. `only`: the indices of the fills to look at (default: all); the others
-    are text around them, as a file's many windows are to one window's fills. `source`:
-    where the text lives, from which jedi resolves its imports (`member`)."""
+    """The problems of `kinds` that the fills at `after_ranges` bring into `after` (the
+    module docstring); [] when none. Only `line` runs without a grammar for `language`.
+    `only`: the fills to look at (default: all; the others are text around them, as a
+    file's windows are to one window's fills). `source`: where the text lives (jedi)."""
     if language == PYTHON:  # a text cut inside a docstring reads as its file does
-        before, after = _readable(before, after, before_ranges, after_ranges)
+        before, after = as_read(before, after, before_ranges, after_ranges)
     lines = "line" in kinds
     problems = _broken_lines(before, after, before_ranges, after_ranges, language) if lines else []
     parser = parser_for(language) if set(kinds) - {"line"} else None

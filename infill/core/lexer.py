@@ -10,7 +10,7 @@ anywhere: a window of a file, a fill being written).
 `lexemes` serves the fill ends (infill/core/echo.py); `prose_ranges` the fixer, which
 names no token of a comment or a docstring (infill/core/repair.py `score_text`);
 `open_docstring` and `docstring_head` the checks, which read a text cut inside a docstring
-as the file reads (infill/core/checks.py).
+as the file reads (infill/core/docstring_cuts.py).
 """
 
 from __future__ import annotations
