@@ -283,6 +283,9 @@ def test_a_text_cut_inside_a_docstring_reads_as_its_file_does():
         "        return key in self\n"
     )
     assert problems(cut_at_start, ":param key: key for item") == []
+    # a hole in the docstring it starts inside is in a string too
+    in_cut = cut_at_start.replace(":raises KeyError:", "<mask>", 1)
+    assert problems(in_cut, ":raises KeyError: if it is not there", ":x") == []
     # a window that ends inside one: what follows the hole is its text, not code
     cut_at_end = (
         "def has_key(self, key):\n"

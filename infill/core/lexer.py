@@ -114,22 +114,26 @@ def open_docstring(text: str) -> str | None:
     return m.group(1)
 
 
+_TRIPLE = re.compile(r"\"\"\"|'''")
+# what code ends with before the quotes that open a string: `x = """`, `f("""`, `return """`
+_OPENS_AFTER = re.compile(r"(?:[=(\[{,:]|\breturn|\byield|\b[rRbBuUfF]{1,2})\Z")
+
+
 def docstring_head(text: str) -> int:
     """Where the docstring `text` starts inside ends (after its closing quotes; a window or
     an excerpt cut inside one), or 0. Its closing quotes are the text's first triple
-    quotes, alone on their line, after a line of prose that does not end with a colon:
-    read from the start, they would open a "string" that runs on over the code after them,
-    and each docstring after it would read inside out."""
-    for start, _, kind in lexemes(text):
-        if kind not in ('"', "?"):
-            continue
-        m = _LEXEME.match(text, start)
-        quote = m.group(1) if m is not None else None
-        if quote is None or len(quote) != 3 or m.start(1) != start:
-            return 0
-        line_start = text.rfind("\n", 0, start) + 1
-        above = text[:line_start].rstrip()
-        if text[line_start:start].strip() or not above or above.endswith(":"):
-            return 0
-        return start + 3 if _REST.match(text, start + 3) is not None else 0
-    return 0
+    quotes, with nothing but spaces or a comment after them on their line, and before
+    them either prose (not code that opens a string: `x = \"\"\"`, `f(\"\"\"`) or only
+    spaces after a line that does not end with a colon (a docstring's opening quotes alone
+    on their line follow a `def` or a `class`). Read from the start, they would open a
+    "string" that runs on over the code after them, and each docstring after it would
+    read inside out."""
+    m = _TRIPLE.search(text)
+    if m is None or _REST.match(text, m.end()) is None:
+        return 0
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    before = text[line_start : m.start()].rstrip()
+    if before:
+        return 0 if _OPENS_AFTER.search(before) else m.end()
+    above = text[:line_start].rstrip()
+    return m.end() if above and not above.endswith(":") else 0
