@@ -27,6 +27,10 @@ corpus) and times, from request sent to response received:
 - fix selection: a line with one injected bug (operator, comparison, variable,
   off-by-one) selected and fixed.
 
+`--repo-set SPLIT` takes the inline cases' lines from the files of the repository set's
+packages of that split (benchmarks/repo_set.py) instead, each opened as its file, the
+packages the server's workspace folders: repository context as a user's workspace gives it.
+
 `--vs KEY=JSON` compares two configurations of the inline cases in one run of the server: each
 line's cases run with and without those settings in turn (the order alternating; the
 server told by `workspace/didChangeConfiguration`), so that a machine whose speed drifts
@@ -49,6 +53,7 @@ import platform
 import statistics
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +62,7 @@ from pygls.lsp.client import LanguageClient
 
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files, mid_line_cut
 from benchmarks.lsp_bench_client import Bench, capabilities, exact_offers
+from benchmarks.repo_set import DATA, PACKAGES, SPLITS, repo_holes
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.docstring import missing_docstrings
 
@@ -117,9 +123,12 @@ CASES = [
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    client = await _started(args)
-    b = Bench(client)
     docs = documents(args.requests, args.seed)
+    folders: list[Path] = []
+    if args.repo_set:
+        docs["lines"], folders = repo_lines(args.repo_set, args.requests, args.seed, DATA)
+    client = await _started(args, folders)
+    b = Bench(client)
     inline = INLINE + [c + VS for c in INLINE] if args.vs else INLINE
     cases = inline + CASES[len(INLINE) :]
     try:
@@ -138,6 +147,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "requests": args.requests,
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
         "settings": args.setting,
+        "repo_set": args.repo_set,
         "vs_settings": args.vs or None,
         "cases": found,
         "completion quality": {c: b.completion_quality(c) for c in inline},
@@ -146,9 +156,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def _started(args: argparse.Namespace) -> LanguageClient:
-    """The server over stdio, initialized with --setting's settings and its worker: one it
-    spawns (with --model and --device) or --worker's."""
+async def _started(args: argparse.Namespace, folders: list[Path]) -> LanguageClient:
+    """The server over stdio, initialized with --setting's settings, its worker (one it
+    spawns, with --model and --device, or --worker's) and `folders` as its workspace."""
     client = LanguageClient("bench-lsp", "1")
     await client.start_io(sys.executable, "-m", "diffusion_infill.lsp.server", cwd=str(ROOT))
     settings: dict[str, Any] = {"progressDelay": 60_000, **args.setting}
@@ -158,8 +168,13 @@ async def _started(args: argparse.Namespace) -> LanguageClient:
         settings["modelDir"] = str(args.model)
     if args.device:
         settings["device"] = args.device
+    workspace = [types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders]
     await client.initialize_async(
-        types.InitializeParams(capabilities=capabilities(), initialization_options=settings)
+        types.InitializeParams(
+            capabilities=capabilities(),
+            initialization_options=settings,
+            workspace_folders=workspace or None,
+        )
     )
     client.initialized(types.InitializedParams())
     return client
@@ -220,14 +235,45 @@ async def _run_cases(b: Bench, docs: dict[str, list[Any]], args: argparse.Namesp
 
 
 async def _inline_cases(b: Bench, ex: Any, keystrokes: int, suffix: str) -> None:
-    """The three inline completion cases of one held-out line, each case named + suffix."""
+    """The three inline completion cases of one held-out line, each case named + suffix
+    (a line of --repo-set in its file, as that file's document)."""
+    uri = getattr(ex, "uri", None)
     cut = ex.start + mid_line_cut(ex.truth)
     rest = ex.text[:cut] + ex.text[ex.end :]
-    await b.inline(f"inline completion{suffix}", rest, cut, ex.text[cut : ex.end])
+    await b.inline(f"inline completion{suffix}", rest, cut, ex.text[cut : ex.end], uri)
     empty = ex.text[: ex.start] + ex.text[ex.end :]
-    await b.inline(f"inline completion (empty line){suffix}", empty, ex.start, ex.truth)
+    await b.inline(f"inline completion (empty line){suffix}", empty, ex.start, ex.truth, uri)
     truth = ex.text[cut : ex.end]
-    await b.typing(f"inline completion (typing){suffix}", rest, cut, truth, keystrokes)
+    await b.typing(f"inline completion (typing){suffix}", rest, cut, truth, keystrokes, uri)
+
+
+@dataclass(frozen=True)
+class RepoLine:
+    """A held-out line in its whole file, a file of a package of the repository set."""
+
+    text: str
+    start: int
+    end: int
+    truth: str
+    uri: str
+
+
+def repo_lines(split: str, n: int, seed: int, data: Path) -> tuple[list[RepoLine], list[Path]]:
+    """`n` lines of the files of the repository set's `split` packages
+    (benchmarks/repo_set.py), each in its whole file, and the packages' folders: the
+    workspace folders the server indexes (`repositoryContext`)."""
+    data = data.resolve()
+    folders = [data / k for k, v in PACKAGES.items() if v[2] == split]
+    if any(not f.is_dir() for f in folders):
+        sys.exit(f"{data} lacks the packages: python -m benchmarks.repo_set")
+    out = []
+    for hole in repo_holes(split, "cursor", 2 * n, seed, data):
+        path = data / hole.package / hole.path
+        full, ex = path.read_text(), hole.example
+        at = full.find(ex.text)
+        if at >= 0 and full.find(ex.text, at + 1) < 0:
+            out.append(RepoLine(full, at + ex.start, at + ex.end, ex.truth, path.as_uri()))
+    return out[:n], folders
 
 
 def paired(cases: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -308,6 +354,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument(
         "--keystrokes", type=int, default=6, help="characters typed per line in the typing case"
+    )
+    p.add_argument(
+        "--repo-set",
+        choices=SPLITS,
+        help="inline completion on lines of the repository set's packages of this split, "
+        "each package a workspace folder (repository context as a user gets it)",
     )
     p.add_argument(
         "--only-completion",

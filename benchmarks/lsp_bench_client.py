@@ -51,9 +51,10 @@ class Bench:
         # per typing case: keystrokes answered with the last offer less the typed character
         self.kept: dict[str, int] = {}
 
-    def open(self, text: str) -> tuple[str, Lines]:
+    def open(self, text: str, uri: str | None = None) -> tuple[str, Lines]:
+        """Open `text` as the document `uri` (default: a new file of its own)."""
         self.docs += 1
-        uri = f"file:///bench/doc{self.docs}.py"
+        uri = uri or f"file:///bench/doc{self.docs}.py"
         self.client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 text_document=types.TextDocumentItem(
@@ -104,8 +105,10 @@ class Bench:
         finally:
             self.close(uri)
 
-    async def inline(self, case: str, text: str, at: int, truth: str) -> None:
-        uri, lines = self.open(text)
+    async def inline(
+        self, case: str, text: str, at: int, truth: str, uri: str | None = None
+    ) -> None:
+        uri, lines = self.open(text, uri)
         try:
             params = self._inline_params(uri, lines.position(at))
             got = await self.timed(
@@ -115,10 +118,12 @@ class Bench:
         finally:
             self.close(uri)
 
-    async def typing(self, case: str, text: str, at: int, truth: str, keys: int) -> None:
+    async def typing(
+        self, case: str, text: str, at: int, truth: str, keys: int, uri: str | None = None
+    ) -> None:
         """Type the first `keys` characters of `truth` at `at`, one per change, and time a
         completion after each (the one before the first keystroke is not timed)."""
-        uri, _ = self.open(text)
+        uri, _ = self.open(text, uri)
         try:
             first = await self.client.text_document_inline_completion_async(
                 self._inline_params(uri, Lines(text).position(at))

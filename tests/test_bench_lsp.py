@@ -88,3 +88,32 @@ def test_typing_counts_the_keystrokes_answered_with_the_last_offer_less_what_was
     assert q["n"] == 3 and q["offers_kept"] == 1 / 3
     assert q["offered"] == ["bd", "c", None] and q["truths"] == ["bc", "c", ""]
     assert q["exact_match"] == 1 / 3  # "c" after "ab"
+
+
+def test_lines_of_the_repository_set_are_completed_in_their_files(tmp_path, monkeypatch) -> None:
+    import benchmarks.bench_lsp as bench_lsp
+    import benchmarks.repo_set as repo_set
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "".join(f"    total = total + value_{i} * {i}\n" for i in range(40))
+    (package / "mod.py").write_text(f"def f(total):\n{body}    return total\n")
+    monkeypatch.setattr(repo_set, "PACKAGES", {"pkg": ("1.0", "MIT", "test")})
+    monkeypatch.setattr(bench_lsp, "PACKAGES", repo_set.PACKAGES)
+    monkeypatch.setattr(bench_lsp, "DATA", tmp_path)
+    lines, folders = bench_lsp.repo_lines("test", 2, 0, tmp_path)
+    assert folders == [package.resolve()] and lines
+    assert all(x.uri == (package / "mod.py").resolve().as_uri() for x in lines)
+    assert all(x.text[x.start : x.end] == x.truth for x in lines)
+    out = tmp_path / "lsp.json"
+    with fake_worker() as address:
+        main(
+            ["--worker", address, "--repo-set", "test", "--only-completion", "--requests", "1"]
+            + ["--keystrokes", "1", "--out", str(out)]
+        )
+    got = json.loads(out.read_text())
+    assert got["repo_set"] == "test"
+    assert all(got["cases"][case]["n"] > 0 for case in INLINE)
+    monkeypatch.setattr(bench_lsp, "DATA", tmp_path / "none")
+    with pytest.raises(SystemExit, match="lacks the packages"):
+        main(["--worker", address, "--repo-set", "test", "--only-completion"])
