@@ -286,6 +286,12 @@ def test_a_text_cut_inside_a_docstring_reads_as_its_file_does():
     # a hole in the docstring it starts inside is in a string too
     in_cut = cut_at_start.replace(":raises KeyError:", "<mask>", 1)
     assert problems(in_cut, ":raises KeyError: if it is not there", ":x") == []
+    # a module's docstring after its licence comments opens a string, it closes none
+    module = (
+        '# SPDX: MIT\n\n"""\n   Doc of the module.\n"""\nimport click\n\n\ndef f():\n    <mask>\n'
+    )
+    assert problems(module, "click.echo()") == []
+    assert problems(module, "clack.echo()") == [("name", 0)]
     # a window that ends inside one: what follows the hole is its text, not code
     cut_at_end = (
         "def has_key(self, key):\n"

@@ -122,18 +122,23 @@ _OPENS_AFTER = re.compile(r"(?:[=(\[{,:]|\breturn|\byield|\b[rRbBuUfF]{1,2})\Z")
 def docstring_head(text: str) -> int:
     """Where the docstring `text` starts inside ends (after its closing quotes; a window or
     an excerpt cut inside one), or 0. Its closing quotes are the text's first triple
-    quotes, with nothing but spaces or a comment after them on their line, and before
-    them either prose (not code that opens a string: `x = \"\"\"`, `f(\"\"\"`) or only
-    spaces after a line that does not end with a colon (a docstring's opening quotes alone
-    on their line follow a `def` or a `class`). Read from the start, they would open a
-    "string" that runs on over the code after them, and each docstring after it would
-    read inside out."""
-    m = _TRIPLE.search(text)
-    if m is None or _REST.match(text, m.end()) is None:
-        return 0
-    line_start = text.rfind("\n", 0, m.start()) + 1
-    before = text[line_start : m.start()].rstrip()
-    if before:
-        return 0 if _OPENS_AFTER.search(before) else m.end()
-    above = text[:line_start].rstrip()
-    return m.end() if above and not above.endswith(":") else 0
+    quotes outside a comment, with nothing but spaces or a comment after them on their
+    line, and before them either prose (not code that opens a string: `x = \"\"\"`,
+    `f(\"\"\"`) or only spaces, after a line of prose that does not end with a colon (a
+    docstring's opening quotes alone on their line follow a `def`, a `class`, or only
+    comments at the start of a module). Read from the start, they would open a "string"
+    that runs on over the code after them, and each docstring after it would read inside
+    out."""
+    for m in _TRIPLE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        before = text[line_start : m.start()].strip()
+        if before.startswith("#"):
+            continue
+        if _REST.match(text, m.end()) is None:
+            return 0
+        if before:
+            return 0 if _OPENS_AFTER.search(before) else m.end()
+        above = [ln.strip() for ln in text[:line_start].split("\n")]
+        prose = [ln for ln in above if ln and not ln.startswith("#")]
+        return m.end() if prose and not prose[-1].endswith(":") else 0
+    return 0
