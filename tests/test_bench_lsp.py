@@ -12,6 +12,14 @@ from lsprotocol import types
 from benchmarks.bench_lsp import CASES, INLINE, VS, Bench, main
 
 
+def _bench(tmp_path, *argv: str) -> dict:
+    """The results bench_lsp writes with `argv` against a server on the fake worker."""
+    out = tmp_path / "lsp.json"
+    with fake_worker() as address:
+        main(["--worker", address, *argv, "--out", str(out)])
+    return json.loads(out.read_text())
+
+
 def _list(text: str) -> types.InlineCompletionList:
     return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text)])
 
@@ -30,13 +38,8 @@ def test_an_empty_lines_offer_is_compared_on_its_first_line() -> None:
 
 
 def test_two_configurations_are_timed_interleaved_in_one_session(tmp_path, capsys) -> None:
-    out = tmp_path / "lsp.json"
-    with fake_worker() as address:
-        main(
-            ["--worker", address, "--only-completion", "--requests", "2", "--keystrokes", "2"]
-            + ["--vs", "completionSteps=2", "--out", str(out)]
-        )
-    got = json.loads(out.read_text())
+    argv = ["--only-completion", "--requests", "2", "--keystrokes", "2"]
+    got = _bench(tmp_path, *argv, "--vs", "completionSteps=2")
     assert got["vs_settings"] == {"completionSteps": 2}
     for case in INLINE:  # every line's cases ran with and without the second configuration
         assert got["cases"][case]["n"] == got["cases"][case + VS]["n"] > 0
@@ -46,10 +49,7 @@ def test_two_configurations_are_timed_interleaved_in_one_session(tmp_path, capsy
 
 
 def test_every_case_is_timed(tmp_path) -> None:
-    out = tmp_path / "lsp.json"
-    with fake_worker() as address:
-        main(["--worker", address, "--requests", "1", "--keystrokes", "1", "--out", str(out)])
-    got = json.loads(out.read_text())["cases"]
+    got = _bench(tmp_path, "--requests", "1", "--keystrokes", "1")["cases"]
     assert "rewrite selection (lines)" in CASES
     assert all(got[case]["n"] > 0 for case in CASES), {c: got.get(c) for c in CASES}
 
@@ -105,15 +105,11 @@ def test_lines_of_the_repository_set_are_completed_in_their_files(tmp_path, monk
     assert folders == [package.resolve()] and lines
     assert all(x.uri == (package / "mod.py").resolve().as_uri() for x in lines)
     assert all(x.text[x.start : x.end] == x.truth for x in lines)
-    out = tmp_path / "lsp.json"
-    with fake_worker() as address:
-        main(
-            ["--worker", address, "--repo-set", "test", "--only-completion", "--requests", "1"]
-            + ["--keystrokes", "1", "--out", str(out)]
-        )
-    got = json.loads(out.read_text())
+    got = _bench(
+        tmp_path, "--repo-set", "test", "--only-completion", "--requests", "1", "--keystrokes", "1"
+    )
     assert got["repo_set"] == "test"
     assert all(got["cases"][case]["n"] > 0 for case in INLINE)
     monkeypatch.setattr(bench_lsp, "DATA", tmp_path / "none")
-    with pytest.raises(SystemExit, match="lacks the packages"):
-        main(["--worker", address, "--repo-set", "test", "--only-completion"])
+    with pytest.raises(SystemExit, match="lacks the packages"):  # before any server starts
+        main(["--repo-set", "test", "--only-completion"])
