@@ -17,7 +17,9 @@ must agree), then:
   it (`--min-confidence`); coverage is the share of positions shown, precision the share
   of those exactly right (and for completions, whose text is the start of the truth);
   and the point at `--min-confidence` (default: the server's completionMinConfidence);
-- runner-ups: how often the truth is among the (up to 3) items against the first one.
+- runner-ups: how often the truth is among the (up to 3) items against the first one;
+- for completions, the positions where no copy is found: how many show an item, and the
+  surest item's confidence there.
 
 Prints the figures and writes benchmarks/results/confidence_<model>_<split>.json (the
 first rows file's split; or --out).
@@ -157,6 +159,21 @@ def kind_figures(rows: list[dict], score: Scorer, floor: float) -> dict[str, Any
             for r in rows
         )
         / len(rows),
+        "no_copy": _no_copy(rows, ranked, floor),
+    }
+
+
+def _no_copy(rows: list[dict], ranked: list[list[tuple[float, bool, bool]]], floor: float) -> Any:
+    """A completion kind's positions where no copy is found: how many, how many show an
+    item at `floor`, and the surest item's confidence there (what lsp/offers.py
+    `fill_hidden` rests on); None for fills."""
+    if not rows or rows[0]["kind"] not in COMPLETIONS:
+        return None
+    alone = [r for r, row in zip(ranked, rows, strict=True) if not row.get("copies")]
+    return {
+        "positions": len(alone),
+        "shown_at_default": sum(bool(r) and r[0][0] >= floor for r in alone),
+        "surest": max((r[0][0] for r in alone if r), default=None),
     }
 
 

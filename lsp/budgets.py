@@ -33,11 +33,13 @@ ACCELERATOR_COMPLETION_WINDOW = 384
 
 @dataclass(frozen=True)
 class Machine:
-    """What the worker said it computes on (None: not said yet)."""
+    """What the worker said it computes on, and whether its fills carry a confidence
+    (None, False: not said yet)."""
 
     device: str | None = None  # "cpu", "cuda:0", ...
     precision: str | None = None  # "bf16", "fp32", "int8"
     cpu_bf16: bool = False  # the CPU has bf16 instructions
+    confidence: bool = False  # the model's fills carry a calibrated confidence
 
     @property
     def cpu(self) -> bool:

@@ -24,7 +24,8 @@ denoising step.
 Up to `completionItems` items, surest first, none below `completionMinConfidence`: the fill,
 its runner-ups, and copies of what follows the code before the cursor in the workspace
 (infill/core/copy_offers.py; lsp/offers.py `offered`); an empty line's sure copy asks no
-model (`answers_alone`).
+model (`answers_alone`), nor does an empty line with no copy at all, whose fill alone would
+be below the floor (`fill_hidden`: where the worker's fills carry a confidence).
 
 While the user types the characters a completion offered, the rest of it is the answer
 at once, without the model (`completionTypedThrough`; lsp/offers.py).
@@ -49,6 +50,7 @@ from diffusion_infill.infill.core.errors import InfillError
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import SpanFill
 from diffusion_infill.infill.core.spans import Span
+from diffusion_infill.infill.serve.protocol import Result
 from diffusion_infill.lsp.budgets import (
     UNKNOWN,
     Machine,
@@ -58,15 +60,20 @@ from diffusion_infill.lsp.budgets import (
 )
 from diffusion_infill.lsp.excerpt import Excerpt, excerpt
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
-from diffusion_infill.lsp.offers import Offer, answers_alone, offered, typed_through
+from diffusion_infill.lsp.offers import (
+    Offer,
+    answers_alone,
+    fill_hidden,
+    offered,
+    shape,
+    typed_through,
+)
 from diffusion_infill.lsp.operations import repository_context
 from diffusion_infill.lsp.positions import LINE_BREAK
 from diffusion_infill.lsp.progress import WorkProgress, live_view
 from diffusion_infill.lsp.settings import Settings
 
 _WORD = re.compile(r"\w*$")
-# A line break followed by a line of spaces and tabs alone and its line break.
-_BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r(?!\n)|\n)")
 # what may follow the cursor on its line for a completion to make sense: closing
 # brackets and quotes, separators, a comment (nothing a fill would duplicate)
 _CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
@@ -212,20 +219,12 @@ class Completions(Feature):
                 await host.worker.connect()
                 if host.worker.machine != machine:  # it greeted meanwhile: its budgets
                     ask = ask_on(host.worker.machine) or ask
+                floor = s.completion_min_confidence
+                if host.worker.machine.confidence and fill_hidden(copies, ask.multiline, floor):
+                    host.log("completion: none (an empty line with no copy, a fill alone unsure)")
+                    return None
                 timer.reschedule(deadline())
-                # Progress only with the request's own token: a server-created progress
-                # bar per keystroke would be noise.
-                async with WorkProgress(
-                    host, "Infill: completing", token=token, delay=None
-                ) as progress:
-                    result = await host.worker.fill(
-                        ask.excerpt.text,
-                        spans=[ask.span],
-                        marker=s.hole_marker,
-                        language=snap.language,
-                        options=ask.options,
-                        on_step=live_view(host, snap, "completion", progress),
-                    )
+                result = await self._fill(snap, ask, token)
         except TimeoutError:  # the worker's job was cancelled on the way out
             ms = round((asyncio.get_running_loop().time() - started) * 1000)
             host.log(f"completion: no answer by its deadline, dropped after {ms} ms")
@@ -237,6 +236,22 @@ class Completions(Feature):
             return None  # stale: never offer text computed for an older version
         fill = result.fills[0] if result.fills else None
         return self._offered(uri, snap, at, ask, fill, copies)
+
+    async def _fill(
+        self, snap: Snapshot, ask: CompletionAsk, token: types.ProgressToken | None
+    ) -> Result:
+        """The worker's fill of `ask`, its progress shown only with the request's own
+        `token` (a server-created progress bar per keystroke would be noise)."""
+        host = self.host
+        async with WorkProgress(host, "Infill: completing", token=token, delay=None) as progress:
+            return await host.worker.fill(
+                ask.excerpt.text,
+                spans=[ask.span],
+                marker=host.settings.hole_marker,
+                language=snap.language,
+                options=ask.options,
+                on_step=live_view(host, snap, "completion", progress),
+            )
 
     async def _copies(self, snap: Snapshot, ask: CompletionAsk) -> list[OfferedCopy]:
         """The copies at a completion's cursor (`completion_copies`)."""
@@ -350,27 +365,6 @@ def completion_options(
         carry_key=carry,
         runner_ups=more,
     )
-
-
-def shape(text: str, *, multiline: bool, at_line_end: bool) -> str:
-    """The fill as offered: one line (cut at the first line break) unless multi-line, and
-    a multi-line one ends at its first blank line (a block ends there; past it the model
-    guesses at the next one, and the last of its few passes commits every slot still
-    masked, mostly as line breaks: offers of 14 lines on average, half of them with runs
-    of blank lines, before this cut); trailing whitespace dropped when nothing follows on
-    the line; "" when only whitespace is left."""
-    if not multiline:
-        m = LINE_BREAK.search(text)
-        if m is not None:
-            text = text[: m.start()]
-    else:
-        m = _BLANK_LINE.search(text)
-        if m is not None:
-            text = text[: m.start()]
-        text = text.rstrip(" \t\r\n")
-    if at_line_end:
-        text = text.rstrip(" \t")
-    return text if text.strip() else ""
 
 
 def completion_list(done: Completion) -> types.CompletionList:

@@ -81,12 +81,13 @@ class WorkerConnection:
     @property
     def machine(self) -> Machine:
         """What the worker said it computes on: device, precision, whether its CPU has bf16
-        instructions (`UNKNOWN` until it has greeted this connection)."""
+        instructions, whether its fills carry a confidence (`UNKNOWN` until it has
+        greeted this connection)."""
         c = self._client
         if c is None or c.welcome is None:
             return UNKNOWN
         w = c.welcome
-        return Machine(w.device, w.precision, w.cpu_bf16)
+        return Machine(w.device, w.precision, w.cpu_bf16, w.confidence)
 
     @property
     def description(self) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fakes import TargetDenoiser
+from test_confidence import CALIBRATED
 from worker_fake_main import HERE, WorkerFake, running
 
 from diffusion_infill.infill import InfillError, SamplerOptions, Span, fill_text
@@ -64,6 +65,20 @@ def _scores(scores: list[TokenScore]) -> list[tuple]:
         )
         for s in scores
     ]
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_the_welcome_says_whether_the_fills_carry_a_confidence(sock, calibrated):
+    den = WorkerFake(confidence=0.5)
+    den.calibration = CALIBRATED if calibrated else None
+    with running(Worker(denoiser=den), sock):
+
+        async def go():
+            async with WorkerClient(sock) as c:
+                return c.welcome
+
+        welcome = asyncio.run(go())
+    assert welcome is not None and welcome.confidence is calibrated
 
 
 def test_fill_fix_score_info_match_the_in_process_engine(sock):

@@ -256,3 +256,30 @@ def test_a_completion_on_an_empty_line_offers_the_line_after_its_line_before_els
 
     with fake_worker(fake) as address:
         run(go())
+
+
+@pytest.mark.parametrize(
+    ("calibrated", "floor", "asked"),
+    [(True, None, False), (True, 0.1, True), (False, None, True)],
+)
+def test_an_empty_line_with_no_copy_asks_no_model_where_its_fill_alone_would_be_hidden(
+    calibrated, floor, asked
+):
+    # nothing else in the file reads as the line before the cursor: no copy. At the
+    # default floor a fill alone is never shown there, so the model is not asked; at a low
+    # floor it is, and so it is by a worker whose fills carry no confidence
+    text = "def area(r):\n    \n    return r\n"
+    fake = Calibrated(0.99) if calibrated else LspFake()
+
+    async def go():
+        settings = {} if floor is None else {"completionMinConfidence": floor}
+        async with lsp(address, settings) as (client, _):
+            uri = open_doc(client, "alone.py", text)
+            got = await inline(client, uri, pos(1, 4))
+            assert bool(fake.calls) is asked
+            assert bool(got) is asked
+            if not asked:
+                assert any("an empty line with no copy" in m.message for m in client.log_messages)
+
+    with fake_worker(fake) as address:
+        run(go())

@@ -7,8 +7,8 @@ import pytest
 
 from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.lsp.actions import find_docstring_slot
-from diffusion_infill.lsp.completion import shape
 from diffusion_infill.lsp.excerpt import definition_start, excerpt
+from diffusion_infill.lsp.offers import shape
 from diffusion_infill.lsp.operations import action_options
 from diffusion_infill.lsp.settings import Settings, parse
 

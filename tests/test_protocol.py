@@ -128,6 +128,7 @@ def test_optional_fields_take_their_defaults():
     body = msgpack.packb({"v": PROTOCOL_VERSION, "type": "welcome", "model": "m", "device": "cpu"})
     assert decode_reply(body) == Welcome("m", "cpu", "")
     assert Welcome("m", "cpu", "").cpu_bf16 is False  # not said: no bf16 instructions
+    assert Welcome("m", "cpu", "").confidence is False  # not said: fills without one
 
 
 def _wire(**fields):

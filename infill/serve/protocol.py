@@ -249,6 +249,10 @@ class Welcome(Message):
     # the CPU has bf16 instructions (int8 there was timed the faster, not the only fast
     # choice); False: it has none, or not said (an older worker, an accelerator)
     cpu_bf16: bool = _f(BOOL, default=False)
+    # the model's fills carry a calibrated confidence (confidence weights beside its
+    # weights), so that a client can skip work whose result its floor would hide; False:
+    # they carry none, or not said (an older worker)
+    confidence: bool = _f(BOOL, default=False)
 
 
 @dataclass(frozen=True)

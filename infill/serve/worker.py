@@ -264,6 +264,7 @@ class Worker:
             self._device(),
             self._precision(),
             bool(getattr(self.denoiser, "cpu_bf16", False)),
+            getattr(self.denoiser, "calibration", None) is not None,
         )
 
     def info(self, rid: int) -> WorkerInfo:
