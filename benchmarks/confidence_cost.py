@@ -37,7 +37,7 @@ from benchmarks.results_file import write_results
 from diffusion_infill.infill.core import sampler, steps
 from diffusion_infill.infill.core.engine import prepare_fill
 from diffusion_infill.infill.core.sampler import denoise
-from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.completion_ask import completion_ask
 from diffusion_infill.lsp.offers import offered
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.loading import default_model_dir, load_denoiser

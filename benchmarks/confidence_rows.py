@@ -55,7 +55,7 @@ from diffusion_infill.infill.core.options import (
     DEFAULT_LENGTHS,
 )
 from diffusion_infill.infill.core.sampler import denoise
-from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.completion_ask import completion_ask
 from diffusion_infill.lsp.settings import Settings
 from diffusion_infill.model.loading import load_denoiser
 

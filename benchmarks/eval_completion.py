@@ -6,11 +6,11 @@
 
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
-(lsp/completion.py `completion_options`, its excerpt and lsp/offers.py `shape`, its top
-item ranked among the fill, its runner-ups and the copies of the document's code
+(lsp/completion_ask.py `completion_options`, its excerpt and lsp/offers.py `shape`, its
+top item ranked among the fill, its runner-ups and the copies of the document's code
 (`offered`, no confidence floor; `without_copies`: the same without the copies, paired),
-the settings given by `--setting`, e.g. `multilineSteps=16`; a one-line completion takes 4 passes on 256 tokens,
-the server's choice before it knows the worker's machine, unless `completionSteps` and
+the settings given by `--setting`, e.g. `multilineSteps=16`; a one-line completion takes
+4 passes on 256 tokens, the server's choice before it knows the worker's machine, unless `completionSteps` and
 `completionWindowTokens` are given: a CPU without bf16's is `--setting completionSteps=3
 --setting completionWindowTokens=128`) by the engine in this process:
 
@@ -61,7 +61,7 @@ from benchmarks.heldout import (
 from benchmarks.results_file import write_results
 from diffusion_infill import infill
 from diffusion_infill.infill.core.copy_offers import completion_copies
-from diffusion_infill.lsp.completion import completion_ask
+from diffusion_infill.lsp.completion_ask import completion_ask
 from diffusion_infill.lsp.offers import answers_alone, offered
 from diffusion_infill.lsp.settings import Settings, parse
 from diffusion_infill.model.loading import default_model_dir, load_denoiser

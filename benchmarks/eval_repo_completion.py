@@ -9,8 +9,10 @@ rest of the package present), in the file as the language server sends it (its e
 lsp/excerpt.py), is cut after the space nearest its middle, the rest of it deleted: the
 truth is the rest of the line (`mid-line`); or with `--case empty-line`, its code is
 deleted, the cursor after its indentation: the truth is the line. The server's
-completion runs on it (lsp/completion.py `completion_ask`, its default settings, the
-engine in this process), and its items are ranked as the server ranks them (`offered`):
+completion runs on it (lsp/completion_ask.py `completion_ask`, its default settings, the
+engine in this process; on an empty line the model is asked as the server asks it at its
+default floor: for nothing where a copy is sure alone or none is found, else for one line,
+lsp/offers.py `one_line_enough`), and its items are ranked as the server ranks them (`offered`):
 the fill and its runner-ups alone; with the copies of the excerpt
 (infill/core/copy_offers.py); and with the copies of the snippets that infill/context
 retrieves from the package's other files too (`repositoryContext`).
@@ -43,8 +45,8 @@ from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill import infill
 from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.core.copy_offers import completion_copies
-from diffusion_infill.lsp.completion import completion_ask
-from diffusion_infill.lsp.offers import answers_alone, offered
+from diffusion_infill.lsp.completion_ask import CompletionAsk, completion_ask
+from diffusion_infill.lsp.offers import answers_alone, offered, one_line_enough
 from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE, Settings
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
@@ -62,14 +64,6 @@ def _record(den, hole, repo: RepoContext, settings: Settings, case: str) -> dict
     ask = completion_ask(doc, at, bounds, settings)
     if ask is None or not truth.strip():
         return None
-    options = replace(ask.options, carry_key="")
-    t0 = time.perf_counter()
-    try:
-        result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den, options=options)
-        fill = result.fills[0] if result.fills else None
-    except infill.InfillError:
-        fill = None
-    ms = (time.perf_counter() - t0) * 1000
     text, cursor = ask.excerpt.text, ask.span.start
     t0 = time.perf_counter()
     snippets = repo.snippets(repo.root / hole.path, text, [(cursor, cursor)])
@@ -80,14 +74,37 @@ def _record(den, hole, repo: RepoContext, settings: Settings, case: str) -> dict
     }
     copy_ms = (time.perf_counter() - t0) * 1000
     every = replace(settings, completion_min_confidence=0.0)
-    record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": round(ms, 1)}
+    record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": None}
     record["copies_ms"] = round(copy_ms, 2)
+    fills: dict[bool, tuple] = {}  # by one line or not: the fill and its ms
     for arm, found in copies.items():
-        # as the server does: a copy sure enough on its own is offered without the fill
+        # as the server does at its default floor: a copy sure enough on its own is offered
+        # without the fill; above LONE_LINE an empty line's fill is one line, and none at
+        # all without a copy (lsp/offers.py `one_line_enough`)
         alone = answers_alone(found, ask.multiline)
-        record[arm] = offered(ask.offer, None if alone else fill, every, found, ask.multiline)
+        one_line = one_line_enough(ask.multiline, settings)
+        asked, fill = ask, None
+        if not alone and not (one_line and not found):
+            asked = completion_ask(doc, at, bounds, settings, one_line=one_line) or ask
+            if one_line not in fills:
+                fills[one_line] = _fill(den, asked)
+            fill, ms = fills[one_line]
+            record["ms"] = round(ms, 1)
+        record[arm] = offered(asked.offer, fill, every, found, ask.multiline)
         record[f"{arm}_alone"] = alone
     return record
+
+
+def _fill(den, ask: CompletionAsk) -> tuple:  # noqa: ANN001
+    """The server's fill of `ask` (None where it fails) and its milliseconds."""
+    t0 = time.perf_counter()
+    options = replace(ask.options, carry_key="")
+    try:
+        result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den, options=options)
+        fill = result.fills[0] if result.fills else None
+    except infill.InfillError:
+        fill = None
+    return fill, (time.perf_counter() - t0) * 1000
 
 
 def _right(offer: str, truth: str) -> bool:
@@ -125,6 +142,10 @@ def arm_figures(records: list[dict], arm: str) -> dict:
     }
 
 
+def _p50(values: list[float]) -> float | None:
+    return sorted(values)[len(values) // 2] if values else None
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--split", default="validation", choices=SPLITS)
@@ -158,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         "case": args.case,
         "settings": "the server's defaults; items ranked without a floor, then floors applied",
         "arms": {arm: arm_figures(records, arm) for arm in ARMS},
-        "ms_p50_completion": sorted(r["ms"] for r in records)[len(records) // 2],
+        "ms_p50_completion": _p50([r["ms"] for r in records if r["ms"] is not None]),
         "ms_p95_copies": sorted(r["copies_ms"] for r in records)[int(0.95 * (len(records) - 1))],
         "records": records,
     }

@@ -11,7 +11,7 @@ already completed; both in lsp/budgets.py), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
-on a slow CPU, 8 elsewhere). A new request for a document cancels the one still running
+on a slow CPU, 8 elsewhere; lsp/completion_ask.py). A new request for a document cancels the one still running
 for it (its response is `RequestCancelled`), and so does an edit.
 
 A completion has a deadline (`completionDeadline`, ms; lsp/budgets.py): past it the
@@ -24,21 +24,23 @@ denoising step.
 Up to `completionItems` items, surest first, none below `completionMinConfidence`: the fill,
 its runner-ups, and copies of what follows the code before the cursor in the workspace
 (infill/core/copy_offers.py; lsp/offers.py `offered`); an empty line's sure copy asks no
-model (`answers_alone`), nor does an empty line with no copy at all, whose fill alone would
-be below the floor (`fill_hidden`: where the worker's fills carry a confidence).
+model (`answers_alone`). Above a floor that an empty line's fill alone never reaches
+(`one_line_enough`, where the worker's fills carry a confidence), only a fill that reads as
+a copy, a line, can be shown there: the model is asked for one line, and where no copy is
+found, for nothing.
 
 While the user types the characters a completion offered, the rest of it is the answer
 at once, without the model (`completionTypedThrough`; lsp/offers.py).
 
-The model is not asked where no completion belongs (`wants_completion`): in the middle of
-an identifier, or before code on the same line (a fill there would only repeat it).
+The model is not asked where no completion belongs (lsp/completion_ask.py
+`wants_completion`): in the middle of an identifier, or before code on the same line (a
+fill there would only repeat it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,50 +49,29 @@ from lsprotocol import types
 
 from diffusion_infill.infill.core.copy_offers import OfferedCopy, completion_copies
 from diffusion_infill.infill.core.errors import InfillError
-from diffusion_infill.infill.core.options import SamplerOptions
 from diffusion_infill.infill.core.results import SpanFill
-from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.serve.protocol import Result
-from diffusion_infill.lsp.budgets import (
-    UNKNOWN,
-    Machine,
-    completion_deadline,
-    completion_steps,
-    completion_window,
-)
-from diffusion_infill.lsp.excerpt import Excerpt, excerpt
+from diffusion_infill.lsp.budgets import Machine, completion_deadline
+from diffusion_infill.lsp.completion_ask import CompletionAsk, completion_ask
 from diffusion_infill.lsp.host import Feature, Host, Snapshot
 from diffusion_infill.lsp.offers import (
     Offer,
     answers_alone,
-    fill_hidden,
     offered,
-    shape,
+    one_line_enough,
     typed_through,
 )
 from diffusion_infill.lsp.operations import repository_context
 from diffusion_infill.lsp.positions import LINE_BREAK
 from diffusion_infill.lsp.progress import WorkProgress, live_view
-from diffusion_infill.lsp.settings import Settings
 
 _WORD = re.compile(r"\w*$")
-# what may follow the cursor on its line for a completion to make sense: closing
-# brackets and quotes, separators, a comment (nothing a fill would duplicate)
-_CLOSERS = re.compile(r"""[\s)\]}"':;,]*(#.*)?""")
 
 
 class Late(enum.Enum):
     """A completion that ran past its deadline: no items (and ask again next keystroke)."""
 
     LATE = "late"
-
-
-def wants_completion(line_rest: str) -> bool:
-    """Whether a one-line completion belongs before `line_rest` (the text after the cursor
-    on its line): not in the middle of an identifier, not before code."""
-    if line_rest[:1].isalnum() or line_rest[:1] == "_":
-        return False
-    return _CLOSERS.fullmatch(line_rest) is not None
 
 
 @dataclass(frozen=True)
@@ -201,8 +182,10 @@ class Completions(Feature):
         bounds = (snap.lines.start(line), snap.lines.end(line))
         machine = host.worker.machine
 
-        def ask_on(m: Machine) -> CompletionAsk | None:
-            return completion_ask(snap.text, at, bounds, s, uri, machine=m, typing=typing)
+        def ask_on(m: Machine, one_line: bool = False) -> CompletionAsk | None:
+            return completion_ask(
+                snap.text, at, bounds, s, uri, machine=m, typing=typing, one_line=one_line
+            )
 
         if (ask := ask_on(machine)) is None:
             return None
@@ -211,18 +194,19 @@ class Completions(Feature):
             return self._offered(uri, snap, at, ask, None, copies)
 
         def deadline() -> float | None:  # the loop's time; the device is known once connected
-            limit = completion_deadline(s, host.worker.machine, ask.multiline)
+            limit = completion_deadline(s, host.worker.machine, ask.lines)
             return None if limit is None else started + limit
 
         try:
             async with asyncio.timeout_at(deadline()) as timer:
                 await host.worker.connect()
-                if host.worker.machine != machine:  # it greeted meanwhile: its budgets
-                    ask = ask_on(host.worker.machine) or ask
-                floor = s.completion_min_confidence
-                if host.worker.machine.confidence and fill_hidden(copies, ask.multiline, floor):
+                m = host.worker.machine
+                one_line = m.confidence and one_line_enough(ask.multiline, s)
+                if one_line and not copies:  # alone, a fill there is never sure enough
                     host.log("completion: none (an empty line with no copy, a fill alone unsure)")
                     return None
+                if m != machine or one_line:  # it greeted meanwhile: its budgets
+                    ask = ask_on(m, one_line) or ask
                 timer.reschedule(deadline())
                 result = await self._fill(snap, ask, token)
         except TimeoutError:  # the worker's job was cancelled on the way out
@@ -277,94 +261,6 @@ class Completions(Feature):
             return None
         self.offers[uri] = Offer(snap.text, at, items[0], ask.multiline)
         return Completion(snap, at, items[0], ask.multiline, tuple(items[1:]))
-
-
-@dataclass(frozen=True)
-class CompletionAsk:
-    """What a completion at a cursor asks the worker for, and how its fill is offered."""
-
-    excerpt: Excerpt
-    span: Span  # the empty span at the cursor, in the excerpt's offsets
-    options: SamplerOptions
-    multiline: bool  # on an empty (or whitespace-only) line
-    at_line_end: bool
-
-    def offer(self, fill: str) -> str:
-        """The fill as offered (`shape`); "" for nothing."""
-        return shape(fill, multiline=self.multiline, at_line_end=self.at_line_end)
-
-
-def completion_ask(
-    text: str,
-    at: int,
-    line: tuple[int, int],
-    s: Settings,
-    uri: str = "",
-    *,
-    machine: Machine = UNKNOWN,
-    typing: bool = False,
-) -> CompletionAsk | None:
-    """The completion at offset `at` of `text`, whose line's content is text[line[0]:
-    line[1]], in at most `completion_steps` passes on `completion_window` tokens for the
-    worker's `machine` (not known yet: `Machine()`) and whether the user is `typing` on a
-    line whose completion was asked before; None where no completion belongs
-    (`wants_completion`)."""
-    multiline = not text[line[0] : line[1]].strip()
-    if not multiline and not wants_completion(text[at : line[1]]):
-        return None
-    ex = excerpt(text, at, at, context=s.context_chars)
-    steps = completion_steps(s, machine, multiline=multiline, typing=typing)
-    window = completion_window(s, machine)
-    return CompletionAsk(
-        ex,
-        Span(at - ex.offset, at - ex.offset),
-        completion_options(s, multiline, uri, steps=steps, window=window),
-        multiline,
-        at == line[1],
-    )
-
-
-def completion_options(
-    s: Settings,
-    multiline: bool,
-    uri: str = "",
-    *,
-    steps: int | None = None,
-    window: int | None = None,
-) -> SamplerOptions:
-    """The sampler options of a completion in at most `steps` passes, a one-line one on a
-    canvas of `window` tokens (None: as `completion_steps` and `completion_window` for a
-    machine not known): a one-line one on a small canvas in a few passes, a multi-line one
-    on the usual window in a few more; both compute the context's keys/values in their
-    first pass and reuse them (again after the hole grows) and, with
-    `completionReuse`, from the document's last completion (keystroke to keystroke)."""
-    kind = "multi" if multiline else "line"
-    more = s.completion_items - 1  # the runner-ups that may be items too
-    digest = hashlib.blake2b(uri.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-    carry = f"completion:{kind}:{digest}" if s.completion_reuse else ""
-    budget = steps or completion_steps(s, UNKNOWN, multiline)
-    steps = min(budget, s.steps or budget)  # the general `steps` setting caps it too
-    if multiline:
-        tokens = s.multiline_tokens
-        return s.sampler_options(
-            default_span_tokens=tokens,
-            max_span_tokens=max(s.max_tokens, tokens),
-            grow_cap=max(s.grow_cap, tokens),
-            window_tokens=s.multiline_window,
-            max_steps=steps,
-            cache_refresh=steps,  # one full pass, then the context's keys/values reused
-            carry_key=carry,
-            runner_ups=more,
-        )
-    return s.sampler_options(
-        default_span_tokens=s.completion_tokens,
-        max_span_tokens=s.completion_tokens,
-        window_tokens=window or completion_window(s, UNKNOWN),
-        max_steps=steps,
-        cache_refresh=steps,
-        carry_key=carry,
-        runner_ups=more,
-    )
 
 
 def completion_list(done: Completion) -> types.CompletionList:

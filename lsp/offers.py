@@ -55,7 +55,7 @@ SURE_LINE = 0.35
 # an empty line's fill that no copy reads as is offered at no floor above this: as an item
 # on its own (fill or runner-up), the highest confidence it got on validation empty lines
 # was 0.105 on 400 of the corpus and 0.08 on 400 of the repository set
-# (docs/log/architecture.md, "An empty line no copy reads on")
+# (docs/log/architecture.md, "An empty line no copy reads on", "One line for a copy")
 LONE_LINE = 0.2
 
 
@@ -117,11 +117,11 @@ def answers_alone(copies: Sequence[OfferedCopy], empty_line: bool) -> bool:
     return empty_line and any(p >= SURE_LINE for p in alone)
 
 
-def fill_hidden(copies: Sequence[OfferedCopy], empty_line: bool, floor: float) -> bool:
-    """Whether an empty line's fill would be hidden whatever it is: no copy is found
-    there to agree with it, and alone it is never as sure as `floor` (LONE_LINE), so that
-    the model need not be asked."""
-    return empty_line and not copies and floor > LONE_LINE
+def one_line_enough(empty_line: bool, s: Settings) -> bool:
+    """Whether an empty line's completion need only be decoded as one line: above a
+    `completionMinConfidence` of LONE_LINE, a fill there is shown only where a copy reads
+    as it (alone it never got that sure), and copies are lines; with no copy, not at all."""
+    return empty_line and s.completion_min_confidence > LONE_LINE
 
 
 def completion_items(

@@ -283,3 +283,28 @@ def test_an_empty_line_with_no_copy_asks_no_model_where_its_fill_alone_would_be_
 
     with fake_worker(fake) as address:
         run(go())
+
+
+@pytest.mark.parametrize(("floor", "slots"), [(None, 16), (0.1, 48)])
+def test_an_empty_line_with_a_copy_asks_for_one_line_where_only_a_copy_can_be_shown(floor, slots):
+    # the line after `def __init__(self, items):` elsewhere is a copy, too unsure to be
+    # offered alone: above a floor of 0.2 only a fill that reads as it, a line, can be
+    # shown, so the model is asked for one line (completionTokens, 16 slots); at a low
+    # floor, for lines (multilineTokens, 48)
+    text = (
+        "class Cart:\n    def __init__(self, items):\n        self.items = items\n"
+        "        self.total = 0\n\nclass Shop:\n    def __init__(self, items):\n"
+        "        \n        self.n = 1\n"
+    )
+    fake = Calibrated(0.5)
+
+    async def go():
+        settings = {} if floor is None else {"completionMinConfidence": floor}
+        async with lsp(address, settings) as (client, _):
+            uri = open_doc(client, "shop.py", text)
+            await inline(client, uri, pos(7, 8))
+            canvases, _ = fake.calls[0]
+            assert sum(map(is_slot, canvases[0])) == slots
+
+    with fake_worker(fake) as address:
+        run(go())
