@@ -10,9 +10,10 @@ Lines of the test packages (never trained on), in 3,000-character documents as
 top item ranked among the fill, its runner-ups and the copies of the document's code
 (`offered`, no confidence floor; `without_copies`: the same without the copies, paired),
 the settings given by `--setting`, e.g. `multilineSteps=16`; a one-line completion takes
-4 passes on 256 tokens, the server's choice before it knows the worker's machine, unless `completionSteps` and
-`completionWindowTokens` are given: a CPU without bf16's is `--setting completionSteps=3
---setting completionWindowTokens=128`) by the engine in this process:
+4 passes on 256 tokens, the server's choice before it knows the worker's machine, unless
+`completionSteps` and `completionWindowTokens` are given: a CPU without bf16's is
+`--setting completionSteps=3 --setting completionWindowTokens=128`) by the engine in this
+process:
 
 - `mid-line`: a line cut after the space nearest its middle, the rest of it deleted
   (typing a line): the offer should be the rest of the line;

@@ -11,8 +11,8 @@ already completed; both in lsp/budgets.py), the
 context's keys/values computed once and reused, so that it keeps up with typing. On an
 empty (or whitespace-only) line, e.g. the next line of a block, it may span lines
 (`multilineTokens`, growing up to `growCap`, in at most `multilineSteps` passes: unset, 6
-on a slow CPU, 8 elsewhere; lsp/completion_ask.py). A new request for a document cancels the one still running
-for it (its response is `RequestCancelled`), and so does an edit.
+on a slow CPU, 8 elsewhere; lsp/completion_ask.py). A new request for a document cancels
+the one still running for it (its response is `RequestCancelled`), and so does an edit.
 
 A completion has a deadline (`completionDeadline`, ms; lsp/budgets.py): past it the
 request answers no items and its worker job is cancelled, since a suggestion that comes
