@@ -205,7 +205,7 @@ class Completions(Feature):
                 if one_line and not copies:  # alone, a fill there is never sure enough
                     host.log("completion: none (an empty line with no copy, a fill alone unsure)")
                     return None
-                if m != machine or one_line:  # it greeted meanwhile: its budgets
+                if m != machine or one_line:  # its budgets once it greeted; one line
                     ask = ask_on(m, one_line) or ask
                 timer.reschedule(deadline())
                 result = await self._fill(snap, ask, token)
