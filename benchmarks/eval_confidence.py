@@ -166,7 +166,7 @@ def kind_figures(rows: list[dict], score: Scorer, floor: float) -> dict[str, Any
 def _no_copy(rows: list[dict], ranked: list[list[tuple[float, bool, bool]]], floor: float) -> Any:
     """A completion kind's positions where no copy is found: how many, how many show an
     item at `floor`, and the surest item's confidence there (what lsp/offers.py
-    `fill_hidden` rests on); None for fills."""
+    `LONE_LINE` rests on); None for fills."""
     if not rows or rows[0]["kind"] not in COMPLETIONS:
         return None
     alone = [r for r, row in zip(ranked, rows, strict=True) if not row.get("copies")]

@@ -76,21 +76,21 @@ def _record(den, hole, repo: RepoContext, settings: Settings, case: str) -> dict
     every = replace(settings, completion_min_confidence=0.0)
     record = {"package": hole.package, "path": hole.path, "truth": truth, "ms": None}
     record["copies_ms"] = round(copy_ms, 2)
-    fills: dict[bool, tuple] = {}  # by one line or not: the fill and its ms
+    # as the server does at its default floor: a copy sure enough on its own is offered
+    # without the fill; above LONE_LINE an empty line's fill is one line, and none at all
+    # without a copy (lsp/offers.py `one_line_enough`)
+    one_line = one_line_enough(ask.multiline, settings)
+    asked = completion_ask(doc, at, bounds, settings, one_line=one_line) or ask
+    decoded = None  # the fill and its ms, once an arm asks the model (the same for each)
     for arm, found in copies.items():
-        # as the server does at its default floor: a copy sure enough on its own is offered
-        # without the fill; above LONE_LINE an empty line's fill is one line, and none at
-        # all without a copy (lsp/offers.py `one_line_enough`)
         alone = answers_alone(found, ask.multiline)
-        one_line = one_line_enough(ask.multiline, settings)
-        asked, fill = ask, None
+        fill, shaped = None, ask
         if not alone and not (one_line and not found):
-            asked = completion_ask(doc, at, bounds, settings, one_line=one_line) or ask
-            if one_line not in fills:
-                fills[one_line] = _fill(den, asked)
-            fill, ms = fills[one_line]
-            record["ms"] = round(ms, 1)
-        record[arm] = offered(asked.offer, fill, every, found, ask.multiline)
+            if decoded is None:
+                decoded = _fill(den, asked)
+                record["ms"] = round(decoded[1], 1)
+            fill, shaped = decoded[0], asked
+        record[arm] = offered(shaped.offer, fill, every, found, ask.multiline)
         record[f"{arm}_alone"] = alone
     return record
 
