@@ -155,7 +155,10 @@ def main(argv: list[str] | None = None) -> None:
     files = heldout_files(parser, args)
     den = load_denoiser(args.model)
     if getattr(den, "calibration", None) is None:
-        parser.error("the model has no confidence weights: python -m benchmarks.fit_confidence")
+        parser.error(
+            "the model has no confidence weights: "
+            "python -m diffusion_infill.model.training.fit_confidence"
+        )
     examples = infill_examples(files, "single-line", args.n, seed=3, window_chars=WINDOW_CHARS)
     times = engine_times(den, examples, Settings())
     added = [a - b for a, b in zip(times["all"], times["none"], strict=True)]

@@ -1,5 +1,5 @@
 """Held-out fills and inline completions with what their confidence reads: the rows that
-`benchmarks.fit_confidence` fits on and `benchmarks.eval_confidence` measures.
+model/training/fit_confidence.py fits on and `benchmarks.eval_confidence` measures.
 
     python -m benchmarks.confidence_rows --split train --n 600 --out runs/confidence/train.jsonl
     python -m benchmarks.confidence_rows --real --n 400 --out runs/confidence/real.jsonl

@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.fit_confidence import reliability
 from benchmarks.results_file import write_results
 from diffusion_infill.infill.core.confidence import Calibrator
 from diffusion_infill.lsp.offers import completion_items
 from diffusion_infill.lsp.settings import DEFAULT_MIN_CONFIDENCE
 from diffusion_infill.model.calibration import CALIBRATION, parse_calibration
 from diffusion_infill.model.loading import default_model_dir
+from diffusion_infill.model.training.logistic import reliability
 
 COMPLETIONS = ("mid-line", "empty-line")
 THRESHOLDS = [round(0.05 * k, 2) for k in range(20)]
@@ -229,7 +229,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     model = Path(args.model or default_model_dir())
     if not (model / CALIBRATION).is_file():
-        parser.error(f"{model / CALIBRATION} not found: python -m benchmarks.fit_confidence")
+        parser.error(
+            f"{model / CALIBRATION} not found: "
+            "python -m diffusion_infill.model.training.fit_confidence"
+        )
     for path in args.rows:
         if not path.is_file():
             parser.error(f"{path} not found: python -m benchmarks.confidence_rows --out {path}")

@@ -2,10 +2,10 @@
 
 A small logistic regression that turns what a decode knows of a fill into the probability
 that it is right (infill/core/confidence.py computes the features and applies it). It is
-fitted on one network's fills (`python -m benchmarks.fit_confidence`) and names that
-network (model/hf_loading.py `network_digest`): beside other weights (a new checkpoint, a
-copy packed to int8 from other weights) it would say the wrong thing, so the loader does
-not use it and says so. A directory without the file has no confidence.
+fitted on one network's fills (`python -m diffusion_infill.model.training.fit_confidence`)
+and names that network (model/hf_loading.py `network_digest`): beside other weights (a new
+checkpoint, a copy packed to int8 from other weights) it would say the wrong thing, so the
+loader does not use it and says so. A directory without the file has no confidence.
 
     {"format": 1, "network": "...", "features": [...], "mean": [...], "scale": [...],
      "weights": [...], "bias": 0.0, "fit": {...}}
@@ -107,7 +107,7 @@ def load_calibration(directory: Path, network: str) -> Calibration | None:
     if calibration.network != network:
         log.warning(
             "%s was fitted on other weights (%s, these are %s): no confidence; refit it "
-            "with python -m benchmarks.fit_confidence",
+            "with python -m diffusion_infill.model.training.fit_confidence",
             path,
             calibration.network,
             network or "unnamed",

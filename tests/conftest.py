@@ -78,33 +78,43 @@ def tiny_model_dir(tok_dir: Path, tmp_path_factory) -> Path:
     return out
 
 
+def _run_module(module: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"},
+    )
+
+
+@pytest.fixture(scope="session")
+def run_module() -> Callable[..., subprocess.CompletedProcess]:
+    """`run_module(module, *args)`: `python -m MODULE ARGS` from the repository root, on
+    one CPU thread in fp32, its output captured as text."""
+    return _run_module
+
+
 @pytest.fixture(scope="session")
 def run_benchmark() -> Callable[..., subprocess.CompletedProcess]:
-    """`run_benchmark(name, *args)`: `python -m benchmarks.<name> ARGS` from the repository
-    root, on one CPU thread in fp32, its output captured as text."""
+    """`run_benchmark(name, *args)`: `run_module` of `benchmarks.<name>`."""
 
     def run(name: str, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", f"benchmarks.{name}", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "INFILL_THREADS": "1", "INFILL_DTYPE": "fp32"},
-        )
+        return _run_module(f"benchmarks.{name}", *args)
 
     return run
 
 
 @pytest.fixture
-def benchmark_main(capsys) -> Callable[..., tuple[int, str]]:
-    """`benchmark_main(name, *args)`: `benchmarks.<name>.main(ARGS)` in this process, for
-    what a command refuses before it works (bad arguments, missing or bad inputs): its exit
-    status and stderr as `run_benchmark` would see them (`SystemExit("message")`: 1, the
-    message on stderr), without a new interpreter's seconds of imports."""
+def module_main(capsys) -> Callable[..., tuple[int, str]]:
+    """`module_main(module, *args)`: `MODULE.main(ARGS)` in this process, for what a
+    command refuses before it works (bad arguments, missing or bad inputs): its exit status
+    and stderr as `run_module` would see them (`SystemExit("message")`: 1, the message on
+    stderr), without a new interpreter's seconds of imports."""
 
-    def run(name: str, *args: str) -> tuple[int, str]:
-        main = importlib.import_module(f"benchmarks.{name}").main
+    def run(module: str, *args: str) -> tuple[int, str]:
+        main = importlib.import_module(module).main
         code: int | str | None = 0
         try:
             main(list(args))
@@ -114,5 +124,15 @@ def benchmark_main(capsys) -> Callable[..., tuple[int, str]]:
         if isinstance(code, str):
             return 1, f"{err}{code}\n"
         return code or 0, err
+
+    return run
+
+
+@pytest.fixture
+def benchmark_main(module_main) -> Callable[..., tuple[int, str]]:
+    """`benchmark_main(name, *args)`: `module_main` of `benchmarks.<name>`."""
+
+    def run(name: str, *args: str) -> tuple[int, str]:
+        return module_main(f"benchmarks.{name}", *args)
 
     return run

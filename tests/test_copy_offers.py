@@ -144,4 +144,7 @@ def test_the_shipped_weights_are_the_fits_and_read_the_shipped_confidence_weight
     assert list(ITEM_WEIGHTS[False]) == items["after code"]["weights"]
     assert list(ITEM_WEIGHTS[True]) == items["empty line"]["weights"]
     shipped = json.loads((root / "model/weights/confidence.json").read_text())
-    assert items["network"] == shipped["network"], "refit: python -m benchmarks.fit_copy_confidence"
+    assert items["network"] == shipped["network"], (
+        "refit: python -m benchmarks.copy_rows --rows TRAIN VALID, then "
+        "python -m diffusion_infill.model.training.fit_copy_confidence"
+    )

@@ -1,17 +1,21 @@
 """The repository completion benchmark's figures (benchmarks/eval_repo_completion.py) and
-the fits of the copies' confidence (benchmarks/fit_copy_confidence.py), on made-up
-records and texts."""
+the copies' rows (benchmarks/copy_rows.py) and the fits of their confidence
+(model/training/fit_copy_confidence.py), on made-up records and texts."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.copy_rows import next_line, rest_of_line
 from benchmarks.eval_repo_completion import arm_figures
-from benchmarks.fit_copy_confidence import fit, next_line, report, rest_of_line
 from diffusion_infill.infill.core.snippets import Snippet
+from diffusion_infill.model.training import fit_copy_confidence
+from diffusion_infill.model.training.fit_copy_confidence import FEATURES, fit, report
 
 
 def _records() -> list[dict]:
@@ -68,3 +72,26 @@ def test_the_fit_is_calibrated_on_its_own_rows():
     assert got["n"] == 2000 and got["ece"] < 0.05
     assert got["mean_confidence"] == pytest.approx(got["right"], abs=0.02)
     assert report(w, []) == {"n": 0}
+
+
+def test_the_fit_reads_the_rows_file_and_writes_its_report(tmp_path: Path):
+    rng = np.random.default_rng(1)
+    rows = []
+    for case, names in FEATURES.items():
+        for name, n in (("train", 300), ("valid", 100)):
+            for _ in range(n):
+                x = [1.0, *rng.normal(size=len(names) - 1).round(3).tolist()]
+                rows.append({"case": case, "set": name, "features": x, "right": x[1] > 0})
+    path, out = tmp_path / "rows.jsonl", tmp_path / "fit.json"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fit_copy_confidence.main(["--copy-rows", str(path), "--out", str(out)])
+    got = json.loads(out.read_text())
+    case = got["rest of the line"]
+    assert case["features"] == FEATURES["rest of the line"] and case["weights"][1] > 1
+    assert case["train"]["n"] == 300 and case["repository_valid"] == {"n": 0}
+    assert "items" not in got and {"command", "commit", "machine"} <= set(got)
+    assert got["command"].startswith("python -m diffusion_infill.model.training.fit_copy")
+    item = {"case": "after code", "set": "train", "features": [1.0], "right": True}
+    path.write_text(path.read_text() + json.dumps({**item, "network": "n"}) + "\n")
+    with pytest.raises(SystemExit, match="no training rows of 'empty line'"):
+        fit_copy_confidence.main(["--copy-rows", str(path), "--out", str(out)])

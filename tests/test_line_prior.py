@@ -1,5 +1,5 @@
 """The fixer's line prior (infill/core/line_prior.py): how often releases change a line
-like it, from its text; fitted by benchmarks/fit_line_prior.py."""
+like it, from its text; fitted by model/training/fit_line_prior.py."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from diffusion_infill.infill.core.line_prior import (
 from diffusion_infill.infill.core.repair import score_text
 from diffusion_infill.infill.core.suspect_lines import PRIOR_WEIGHT, rank_lines
 
+FIT = "diffusion_infill.model.training.fit_line_prior"
 FUNCTION = '''def area(width, height):
     """The area.
 
@@ -67,7 +68,7 @@ def test_a_bad_prior_file_is_a_clear_error(tmp_path: Path, content: str, error: 
     path.write_text(content)
     with pytest.raises(ValueError, match=error):
         load_line_prior(path)
-    with pytest.raises(ValueError, match="python -m benchmarks.fit_line_prior"):
+    with pytest.raises(ValueError, match=f"python -m {FIT}"):
         load_line_prior(tmp_path / "missing.json")
 
 
@@ -94,32 +95,33 @@ def _pairs(path: Path, n: int = 40) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def test_the_prior_is_fitted_on_pairs_and_saved(run_benchmark, tmp_path: Path):
+def test_the_prior_is_fitted_on_pairs_and_saved(run_module, tmp_path: Path):
     pairs, saved, out = tmp_path / "pairs.jsonl", tmp_path / "prior.json", tmp_path / "fit.json"
     _pairs(pairs)
-    done = run_benchmark(
-        "fit_line_prior", "--pairs", str(pairs), "--min-count", "5", "--save", str(saved),
+    done = run_module(
+        FIT, "--pairs", str(pairs), "--min-count", "5", "--save", str(saved),
         "--valid", str(pairs), "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     got = json.loads(out.read_text())
     assert got["windows"] == 40 and got["packages"] == 6 and got["valid"]["top1_line"] == 1.0
-    assert list(got)[:2] == ["command", "machine"]
+    assert list(got)[:2] == ["command", "machine"] and got["command"].startswith(f"python -m {FIT}")
+    assert len(got["commit"].removesuffix("-dirty")) == 40
     prior = load_line_prior(saved)
     window = "def h(x):\n    y = x - 2\n    z = k(y)\n    return z / 3\n    pass"
     assert int(np.argmax(prior.scores(window, [0, 1, 2, 3, 4]))) == 3
 
 
-def test_the_fit_refuses_bad_arguments(benchmark_main, tmp_path: Path):
-    code, err = benchmark_main("fit_line_prior", "--pairs", str(tmp_path / "none.jsonl"))
+def test_the_fit_refuses_bad_arguments(module_main, tmp_path: Path):
+    code, err = module_main(FIT, "--pairs", str(tmp_path / "none.jsonl"))
     assert code == 2 and "not found" in err
-    code, err = benchmark_main("fit_line_prior", "--min-count", "0")
+    code, err = module_main(FIT, "--min-count", "0")
     assert code == 2 and "--min-count must be at least 1" in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"window": "x = 1"}) + "\n")
-    code, err = benchmark_main("fit_line_prior", "--pairs", str(bad), "--no-save")
+    code, err = module_main(FIT, "--pairs", str(bad), "--no-save")
     assert code == 1 and "lacks package, window_line" in err
     few = tmp_path / "few.jsonl"
     _pairs(few, n=3)
-    code, err = benchmark_main("fit_line_prior", "--pairs", str(few), "--no-save")
+    code, err = module_main(FIT, "--pairs", str(few), "--no-save")
     assert code == 1 and "at least 5 packages" in err

@@ -3,9 +3,9 @@
 A small logistic regression over what the decode already knows (infill/core/evidence.py:
 the committed tokens' probabilities, the runner-ups' odds, the null that ended the fill,
 the checks' first try, a copy, the hole's shape and length). Its weights are fitted on
-holes of the training split (`python -m benchmarks.fit_confidence`) and ship beside the
-model's weights (`confidence.json`, model/calibration.py), naming the network they were
-fitted on; a model directory without them gives no confidence (None).
+holes of the training split (`python -m diffusion_infill.model.training.fit_confidence`)
+and ship beside the model's weights (`confidence.json`, model/calibration.py), naming the
+network they were fitted on; a model directory without them gives no confidence (None).
 
 "Right" is what the held-out figures count: the fill equals the original text (stripped,
 or line by line for a whole line). So a confidence of 0.7 means that, of fills given 0.7,
@@ -122,7 +122,8 @@ class Calibrator:
         if unknown:
             raise DenoiserError(
                 f"the model's confidence weights name a feature this engine does not "
-                f"compute ({unknown[0]!r}); refit them with python -m benchmarks.fit_confidence"
+                f"compute ({unknown[0]!r}); refit them with "
+                "python -m diffusion_infill.model.training.fit_confidence"
             )
         self.names = names
         self.mean = np.asarray(calibration.mean, dtype=np.float64)

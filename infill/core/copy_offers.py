@@ -17,11 +17,13 @@ from the snippets of other files, with the calibrated probability that each is r
   reads as the line after the cursor's: the code after the hole agrees
   (`LINE_WEIGHTS`).
 
-Both are fitted on lines of the training split's files with in-file copies
-(`python -m benchmarks.fit_copy_confidence`, benchmarks/results/fit_copy_confidence.json;
-checked against copies from other files on the repository set's validation packages
-there). The language server ranks them with the model's fill and its runner-ups by
-confidence (lsp/completion.py): no pass of the model, so no latency but the search.
+Both are fitted on lines of the training split's files with in-file copies (the rows of
+`python -m benchmarks.copy_rows`, fitted by
+`python -m diffusion_infill.model.training.fit_copy_confidence`;
+benchmarks/results/fit_copy_confidence.json, checked against copies from other files on the
+repository set's validation packages there). The language server ranks them with the
+model's fill and its runner-ups by confidence (lsp/completion.py): no pass of the model, so
+no latency but the search.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ not any lines: a `return`, a call's arguments, a condition, a string are changed
 often than a `def`, an import or a closing bracket. A conditional logit over the lines of
 a window (softmax over its code lines of w . features(line)) learns that from the one-line
 changes between consecutive releases of the training packages (12,574 of 344 packages,
-model/training/fix_pairs.py; `python -m benchmarks.fit_line_prior`), and the fixer adds
-its score to the ranking of the lines it reads masked (infill/core/suspect_lines.py).
+model/training/fix_pairs.py; `python -m diffusion_infill.model.training.fit_line_prior`), and
+the fixer adds its score to the ranking of the lines it reads masked
+(infill/core/suspect_lines.py).
 
 A line's features are its text alone, never its place in the window: its size in tokens and
 characters (and against the window's mean), its first keyword, what it holds (a string, a
@@ -182,7 +183,9 @@ def load_line_prior(path: Path | None = None) -> LinePrior:
             raise TypeError("vocab holds a non-string")
         return LinePrior(tuple(vocab), np.asarray(weights, dtype=np.float64), raw)
     except FileNotFoundError:
-        raise ValueError(f"no line prior at {path}: python -m benchmarks.fit_line_prior") from None
+        raise ValueError(
+            f"no line prior at {path}: python -m diffusion_infill.model.training.fit_line_prior"
+        ) from None
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise ValueError(f"{path} is not a line prior: {e}") from None
 

@@ -64,7 +64,8 @@ class PreparedFill:
         if job.options.min_confidence is not None and Calibrator.of(denoiser) is None:
             raise OptionError(
                 "min_confidence needs a model with confidence weights (confidence.json "
-                "beside its weights: python -m benchmarks.fit_confidence fits them)"
+                "beside its weights: python -m diffusion_infill.model.training.fit_confidence "
+                "fits them)"
             )
 
     def as_given(self, text: str, recast: Recast) -> PreparedFill:

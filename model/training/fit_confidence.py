@@ -3,34 +3,40 @@ decode knows of a fill, on fills of the training split, its form chosen on valid
 
     python -m benchmarks.confidence_rows --split train --n 600 --out runs/confidence/train.jsonl
     python -m benchmarks.confidence_rows --split valid --n 400 --out runs/confidence/valid.jsonl
-    python -m benchmarks.fit_confidence [--train runs/confidence/train.jsonl]
-                                        [--valid runs/confidence/valid.jsonl] [--no-save]
+    python -m diffusion_infill.model.training.fit_confidence \
+        [--train runs/confidence/train.jsonl] [--valid runs/confidence/valid.jsonl] [--no-save]
 
 The rows (benchmarks/confidence_rows.py) are fills as `infill fill` makes them and inline
 completions as the language server asks them, each with every feature and whether it is
 right; a fill the checks held back, or a completion that offers nothing, is never shown
 and is left out. Each feature set of `SETS` and each L2 penalty of `PENALTIES` is fitted
-on the training rows (Newton's method on the standardised features) and scored on the
-validation rows by log loss (and expected calibration error, `ece`); the best by log loss
-is fitted again on the training rows alone and written beside the model's weights
-(model/weights/confidence.json, naming the network; `--no-save`: not written). Prints the
-table and writes benchmarks/results/fit_confidence_<model>.json.
+on the training rows (logistic.py: Newton's method on the standardised features) and
+scored on the validation rows by log loss (and expected calibration error, `ece`); the
+best by log loss is fitted again on the training rows alone and written beside the model's
+weights (model/weights/confidence.json, naming the network; `--no-save`: not written).
+Prints the table and writes its report to benchmarks/results/fit_confidence_<model>.json
+(provenance.py: with the commit and the machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.results_file import write_results
 from diffusion_infill.infill.core.confidence import FEATURES
 from diffusion_infill.model.calibration import Calibration, save_calibration
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
+from diffusion_infill.model.training.logistic import fit, log_loss, predict, reliability
+from diffusion_infill.model.training.provenance import (
+    REPORTS,
+    command,
+    model_name,
+    write_report,
+)
 
 BASE = ("mean log p", "min log p", "first log p", "log tokens", "empty")
 SHAPES = ("shape cursor", "shape line", "shape inline", "shape lines")
@@ -56,7 +62,6 @@ SETS: dict[str, tuple[str, ...]] = {
     "+ capped apart": tuple(FEATURES),
 }
 PENALTIES = (1e-4, 1e-3, 1e-2, 1e-1)  # L2 on the standardised weights, per row
-BINS = 10  # equal-width confidence bins of the calibration error
 
 
 def read_rows(path: Path, runner_ups: bool = False) -> list[tuple[dict[str, float], bool, str]]:
@@ -77,59 +82,6 @@ def read_rows(path: Path, runner_ups: bool = False) -> list[tuple[dict[str, floa
 def matrix(rows: list, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     x = np.array([[f[n] for n in names] for f, _, _ in rows], dtype=np.float64)
     return x, np.array([right for _, right, _ in rows], dtype=np.float64)
-
-
-def fit(
-    x: np.ndarray, y: np.ndarray, penalty: float
-) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
-    """(mean, scale, bias, weights) of an L2 logistic regression on standardised `x`
-    (Newton's method; the bias is not penalised)."""
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    w = np.zeros(z.shape[1])
-    reg = penalty * len(x) * np.eye(z.shape[1])
-    reg[0, 0] = 0.0
-    for _ in range(100):
-        p = 1 / (1 + np.exp(-np.clip(z @ w, -50, 50)))
-        grad = z.T @ (p - y) + reg @ w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + reg + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return mean, scale, float(w[0]), w[1:]
-
-
-def predict(
-    x: np.ndarray, mean: np.ndarray, scale: np.ndarray, bias: float, w: np.ndarray
-) -> np.ndarray:
-    return 1 / (1 + np.exp(-np.clip(bias + ((x - mean) / scale) @ w, -50, 50)))
-
-
-def log_loss(p: np.ndarray, y: np.ndarray) -> float:
-    p = np.clip(p, 1e-9, 1 - 1e-9)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-
-def reliability(
-    p: np.ndarray, y: np.ndarray, bins: int = BINS
-) -> tuple[float, list[dict[str, Any]]]:
-    """Expected calibration error (equal-width bins, weighted by their share of rows)
-    and each bin's rows, mean confidence and share right."""
-    rows, ece = [], 0.0
-    for k in range(bins):
-        lo, hi = k / bins, (k + 1) / bins
-        inside = (p >= lo) & ((p < hi) if k < bins - 1 else (p <= hi))
-        n = int(inside.sum())
-        if not n:
-            rows.append({"bin": [lo, hi], "n": 0, "confidence": None, "right": None})
-            continue
-        conf, right = float(p[inside].mean()), float(y[inside].mean())
-        ece += n / len(p) * abs(conf - right)
-        rows.append({"bin": [lo, hi], "n": n, "confidence": conf, "right": right})
-    return ece, rows
 
 
 def _table(train: list, valid: list) -> list[dict[str, Any]]:
@@ -190,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_save:
         print(f"wrote {save_calibration(calibration, model)}")
     results = {
-        "command": " ".join(["python -m benchmarks.fit_confidence", *(argv or sys.argv[1:])]),
+        "command": command("diffusion_infill.model.training.fit_confidence", argv),
         "model": str(model),
         "train_rows": len(train),
         "valid_rows": len(valid),
@@ -201,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         "valid_reliability": bins,
         "weights": dict(zip(names, (float(v) for v in w), strict=True)),
     }
-    write_results("fit_confidence", args.model, results, args.out)
+    write_report(results, args.out or REPORTS / f"fit_confidence_{model_name(args.model)}.json")
 
 
 def _parser() -> argparse.ArgumentParser:

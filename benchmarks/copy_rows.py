@@ -1,41 +1,35 @@
-"""Fit the confidence of the copies offered at a completion (infill/core/copy_offers.py).
+"""The copies offered at a completion (infill/core/copy_offers.py), each with its features
+and whether it is right: the rows that model/training/fit_copy_confidence.py fits on.
 
-    python -m benchmarks.fit_copy_confidence [--n 8000]
+    python -m benchmarks.copy_rows [--n 8000] [--out runs/copy_confidence/rows.jsonl]
+    python -m benchmarks.copy_rows --rows runs/confidence/train.jsonl \
+        runs/confidence/valid.jsonl
+    python -m diffusion_infill.model.training.fit_copy_confidence
 
-Two kinds of copy, each a logistic regression fitted on lines of the corpus's training
-split in the 12,000 characters the language server sends (no model is run):
+Two cases of copy, on lines of the corpus's splits in the 12,000 characters the language
+server sends (no model is run):
 
 - the rest of a line: lines cut after the space nearest their middle, as a user typing
   them is (benchmarks/heldout.py `mid_line_cut`); where the file holds copies
-  (copy_texts.py `context_copies`), each is right when it is the rest of the
-  line. Features: the log of the tail's characters, whether several distinct copies
-  follow it, whether the copy is not the first.
+  (copy_texts.py `context_copies`), each is right when it is the rest of the line.
 - the next line: the cursor on an empty line, where a line's code was (the completion
   case "empty line, one line"); where the file holds lines after the line before the
   cursor (`next_line_copies`), each is right when it is the line's code.
-  Features: the log of that line's characters, whether several distinct lines follow it,
-  whether the line after it reads as the line after the cursor's, whether it is not the
-  first.
 
-A row is each of the first `RANKS` copies a cursor offers (copy_offers.py).
-
-Each fit's log loss and calibration are reported on the validation split the same way,
-and, where the repository set is present (python -m benchmarks.repo_set), on copies from
-the other files of its validation packages.
+A row is each of the first `RANKS` copies a cursor offers (copy_offers.py), from `--n`
+lines of the training split (set `train`), half as many of the validation split
+(`valid`) and, where the repository set is present (python -m benchmarks.repo_set), 400
+cursors in the files of its validation packages with the copies of their other files
+(`repository_valid`).
 
 With `--rows TRAIN VALID` (confidence rows of the training and validation splits,
 benchmarks/confidence_rows.py: inline completions as the server asks them, with their
-copies), a third fit, per case: the probability that an item of a completion is right
-from what vouches for its text (copy_offers.py `item_features`: the confidence the
-model's decode gives it, read with the model's weights, and the surest copy that reads
-as it), fitted on the training rows, reported on the validation rows; it names the
-confidence weights it read (refit when they change).
+copies), the rows of a completion's items too, per case (after code, an empty line): one
+per distinct text it could offer, with copy_offers.py `item_features` (the confidence the
+model's decode gives it, read with the model's weights, and the surest copy that reads as
+it); they name the network of the confidence weights that read them.
 
-    python -m benchmarks.fit_copy_confidence --rows runs/confidence/train.jsonl \
-        runs/confidence/valid.jsonl
-
-Writes benchmarks/results/fit_copy_confidence.json; the weights go into copy_offers.py
-`WEIGHTS`, `LINE_WEIGHTS` and `ITEM_WEIGHTS` by hand.
+Each row (JSON lines): `case`, `set`, `features`, `right` (and an item's `network`).
 """
 
 from __future__ import annotations
@@ -45,14 +39,12 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from benchmarks.eval_completion import requests
 from benchmarks.eval_confidence import Scorer, completion_candidates
 from benchmarks.heldout import EDITOR_CONTEXT, infill_examples, load_test_files
 from benchmarks.repo_set import DATA, PACKAGES, repo_holes
-from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.infill.context import ContextSettings, RepoContext
 from diffusion_infill.infill.core.copy_offers import RANKS, item_features
 from diffusion_infill.infill.core.copy_texts import (
@@ -63,12 +55,14 @@ from diffusion_infill.infill.core.copy_texts import (
 from diffusion_infill.infill.core.snippets import Snippet
 from diffusion_infill.lsp.offers import vouching
 from diffusion_infill.model.loading import default_model_dir
+from diffusion_infill.model.training.fit_copy_confidence import ITEM_CASES, ROWS
 
 CORPUS = Path("data/corpus_v2")
-Row = tuple[list[float], bool]  # features, the first copy right
+Row = tuple[list[float], bool]  # features, the copy right
 Finder = Callable[[str, int, str, list[Snippet] | None], list[Row]]
 CASES = {"rest of the line": "mid-line", "next line": "empty line, one line"}
 ITEM_KINDS = {"mid-line": False, "empty-line": True}  # confidence rows' kinds: an empty line
+REPOSITORY_CURSORS = 400
 
 
 def rest_of_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> list[Row]:
@@ -99,16 +93,6 @@ def next_line(doc: str, at: int, truth: str, snippets: list[Snippet] | None) -> 
 
 
 FINDERS: dict[str, Finder] = {"rest of the line": rest_of_line, "next line": next_line}
-FEATURES = {
-    "rest of the line": ["bias", "log tail characters", "several distinct copies", "later"],
-    "next line": [
-        "bias",
-        "log line characters",
-        "several distinct lines",
-        "next line agrees",
-        "later",
-    ],
-}
 
 
 def corpus_rows(kind: str, split: str, n: int) -> list[Row]:
@@ -149,76 +133,63 @@ def item_rows(path: Path, score: Scorer) -> dict[bool, list[Row]]:
     return out
 
 
-def fit(rows: list[Row]) -> np.ndarray:
-    x = np.array([f for f, _ in rows])
-    y = np.array([r for _, r in rows], dtype=float)
-    w = np.zeros(x.shape[1])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-x @ w))
-        grad = x.T @ (p - y) / len(y)
-        hess = (x.T * (p * (1 - p))) @ x / len(y)
-        w -= np.linalg.solve(hess + 1e-9 * np.eye(len(w)), grad)
-    return w
+def copy_rows(n: int) -> list[dict[str, Any]]:
+    """The rows of both cases of copy: `n` training lines, half as many validation lines
+    and the repository set's validation cursors."""
+    out = []
+    for case in FINDERS:
+        sets = {
+            "train": corpus_rows(case, "train", n),
+            "valid": corpus_rows(case, "valid", n // 2),
+            "repository_valid": repo_rows(case, REPOSITORY_CURSORS),
+        }
+        for name, rows in sets.items():
+            out += [{"case": case, "set": name, "features": x, "right": y} for x, y in rows]
+            print(f"{case}, {name}: {len(rows)} rows, {sum(y for _, y in rows)} right")
+    return out
 
 
-def report(w: np.ndarray, rows: list[Row]) -> dict:
-    """Log loss, mean predicted against right, and expected calibration error (10 bins)."""
-    if not rows:
-        return {"n": 0}
-    x = np.array([f for f, _ in rows])
-    y = np.array([r for _, r in rows], dtype=float)
-    p = np.clip(1 / (1 + np.exp(-x @ w)), 1e-9, 1 - 1e-9)
-    bins = np.minimum((p * 10).astype(int), 9)
-    ece = sum(abs(p[bins == b].mean() - y[bins == b].mean()) * (bins == b).sum() for b in set(bins))
-    return {
-        "n": len(rows),
-        "log_loss": round(float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))), 4),
-        "mean_confidence": round(float(p.mean()), 4),
-        "right": round(float(y.mean()), 4),
-        "ece": round(float(ece / len(rows)), 4),
-    }
+def items(train: Path, valid: Path, model: Path) -> list[dict[str, Any]]:
+    """The items' rows of the confidence rows of the training and validation splits, per
+    case (`ITEM_CASES`: after code, an empty line)."""
+    score = Scorer(model)
+    out = []
+    for name, path in (("train", train), ("valid", valid)):
+        for empty_line, rows in item_rows(path, score).items():
+            case = ITEM_CASES[empty_line]
+            network = score.calibration.network
+            out += [
+                {"case": case, "set": name, "features": x, "right": y, "network": network}
+                for x, y in rows
+            ]
+            print(f"items, {case}, {name}: {len(rows)} rows, {sum(y for _, y in rows)} right")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=8000, help="training lines")
-    p.add_argument("--out", type=Path, default=RESULTS / "fit_copy_confidence.json")
     p.add_argument(
         "--rows",
         nargs=2,
         type=Path,
         metavar=("TRAIN", "VALID"),
-        help="confidence rows (benchmarks/confidence_rows.py) to fit the items' weights on",
+        help="confidence rows (benchmarks/confidence_rows.py) to make the items' rows of",
     )
     p.add_argument("--model", type=Path, default=default_model_dir(), help="its confidence")
+    p.add_argument("--out", type=Path, default=ROWS)
     args = p.parse_args(argv)
-    results = {}
-    for kind in FINDERS:
-        w = fit(corpus_rows(kind, "train", args.n))
-        results[kind] = {
-            "weights": [round(float(v), 4) for v in w],
-            "features": FEATURES[kind],
-            "train": report(w, corpus_rows(kind, "train", args.n)),
-            "valid": report(w, corpus_rows(kind, "valid", args.n // 2)),
-            "repository_valid": report(w, repo_rows(kind, 400)),
-        }
-        for k in ("train", "valid", "repository_valid"):
-            print(f"{kind}, {k:17s} {results[kind][k]}")
-        print(f"{kind}, weights", results[kind]["weights"])
+    if args.n < 2:
+        p.error(f"--n must be at least 2, got {args.n}")
+    for path in args.rows or ():
+        if not path.is_file():
+            p.error(f"{path} not found: python -m benchmarks.confidence_rows ... --out {path}")
+    rows = copy_rows(args.n)
     if args.rows:
-        train_rows, valid_rows = args.rows
-        score = Scorer(args.model)
-        train, valid = item_rows(train_rows, score), item_rows(valid_rows, score)
-        results["items"] = {"network": score.calibration.network}
-        for empty_line, name in ((False, "after code"), (True, "empty line")):
-            w = fit(train[empty_line])
-            results["items"][name] = {
-                "weights": [round(float(v), 4) for v in w],
-                "train": report(w, train[empty_line]),
-                "valid": report(w, valid[empty_line]),
-            }
-            print(f"items, {name}: {results['items'][name]}")
-    write_results("fit_copy_confidence", None, results, args.out)
+        rows += items(*args.rows, args.model)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

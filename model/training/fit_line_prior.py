@@ -3,9 +3,9 @@ one-line changes between releases.
 
     python -m diffusion_infill.model.training.fix_pairs --releases 16 --max-archive-kb 1500 \
         --out data/fix_pairs_16_releases.jsonl
-    python -m benchmarks.fit_line_prior [--pairs data/fix_pairs_16_releases.jsonl]
-                                        [--min-count 30] [--valid data/real_fixes_valid.jsonl]
-                                        [--save PATH | --no-save]
+    python -m diffusion_infill.model.training.fit_line_prior \
+        [--pairs data/fix_pairs_16_releases.jsonl] [--min-count 30] \
+        [--valid data/real_fixes_valid.jsonl] [--save PATH | --no-save]
 
 The pairs: the one-line changes between the last 16 releases of each training package
 whose pinned archive is at most 1.5 MB (model/training/fix_pairs.py; the held-out sets'
@@ -16,9 +16,9 @@ hold. The L2 penalty is chosen by 5-fold cross-validation with the packages spli
 folds (a package's changes are all in one fold), on top-1; the weights are then fitted on
 every pair and written to infill/core/line_prior.json (`--save`; not at all with
 --no-save). With `--valid`, the prior alone ranks the code lines of the validation set of
-real fixes (packages outside the corpus). Prints the figures and writes
-benchmarks/results/line_prior_<pairs>.json. About seven minutes on one CPU thread for
-12,574 pairs.
+real fixes (packages outside the corpus). Prints the figures and writes its report to
+benchmarks/results/line_prior_<pairs>.json (provenance.py: with the commit). About seven
+minutes on one CPU thread for 12,574 pairs.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.results_file import RESULTS, write_results
 from diffusion_infill.infill.core.line_prior import (
     LINE_PRIOR_FILE,
     LinePrior,
@@ -43,6 +42,7 @@ from diffusion_infill.infill.core.line_prior import (
     line_features,
     vocabulary_tokens,
 )
+from diffusion_infill.model.training.provenance import REPORTS, command, write_report
 
 PAIRS = Path("data/fix_pairs_16_releases.jsonl")
 PENALTIES = (1e-3, 3e-3, 1e-2)
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     penalty = max(PENALTIES, key=lambda p: cv[p]["top1_line"])
     weights = fit(data, penalty)
     found: dict[str, object] = {
-        "command": " ".join(["python -m benchmarks.fit_line_prior", *(argv or sys.argv[1:])]),
+        "command": command("diffusion_infill.model.training.fit_line_prior", argv),
         "machine": f"{platform.platform()}, one torch thread",
         "pairs": str(args.pairs),
         "windows": len(data),
@@ -167,8 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         args.save.write_text(json.dumps(prior.to_json()) + "\n")
         print(f"wrote {args.save}", file=sys.stderr)
     found["seconds"] = round(time.perf_counter() - t0, 1)
-    out = args.out or RESULTS / f"line_prior_{args.pairs.stem}.json"
-    write_results("fit_line_prior", None, found, out)
+    write_report(found, args.out or REPORTS / f"line_prior_{args.pairs.stem}.json")
 
 
 def _parser() -> argparse.ArgumentParser:
