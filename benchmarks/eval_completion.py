@@ -2,7 +2,7 @@
 
     python -m benchmarks.eval_completion [--model DIR] [--n 100] [--setting KEY=JSON ...]
                                          [--cases mid-line,...] [--alternatives K]
-                                         [--temperature 0.7]
+                                         [--temperature 0.7] [--no-word-starts]
 
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
@@ -17,12 +17,14 @@ process:
 
 - `mid-line`: a line cut after the space nearest its middle, the rest of it deleted
   (typing a line): the offer should be the rest of the line;
+- `mid-word`: the same, cut inside a word (after the first half of its word of at least
+  four characters nearest its middle; lines without one are left out): typing a name;
 - `empty line, one line`: a line's content deleted, the cursor after its indentation
   (the next line of a block): the truth is that line;
 - `empty line, block`: 2 to 8 lines deleted the same way: the truth is the block.
 
-`--cases` runs some of them (comma-separated of mid-line, empty-line, empty-block; default
-all three). Per case: exact match of the offer, its first line right, its similarity to the
+`--cases` runs some of them (comma-separated of mid-line, mid-word, empty-line, empty-block;
+default all four). Per case: exact match of the offer, its first line right, its similarity to the
 truth (difflib's ratio), the lines offered, offers holding two blank lines in a row, requests
 with no offer, and ms per completion. The key/value carry between keystrokes
 (`completionReuse`) is hardly exercised: the requests share one carry key, as one
@@ -58,6 +60,7 @@ from benchmarks.heldout import (
     heldout_files,
     infill_examples,
     mid_line_cut,
+    mid_word_cut,
 )
 from benchmarks.results_file import write_results
 from diffusion_infill import infill
@@ -67,8 +70,10 @@ from diffusion_infill.lsp.offers import answers_alone, offered
 from diffusion_infill.lsp.settings import Settings, parse
 from diffusion_infill.model.loading import default_model_dir, load_denoiser
 
-CASES = ("mid-line", "empty line, one line", "empty line, block")
-CASE_KEYS = dict(zip(("mid-line", "empty-line", "empty-block"), CASES, strict=True))  # --cases
+CASES = ("mid-line", "mid-word", "empty line, one line", "empty line, block")
+CASE_KEYS = dict(  # --cases
+    zip(("mid-line", "mid-word", "empty-line", "empty-block"), CASES, strict=True)
+)
 _BLANK_RUN = re.compile(r"\n[ \t]*\n[ \t]*\n")
 
 
@@ -76,8 +81,11 @@ def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
     """(document, cursor, truth) of each example for `case`."""
     out = []
     for ex in examples:
-        if case == "mid-line":
-            cut = ex.start + mid_line_cut(ex.truth)
+        if case in ("mid-line", "mid-word"):
+            inside = mid_line_cut(ex.truth) if case == "mid-line" else mid_word_cut(ex.truth)
+            if inside is None:  # a line without a word to be inside
+                continue
+            cut = ex.start + inside
             out.append((ex.text[:cut] + ex.text[ex.end :], cut, ex.text[cut : ex.end]))
         else:
             out.append((ex.text[: ex.start] + ex.text[ex.end :], ex.start, ex.truth))
@@ -85,12 +93,19 @@ def requests(examples: list[Example], case: str) -> list[tuple[str, int, str]]:
 
 
 def offer(
-    den, text: str, at: int, settings: Settings, alternatives: int = 0, temperature: float = 0.7
+    den,
+    text: str,
+    at: int,
+    settings: Settings,
+    alternatives: int = 0,
+    temperature: float = 0.7,
+    word_starts: bool = True,
 ) -> tuple[str, int, list[str], str]:
     """The text the server would offer at `at` ("" for none), the passes it took, the
     distinct other offers of `alternatives` more decodes at `temperature` (seeds 0..k-1):
     what a list of inline suggestions to cycle through could hold, and the text it would
-    offer without the copies (the model's fill and runner-ups alone)."""
+    offer without the copies (the model's fill and runner-ups alone). `word_starts`: the
+    engine's stage of that name (infill/core/word_starts.py) on or off."""
     line_end = text.find("\n", at)
     ask = completion_ask(
         text, at, (text.rfind("\n", 0, at) + 1, len(text) if line_end < 0 else line_end), settings
@@ -98,11 +113,10 @@ def offer(
     if ask is None:
         return "", 0, [], ""
     offers, nfe, alone = [], 0, ""
+    asked = replace(ask.options, word_starts=word_starts)
     for k in range(alternatives + 1):
         options = (
-            ask.options
-            if k == 0
-            else replace(ask.options, temperature=temperature, seed=k - 1, carry_key="")
+            asked if k == 0 else replace(asked, temperature=temperature, seed=k - 1, carry_key="")
         )
         try:
             result = infill.fill_spans(ask.excerpt.text, [ask.span], denoiser=den, options=options)
@@ -205,10 +219,11 @@ def main(argv: list[str] | None = None) -> None:
         "model": str(args.model or default_model_dir()),
         "split": args.split,
         "settings": overrides,
+        "word_starts": not args.no_word_starts,
         "cases": {},
     }
     for case in (c for c in CASES if c in cases):
-        examples = lines if case != CASES[2] else blocks
+        examples = blocks if case == "empty line, block" else lines
         results["cases"][case] = _case(den, examples, case, settings, args)
     results["seconds"] = round(time.perf_counter() - t0, 1)
     print(
@@ -236,7 +251,9 @@ def _case(
     offers, truths, ms, nfe, others, alone = [], [], [], 0, [], []
     for text, at, truth in tqdm(requests(examples, case), desc=case, file=sys.stderr, leave=False):
         t = time.perf_counter()
-        got, passes, more, own = offer(den, text, at, settings, args.alternatives, args.temperature)
+        got, passes, more, own = offer(
+            den, text, at, settings, args.alternatives, args.temperature, not args.no_word_starts
+        )
         ms.append((time.perf_counter() - t) * 1000)
         offers.append(got)
         alone.append(own)
@@ -281,6 +298,12 @@ def _parser() -> argparse.ArgumentParser:
         "--cases",
         default=",".join(CASE_KEYS),
         help=f"comma-separated cases to run, of: {', '.join(CASE_KEYS)}",
+    )
+    parser.add_argument(
+        "--no-word-starts",
+        action="store_true",
+        help="the engine's word_starts stage off (a completion inside a word continues the "
+        "word's last token as it stands)",
     )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     return parser

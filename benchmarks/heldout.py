@@ -222,6 +222,16 @@ def first_line(text: str) -> str:
     return text.strip().split("\n")[0].strip()
 
 
+def mid_word_cut(truth: str) -> int | None:
+    """Where a user typing `truth` is inside a word: after the first half of its word (of
+    at least 4 letters, digits or underscores) nearest its middle; None without one."""
+    words = list(re.finditer(r"\w{4,}", truth))
+    if not words:
+        return None
+    word = min(words, key=lambda m: abs(m.start() + m.end() - len(truth)))
+    return word.start() + (word.end() - word.start()) // 2
+
+
 def mid_line_cut(truth: str) -> int:
     """Where a user typing `truth` is: just after the space nearest its middle (mid-word
     at its middle when it has no space)."""

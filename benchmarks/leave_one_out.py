@@ -13,6 +13,10 @@ Block holes, where exact match stays near 0, are judged by the holes the stage b
 closer to the truth and further from it (difflib's similarity, a refused fill 0). A stage
 whose removal loses nothing significant does not pay for itself.
 
+A stage that acts only where a user types (`COMPLETION_STAGES`: a completion inside a
+word) is judged instead on inline completions (`benchmarks.eval_completion`, its mid-line
+and mid-word cases, --n lines of --split), paired the same way.
+
 Each run's eval_shapes file lands in --runs (default benchmarks/results/leave_one_out/),
 named by split, n and stage; a run whose file is there already, made with the same fill
 code (a hash of infill/core/ and model/, weights included), is not run again, so the
@@ -29,7 +33,7 @@ import math
 import sys
 from pathlib import Path
 
-from benchmarks import eval_shapes
+from benchmarks import eval_completion, eval_shapes
 from benchmarks.infill_scores import closeness
 from benchmarks.results_file import RESULTS, fill_code, write_results
 
@@ -42,6 +46,10 @@ STAGES = {  # the stages whose gain was least sure when kept first
     "selection_lines": ["--no-selection-lines"],
     "line_holes": ["--no-line-holes"],
 }
+# stage -> the eval_completion arguments that turn it off: stages that act where a user
+# types, never on the held-out holes above (selections of whole nodes and lines)
+COMPLETION_STAGES = {"word_starts": ["--no-word-starts"]}
+COMPLETION_CASES = ("mid-line", "mid-word")
 SHAPES = ("cursor", "whole-line", "part-of-line", "block")
 MULTI_LINE = ("block",)  # judged by similarity: exact match is flat near 0
 SIGNIFICANT = 0.05  # the sign test's p below which a split of won / lost counts
@@ -147,6 +155,59 @@ def ensure_run(runs: Path, args: argparse.Namespace, stage: str | None) -> dict:
     return done
 
 
+def completion_paired(base: dict, off: dict) -> dict:
+    """A completion stage's row for one case: `base` (all stages on) against `off`, both
+    eval_completion cases on the same requests; right is the offer equal to the truth."""
+    a, b = base["records"], off["records"]
+    if [r["truth"] for r in a] != [r["truth"] for r in b]:
+        raise ValueError("the two runs hold different requests")
+
+    def right(r: dict) -> bool:
+        return r["offer"].strip() == r["truth"].strip()
+
+    won = sum(right(x) and not right(y) for x, y in zip(a, b, strict=True))
+    lost = sum(right(y) and not right(x) for x, y in zip(a, b, strict=True))
+    p = sign_test(won, lost)
+    verdict = ("pays" if won > lost else "loses") if p < SIGNIFICANT else "neither"
+    return {
+        "n": len(a),
+        "won": won,
+        "lost": lost,
+        "p": round(p, 4),
+        "significant": p < SIGNIFICANT,
+        "exact_with": base["exact_match"],
+        "exact_without": off["exact_match"],
+        "passes_per_request_with": round(base["nfe_per_request"], 3),
+        "passes_per_request_without": round(off["nfe_per_request"], 3),
+        "p50_ms_with": round(base["ms_p50"], 1),
+        "p50_ms_without": round(off["ms_p50"], 1),
+        "verdict": verdict,
+    }
+
+
+def ensure_completion_run(runs: Path, args: argparse.Namespace, stage: str | None) -> dict:
+    """The eval_completion results (mid-line and mid-word) of one run, all stages on or
+    `stage` off, cached in --runs by fill code as `ensure_run`'s."""
+    path = runs / f"{args.split}_n{args.n}_completion_{stage or 'all_on'}.json"
+    code = fill_code()
+    if path.is_file():
+        done = json.loads(path.read_text())
+        if done.get("fill_code") == code:
+            return done
+    argv = ["--split", args.split, "--n", str(args.n), "--cases", ",".join(COMPLETION_CASES)]
+    argv += ["--corpus", str(args.corpus), "--out", str(path)]
+    if args.model is not None:
+        argv += ["--model", str(args.model)]
+    if stage is not None:
+        argv += COMPLETION_STAGES[stage]
+    print(f"-- completion, {stage or 'all stages on'}", file=sys.stderr, flush=True)
+    eval_completion.main(argv)
+    done = json.loads(path.read_text())
+    done["fill_code"] = code
+    path.write_text(json.dumps(done, indent=1) + "\n")
+    return done
+
+
 def table(base: dict, runs: dict[str, dict], shapes: list[str]) -> dict[str, dict]:
     """Per stage, per shape: `paired`."""
     return {
@@ -188,7 +249,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default="valid")
     parser.add_argument("--n", type=int, default=400, help="holes per shape")
     parser.add_argument("--shapes", default=",".join(SHAPES))
-    parser.add_argument("--stages", default="all", help=f"all, or of: {', '.join(STAGES)}")
+    parser.add_argument(
+        "--stages",
+        default="all",
+        help=f"all, or of: {', '.join([*STAGES, *COMPLETION_STAGES])}",
+    )
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--runs", type=Path, default=RESULTS / "leave_one_out")
@@ -197,9 +262,10 @@ def main(argv: list[str] | None = None) -> None:
     args.shapes = args.shapes.split(",")
     if set(args.shapes) - set(SHAPES):
         parser.error(f"shapes are of: {', '.join(SHAPES)}")
-    stages = list(STAGES) if args.stages == "all" else args.stages.split(",")
-    if set(stages) - set(STAGES):
-        parser.error(f"unknown stage(s): {', '.join(sorted(set(stages) - set(STAGES)))}")
+    every = [*STAGES, *COMPLETION_STAGES]
+    stages = every if args.stages == "all" else args.stages.split(",")
+    if set(stages) - set(every):
+        parser.error(f"unknown stage(s): {', '.join(sorted(set(stages) - set(every)))}")
     if args.n < 1:
         parser.error("--n must be >= 1")
     if not (args.corpus / f"{args.split}.jsonl").is_file():
@@ -208,9 +274,16 @@ def main(argv: list[str] | None = None) -> None:
             "python -m diffusion_infill.model.training.corpus"
         )
     args.runs.mkdir(parents=True, exist_ok=True)
-    base = ensure_run(args.runs, args, None)
-    runs = {stage: ensure_run(args.runs, args, stage) for stage in stages}
-    rows = table(base, runs, args.shapes)
+    rows: dict[str, dict] = {}
+    if any(stage in STAGES for stage in stages):
+        base = ensure_run(args.runs, args, None)
+        runs = {stage: ensure_run(args.runs, args, stage) for stage in stages if stage in STAGES}
+        rows |= table(base, runs, args.shapes)
+    if any(stage in COMPLETION_STAGES for stage in stages):
+        typed = ensure_completion_run(args.runs, args, None)["cases"]
+        for stage in (s for s in stages if s in COMPLETION_STAGES):
+            off = ensure_completion_run(args.runs, args, stage)["cases"]
+            rows[stage] = {c: completion_paired(typed[c], off[c]) for c in COMPLETION_CASES}
     print_table(rows)
     results = {
         "command": "python -m benchmarks.leave_one_out " + " ".join(argv or sys.argv[1:]),

@@ -74,7 +74,7 @@ TARGETS = {
     "def loop():\n    ": "log(x)\n    log(x)\n    log(x)",  # the model's loop
     "def block():\n    ": "a = 1\n    \n\n\n\n    b = 2",  # blank lines, then a guess
     "name = ": "'ada'",
-    "x = fo": "o(1)",
+    "x = f": "oo(1)",  # a completion inside a word takes its head (word_starts.py)
     "args = run(": "a, b)\nnext",  # writes the `)` after the cursor again
     "call = go(": "x, y)",  # the same `)`, and then it ends
     "SLOW = ": "x" * 40,  # 41 passes of SLOW_PASS seconds

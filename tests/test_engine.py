@@ -206,7 +206,8 @@ def test_an_echo_before_a_crlf_line_break_is_cut_too():
     ids=["next line", "end of text", "brackets", "triple quotes", "comment", "backslash"],
 )
 def test_a_hole_at_a_lines_end_after_code_ends_with_its_statement(text, target, expected):
-    r = fill_text(text, denoiser=TargetDenoiser([target], confidence=0.99), language="python")
+    d = TargetDenoiser([target], confidence=0.99)
+    r = fill_text(text, denoiser=d, language="python", word_starts=False)
     assert r.text == expected
     _check_consistent(r)
 
@@ -534,7 +535,7 @@ def test_stats_nfe_per_token():
 
 def test_empty_fill_deletes_the_marker():
     d = TargetDenoiser([""], confidence=0.99)
-    r = fill_text("x = 1<mask>\n", denoiser=d)
+    r = fill_text("x = 1<mask>\n", denoiser=d, word_starts=False)
     assert r.text == "x = 1\n" and r.stats.tokens == 0
     assert r.edits == [infill.Edit(5, 11, "")]
     assert r.stats.nfe_per_token == 1.0
@@ -553,7 +554,7 @@ def test_engine_never_imports_torch():
 
 def test_context_ids_are_context_and_slots_are_masks():
     d = TargetDenoiser(["q"])
-    fill_text("a<mask:2>b", denoiser=d, language=None)
+    fill_text("a<mask:2>b", denoiser=d, language=None, word_starts=False)
     (canvas,), (positions,) = d.calls[0]
     assert canvas == [CTX_BASE + 0, MASK, MASK, CTX_BASE + 1]
     assert positions == [1, 2]

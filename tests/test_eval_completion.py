@@ -22,6 +22,11 @@ def test_requests_cut_the_line_or_empty_it() -> None:
     ((doc, at, truth),) = requests([ex], "empty line, one line")
     assert doc[:at].endswith("\n    ") and doc[at:].startswith("\n    return")
     assert truth == "total = compute(a, 2)"
+    # inside the word nearest the line's middle, after its first half: typing a name
+    ((doc, at, truth),) = requests([ex], "mid-word")
+    assert doc[:at].endswith("    total = com") and truth == "pute(a, 2)"
+    short = Example("x = a.b\n", 0, 7, "single-line")  # no word of four characters
+    assert requests([short], "mid-word") == []
 
 
 def test_scores_of_offers() -> None:

@@ -41,6 +41,24 @@ def test_a_stage_row_counts_holes_won_and_lost_on_the_same_holes():
     assert costly["significant"] and costly["verdict"] == "loses"
 
 
+def test_a_completion_stage_is_judged_on_the_same_completions():
+    def case(offers: list[str]) -> dict:
+        truths = ["pend(a)", "perty", "inue", "load"]
+        records = [{"truth": t, "offer": o} for t, o in zip(truths, offers, strict=True)]
+        right = sum(o.strip() == t for o, t in zip(offers, truths, strict=True))
+        return {
+            "records": records, "exact_match": right / 4, "nfe_per_request": 4.0, "ms_p50": 9.0,
+        }  # fmt: skip
+
+    on, off = case(["pend(a) ", "perty", "", "load"]), case(["x", "vide", "", "load"])
+    row = loo.completion_paired(on, off)
+    assert (row["won"], row["lost"], row["n"]) == (2, 0, 4)
+    assert row["exact_with"] == 0.75 and row["exact_without"] == 0.25
+    assert row["verdict"] == "neither"  # two requests say nothing yet
+    with pytest.raises(ValueError, match="different requests"):
+        loo.completion_paired(on, {**off, "records": off["records"][::-1]})
+
+
 def test_multi_line_holes_are_judged_by_how_near_the_fills_came():
     truths = ["a = 1\nb = 2\n", "c = 3\nd = 4\n", "e = 5\nf = 6\n"]
 
@@ -109,7 +127,7 @@ def test_the_table_turns_off_every_switchable_stage_of_the_pipeline():
     # a stage added to the fill's pipeline with a switch gets its row in the table
     from diffusion_infill.infill.core.pipeline import STAGES
 
-    assert {s.switch for s in STAGES if s.switch} == set(loo.STAGES)
+    assert {s.switch for s in STAGES if s.switch} == {*loo.STAGES, *loo.COMPLETION_STAGES}
 
 
 def test_a_results_file_written_before_leaves_the_commit_clean(tmp_path):

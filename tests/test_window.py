@@ -103,7 +103,7 @@ def test_window_tokens_option_caps_the_canvas():
 
 def test_long_core_line_is_cut_to_the_span():
     text = "a" * 50 + "<mask:2>" + "b" * 50 + "\n"
-    r = _fill(text, 20, language=None)
+    r = _fill(text, 20, language=None, word_starts=False)
     w = r.windows[0]
     assert w.end - w.start <= 18 + len("<mask:2>")
     assert r.text == text.replace("<mask:2>", "y")

@@ -89,6 +89,7 @@ def window_canvas(
     frames: Sequence[Frame | None],
     breaks: frozenset[int],
     min_breaks: Sequence[int],
+    first: Sequence[tuple[int, ...]],
 ) -> Canvas:
     """The window's canvas: its context segments encoded one by one, masked slots (or the
     tokens `decided` for a span); a framed span's indentation and line break are context.
@@ -118,6 +119,7 @@ def window_canvas(
                 raced=allocs[i].raced,
                 min_breaks=min_breaks[i],
                 breaks=breaks,
+                first=first[i],
             )
             for i in idx
         ],
@@ -142,10 +144,12 @@ def window_canvases(
     decided: Sequence[list[int] | None],
     frames: Sequence[Frame | None],
     selection_lines: bool = False,
+    first: Sequence[tuple[int, ...]] | None = None,
 ) -> list[Canvas]:
     """Each window's canvas, with the tokens each span's fill may not hold forbidden: the
     quote of a string literal it sits in (and a line break in a one-line literal, or in a
-    one-line selection); with `selection_lines`, a selection of k lines ends after k."""
+    one-line selection); with `selection_lines`, a selection of k lines ends after k; with
+    `first`, the ids each span's first slot may take (none: any)."""
     limits = one_line_limits(fill_limits(spans, layout.scopes), frames)
     forbidden = {chars: ids_with(denoiser, chars) for chars in set(limits) if chars}
     lines = [
@@ -166,6 +170,7 @@ def window_canvases(
             frames=frames,
             breaks=breaks,
             min_breaks=lines,
+            first=first if first is not None else [()] * len(spans),
         )
         for w in windows
     ]

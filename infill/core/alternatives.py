@@ -84,13 +84,20 @@ def shorter(s: SpanSlots, n: int, *, exact: bool, mask: int) -> SpanSlots:
         raced=s.raced,
         min_breaks=s.min_breaks,
         breaks=s.breaks,
+        first=s.first,
     )
 
 
 def kept(s: SpanSlots) -> SpanSlots:
     """A span an alternative does not redo: as the primary decoded it, fixed."""
     return SpanSlots(
-        s.index, list(s.ids), len(s.ids), s.exact, can_grow=False, forbidden=s.forbidden
+        s.index,
+        list(s.ids),
+        len(s.ids),
+        s.exact,
+        can_grow=False,
+        forbidden=s.forbidden,
+        first=s.first,
     )
 
 

@@ -36,6 +36,7 @@ class SpanSlots:
     raced: bool = False  # its length is the model's to choose: shorter allocations may race
     min_breaks: int = 0  # line breaks its fill holds before it may end (a selection of lines)
     breaks: frozenset[int] = frozenset()  # the ids that hold a line break (with min_breaks)
+    first: tuple[int, ...] = ()  # the ids its first slot may take (a word's head: word_starts.py)
 
     def may_end(self, j: int) -> bool:
         """Whether the fill may end at slot j (a null there): never in an exact span; in a

@@ -159,13 +159,16 @@ def copy_round(
     denoiser: Denoiser,
     options: SamplerOptions,
     context: Sequence[Snippet] = (),
+    *,
+    heads: Sequence[str] = (),
 ) -> None:
     """The pass that scores copies against the chosen fills (infill/core/copy_fills.py),
     for the holes whose length is a guess (`holes`: the in-line holes, and the spans
     whose length the plan guessed): an in-line hole's copies of the code around it in
     `before` (holes neutralised), and a one-line hole's copies from `context` (validated here:
     `check_context`). With the checks on only, as raced lengths without them make a
-    CandidateJob too."""
+    CandidateJob too. A span that took over a word's head (`heads`, word_starts.py) gets
+    the copies of the span as asked, each written after the head."""
     context = check_context(context)
     on = options.context_copies and options.check_kinds
     if not (on and isinstance(job, CandidateJob)):
@@ -176,13 +179,14 @@ def copy_round(
     bonus: dict[int, list[float]] = {}
     prefixes: dict[int, list[int]] = {}
     for i in sorted(guessed):
-        s = spans[i]
-        found = context_copies(before, s.start, s.end) if i in inline else []
-        repo = [(c, b) for c, b in repo_copies(before, s.start, s.end, context) if c not in found]
+        head = heads[i] if heads else ""
+        start, end = spans[i].start + len(head), spans[i].end
+        found = context_copies(before, start, end) if i in inline else []
+        repo = [(c, b) for c, b in repo_copies(before, start, end, context) if c not in found]
         if repo:
             prefixes[i] = encode(evidence([c for c, _ in repo], context))
         if found or repo:
-            copies[i] = [encode(c) for c in [*found, *(c for c, _ in repo)]]
+            copies[i] = [encode(head + c) for c in [*found, *(c for c, _ in repo)]]
             bonus[i] = [0.0] * len(found) + [b for _, b in repo]
     if copies:
         job.copy_round(

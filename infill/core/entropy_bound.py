@@ -40,7 +40,13 @@ import numpy as np
 
 from diffusion_infill.infill.core.canvas import Canvas, Slot, SpanSlots
 from diffusion_infill.infill.core.errors import DenoiserError
-from diffusion_infill.infill.core.scoring import entropy, log_softmax, pick_tokens, softmax
+from diffusion_infill.infill.core.scoring import (
+    entropy,
+    first_only,
+    log_softmax,
+    pick_tokens,
+    softmax,
+)
 from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord
 from diffusion_infill.model.denoiser import CacheHint, SpecialIds
 
@@ -119,6 +125,7 @@ def _copy(canvas: Canvas, lengths: dict[int, int], mask: int) -> Canvas:
             lengths.get(s.index, s.cap),
             True,
             forbidden=s.forbidden,
+            first=s.first,
         )
         for s in canvas.spans
     ]
@@ -159,13 +166,16 @@ def hint(key: object, v: Variant, steps: int, seed: int | None) -> CacheHint:
 
 def banned_logits(arr: np.ndarray, v: Variant, special: SpecialIds) -> np.ndarray:
     """The pass's logits over the ids a slot may take: never mask, pad or null (the
-    lengths are exact), nor a span's forbidden ids."""
+    lengths are exact), nor a span's forbidden ids; a span's first slot only its `first`
+    ids where it has them."""
     x = np.array(arr, dtype=np.float32, copy=True)  # (rows, V)
     x[:, [special.mask, special.pad, special.null]] = -np.inf
     by_index = {s.index: s for s in v.canvas.spans}
-    for r, (k, _) in enumerate(v.slots):
+    for r, (k, j) in enumerate(v.slots):
         if by_index[k].forbidden:
             x[r, list(by_index[k].forbidden)] = -np.inf
+        if j == 0 and by_index[k].first:
+            first_only(x, r, by_index[k].first)
     return x
 
 

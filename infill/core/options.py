@@ -80,6 +80,9 @@ class SamplerOptions:
     #                              higher (infill/core/copy_fills.py)
     statement_ends: bool = True  # Python: a hole at a line's end after code ends with its
     #                              statement (infill/core/echo.py `cut_statement`)
+    word_starts: bool = True  # a hole right after a word's start: the model writes the word
+    #                           whole, its first token one that continues what is typed
+    #                           (infill/core/word_starts.py)
     checks: str = ""  # comma-separated checks.KINDS a fill must pass; "": none (the CLI
     #                   and the language server default to DEFAULT_CHECKS)
     candidates: int = 2  # with checks: the primary decode and this many - 1 alternatives
@@ -229,6 +232,7 @@ _SWITCHES = (  # the options that are true or false
     "indent_pass",
     "context_copies",
     "statement_ends",
+    "word_starts",
     "exact_length",
 )
 

@@ -11,6 +11,9 @@ far as it has got). A stage with a `SamplerOptions` switch names it in `switch`;
 leave-one-out table turns each off in turn (benchmarks/leave_one_out.py, its figures in
 docs/ARCHITECTURE.md, "The stages of a fill"):
 
+    WordStarts     word_starts      a hole right after a word's start takes the word's
+                                    head: its first token continues what is typed
+                                    (word_starts.py)
     FrameLines     line_holes       whole-line spans framed: the engine writes their
                                     indentation and line break (lines.py)
     ModelDepths    indent_pass      a framed span whose depth the code leaves open: the
@@ -57,6 +60,7 @@ from diffusion_infill.infill.core.sampler import DenoiseJob
 from diffusion_infill.infill.core.snippets import Snippet, Source
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.window import Layout, Window, plan_windows
+from diffusion_infill.infill.core.word_starts import continuing, widened, word_heads
 from diffusion_infill.model.denoiser import Denoiser
 
 Job = DenoiseJob | CandidateJob
@@ -80,6 +84,8 @@ class Draft:
     context: Sequence[Snippet] = ()  # windows of other files of the repository
     source: Source | None = None  # where the text lives (jedi's checks read it)
     started: float = field(default_factory=time.perf_counter)
+    given: list[Span] = field(default_factory=list)  # the spans as asked (word_starts.py)
+    heads: list[str] = field(default_factory=list)  # per span, the word's head it took over
     frames: list[Frame | None] = field(default_factory=list)  # per span (lines.py)
     allocs: list[Allocation] = field(default_factory=list)
     guessed: frozenset[int] = frozenset()  # the spans whose length the plan guessed
@@ -99,7 +105,7 @@ class Draft:
         return PreparedFill(
             self.text, self.spans, self.windows, self.job, self.denoiser,
             rewrite=self.rewrite, started=self.started, ends=self.ends,
-            frames=self.frames, probes=self.passes,
+            frames=self.frames, probes=self.passes, given=self.given, heads=self.heads,
         )  # fmt: skip
 
 
@@ -109,6 +115,21 @@ class Stage(Protocol):
     switch: ClassVar[str | None]  # the SamplerOptions switch that turns it off, if any
 
     def run(self, draft: Draft) -> None: ...
+
+
+class WordStarts:
+    """A hole right after a word's start takes the word's head: the span starts where the
+    head's token does, and its first slot may take only the tokens that continue it."""
+
+    switch = "word_starts"
+
+    def run(self, d: Draft) -> None:
+        d.given = list(d.spans)
+        d.heads = [""] * len(d.spans)
+        if d.options.word_starts:
+            d.heads = word_heads(d.text, d.spans, d.denoiser, rewrite=d.rewrite, decided=d.decided)
+            most, default = d.options.max_span_tokens, d.options.default_span_tokens
+            d.spans = [widened(s, h, default, most) for s, h in zip(d.spans, d.heads, strict=True)]
 
 
 class FrameLines:
@@ -173,6 +194,7 @@ class PlanCanvases:
             d.text, d.spans, d.windows, d.allocs,
             layout=layout, denoiser=d.denoiser, budget=budget, decided=d.decided,
             frames=d.frames, selection_lines=d.options.selection_lines,
+            first=[continuing(d.denoiser, h) if h else () for h in d.heads],
         )  # fmt: skip
 
 
@@ -238,11 +260,12 @@ class ContextCopies:
         inline = inline_holes(d.text, d.spans)
         copy_round(
             d.job, d.before, d.spans, (inline, d.guessed),
-            d.frames, d.denoiser, d.options, d.context,
+            d.frames, d.denoiser, d.options, d.context, heads=d.heads,
         )  # fmt: skip
 
 
 STAGES: tuple[Stage, ...] = (
+    WordStarts(),
     FrameLines(),
     ModelDepths(),
     ParsingDepths(),

@@ -27,6 +27,7 @@ from diffusion_infill.infill.core.results import FillResult, FillStats, SpanFill
 from diffusion_infill.infill.core.sampler import DenoiseJob
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.infill.core.window import Window
+from diffusion_infill.infill.core.word_starts import given_text
 from diffusion_infill.model.denoiser import Denoiser
 
 
@@ -47,9 +48,15 @@ class PreparedFill:
         ends: Ends,
         frames: Sequence[Frame | None] | None = None,
         probes: int = 0,
+        given: Sequence[Span] = (),
+        heads: Sequence[str] = (),
     ) -> None:
         self.text = text
-        self.spans = spans
+        self.spans = spans  # as the job fills them
+        # the spans as asked, and per span the word's head its fill took over
+        # (infill/core/word_starts.py): its fill is the job's after the head
+        self.given = list(given) if given else list(spans)
+        self.heads = list(heads) if heads else [""] * len(spans)
         self.ends = ends  # per span: its echo key and whether it starts after a space
         self.windows = windows
         self.job = job
@@ -73,7 +80,10 @@ class PreparedFill:
         (infill/core/line_holes.py) wrote its line holes as selected lines: each fill
         replaces what its hole is there, and windows are given in its offsets."""
         self.text = text
-        self.spans = list(recast.given)
+        self.given = list(recast.given)
+        self.spans = [
+            replace(g, start=g.start - len(h)) for g, h in zip(self.given, self.heads, strict=True)
+        ]
         for i, rest in recast.rests.items():  # a line alone: its fill ends as the line did
             frame = self.frames[i]
             if frame is not None:
@@ -126,21 +136,43 @@ class PreparedFill:
             slots = {s.index: s for c in self.job.canvases for s in c.spans}
             chosen = [fill_ids(slots[i].ids, self.denoiser.special) for i in range(n)]
             why, copied = [None] * n, [False] * n
-        rated = self.rated = self._ratings(chosen, copied)
+        rated = self.rated = [
+            self._given_rated(r, h)
+            for r, h in zip(self._ratings(chosen, copied), self.heads, strict=True)
+        ]
         floor = self.job.options.min_confidence
         fills: list[SpanFill] = []
-        for i, (span, ids) in enumerate(zip(self.spans, chosen, strict=True)):
+        for i, (span, ids) in enumerate(zip(self.given, chosen, strict=True)):
             confidence, runner_ups = rated[i].confidence, rated[i].runner_ups
+            kept = self.text[span.start : span.end]
+            text, tokens = self._write(i, ids) if ids is not None else ("", 0)
+            given = given_text(text, self.heads[i])
             if ids is None:
-                fills.append(SpanFill(span, self.text[span.start : span.end], 0, why[i]))
+                fills.append(SpanFill(span, kept, 0, why[i]))
             elif floor is not None and confidence is not None and confidence < floor:
                 low = f"its confidence {confidence:.2f} is below the minimum {floor:g}"
-                kept = self.text[span.start : span.end]
                 fills.append(SpanFill(span, kept, 0, low, confidence, runner_ups))
+            elif given is None:
+                other = f"its fill does not continue the word before it ({self.heads[i]!r})"
+                fills.append(SpanFill(span, kept, 0, other, confidence, runner_ups))
             else:
-                text, tokens = self._write(i, ids)
-                fills.append(SpanFill(span, text, tokens, None, confidence, runner_ups))
+                fills.append(SpanFill(span, given, tokens, None, confidence, runner_ups))
         return fills
+
+    @staticmethod
+    def _given_rated(rated: Rated, head: str) -> Rated:
+        """`rated` for the span as asked: its runner-ups' texts after the word's `head`,
+        none that does not start with it."""
+        if not head:
+            return rated
+        ups = [
+            (replace(u, text=t), e)
+            for u, e in zip(rated.runner_ups, rated.runner_evidence, strict=True)
+            if (t := given_text(u.text, head)) is not None and t.strip()
+        ]
+        return replace(
+            rated, runner_ups=tuple(u for u, _ in ups), runner_evidence=tuple(e for _, e in ups)
+        )
 
     def _ratings(self, chosen: list[list[int] | None], copied: list[bool]) -> list[Rated]:
         """Each span's rating (infill/core/rated.py); none asked where the model has no

@@ -43,7 +43,7 @@ from diffusion_infill.infill.core.entropy_bound import NAME as ENTROPY_BOUND
 from diffusion_infill.infill.core.entropy_bound import EntropyBoundRun
 from diffusion_infill.infill.core.errors import DenoiserError
 from diffusion_infill.infill.core.options import SamplerOptions
-from diffusion_infill.infill.core.scoring import SCORES, choose, pick_tokens, softmax
+from diffusion_infill.infill.core.scoring import SCORES, choose, first_only, pick_tokens, softmax
 from diffusion_infill.infill.core.steps import LogitsRequest, StepRecord, commit_odds
 from diffusion_infill.infill.core.strategies import STRATEGIES
 from diffusion_infill.model.denoiser import CacheHint, Denoiser, SpecialIds
@@ -245,7 +245,8 @@ class DenoiseJob:
         self, p: _Pending, arr: np.ndarray, by_index: dict[int, SpanSlots]
     ) -> tuple[np.ndarray, np.ndarray]:
         """(logits, probabilities) of the rows, over the ids a slot may take: never mask or
-        pad, no null where the span may not end there, none of its forbidden ids."""
+        pad, no null where the span may not end there, none of its forbidden ids; a span's
+        first slot only its `first` ids where it has them."""
         sp = self.special
         x = arr.astype(np.float32, copy=True)  # (rows, V)
         x[:, [sp.mask, sp.pad]] = -np.inf
@@ -253,9 +254,11 @@ class DenoiseJob:
         no_end = [r for r, (k, j) in enumerate(rows) if not by_index[k].may_end(j)]
         if no_end:
             x[no_end, sp.null] = -np.inf
-        for r, (k, _) in enumerate(rows):
+        for r, (k, j) in enumerate(rows):
             if by_index[k].forbidden:
                 x[r, list(by_index[k].forbidden)] = -np.inf
+            if j == 0 and by_index[k].first:
+                first_only(x, r, by_index[k].first)
         return x, softmax(x)
 
     def _remask(self, p: _Pending, probs: np.ndarray, by_index: dict[int, SpanSlots]) -> list[Slot]:

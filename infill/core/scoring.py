@@ -23,6 +23,14 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def first_only(x: np.ndarray, row: int, first: tuple[int, ...]) -> None:
+    """Logits `x[row]` over the ids `first` alone (a span's first slot after a word's
+    head, infill/core/word_starts.py): every other id at -inf."""
+    keep = x[row, list(first)].copy()
+    x[row, :] = -np.inf
+    x[row, list(first)] = keep
+
+
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax in float64 (scores compared across candidates to 1e-9)."""
     x = np.asarray(logits, dtype=np.float64)
