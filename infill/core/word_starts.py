@@ -18,6 +18,7 @@ itself starts with it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -80,12 +81,20 @@ def _word_piece(piece: str) -> bool:
 @lru_cache(maxsize=4096)
 def continuing(denoiser: Denoiser, head: str) -> tuple[int, ...]:
     """The ids whose text starts with `head` (special ids never do), once per denoiser and
-    head."""
-    return tuple(
-        t
-        for t, piece in enumerate(token_texts(denoiser))
-        if piece is not None and piece.startswith(head)
-    )
+    head: a range of the vocabulary's texts in sorted order."""
+    texts, ids = _sorted_texts(denoiser)
+    found = []
+    for k in range(bisect_left(texts, head), len(texts)):
+        if not texts[k].startswith(head):
+            break
+        found.append(ids[k])
+    return tuple(sorted(found))
+
+
+@lru_cache(maxsize=16)
+def _sorted_texts(denoiser: Denoiser) -> tuple[list[str], list[int]]:
+    pairs = sorted((piece, t) for t, piece in enumerate(token_texts(denoiser)) if piece is not None)
+    return [p for p, _ in pairs], [t for _, t in pairs]
 
 
 def widened(span: Span, head: str, default_tokens: int, max_tokens: int) -> Span:
