@@ -58,3 +58,13 @@ def test_a_span_after_a_space_or_over_written_text_is_not_moved():
     (fill,) = fill_spans(TYPED, [Span(start, len(TYPED))], denoiser=den).fills
     assert fill.span == Span(start, len(TYPED))
     assert fill.text == "ppend(a)"
+
+
+def test_a_word_hole_beside_a_line_hole_comes_back_in_the_text_as_given():
+    # line holes are filled as selected lines and mapped back to the text as given; the
+    # word's hole after them keeps its head through that mapping
+    text = "def f(xs, a):\n<mask>\n    xs.appe<mask>\n"
+    den = TargetDenoiser({"def f(xs, a):\n    ": "a = 1", "xs.app": "end(a)"})
+    result = fill_text(text, denoiser=den, eager_ends=False)
+    assert result.text == "def f(xs, a):\n    a = 1\n    xs.append(a)\n"
+    assert [f.text for f in result.fills][-1] == "nd(a)"
