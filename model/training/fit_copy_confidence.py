@@ -73,7 +73,7 @@ def fit(rows: list[Row]) -> np.ndarray:
     y = np.array([r for _, r in rows], dtype=float)
     w = np.zeros(x.shape[1])
     for _ in range(STEPS):
-        p = 1 / (1 + np.exp(-x @ w))
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -50, 50)))  # separable rows: no overflow
         grad = x.T @ (p - y) / len(y)
         hess = (x.T * (p * (1 - p))) @ x / len(y)
         w -= np.linalg.solve(hess + 1e-9 * np.eye(len(w)), grad)
@@ -86,7 +86,7 @@ def report(w: np.ndarray, rows: list[Row]) -> dict[str, Any]:
         return {"n": 0}
     x = np.array([f for f, _ in rows])
     y = np.array([r for _, r in rows], dtype=float)
-    p = np.clip(1 / (1 + np.exp(-x @ w)), 1e-9, 1 - 1e-9)
+    p = np.clip(1 / (1 + np.exp(-np.clip(x @ w, -50, 50))), 1e-9, 1 - 1e-9)
     ece, _ = reliability(p, y)
     return {
         "n": len(rows),
