@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import eval_completion, eval_shapes
@@ -73,18 +74,17 @@ def _similarity(record: dict) -> float:
     return float(closeness(record["fill"], record["truth"])["similarity"])
 
 
-def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
-    """A stage's row for one shape: `base` (all stages on) against `off` (this one off),
-    both eval_shapes rows of the engine's length on the same holes. For multi-line holes
-    (`multi_line`), where exact match is flat near 0, the holes it brings closer to the
-    truth and further from it (difflib's similarity) decide instead, by the same test."""
+def _split(base: dict, off: dict, right: Callable[[dict], bool], what: str) -> dict:
+    """The row fields both kinds of stage share: of the same `what` (holes, requests) in
+    both runs, those right with the stage on and wrong off (won) and the reverse (lost),
+    the sign test's p of that split, exact match and p50 of each run."""
     a, b = base["records"], off["records"]
     if [r["truth"] for r in a] != [r["truth"] for r in b]:
-        raise ValueError("the two runs hold different holes")
-    won = sum(x["exact"] and not y["exact"] for x, y in zip(a, b, strict=True))
-    lost = sum(y["exact"] and not x["exact"] for x, y in zip(a, b, strict=True))
+        raise ValueError(f"the two runs hold different {what}")
+    won = sum(right(x) and not right(y) for x, y in zip(a, b, strict=True))
+    lost = sum(right(y) and not right(x) for x, y in zip(a, b, strict=True))
     p = sign_test(won, lost)
-    row: dict = {
+    return {
         "n": len(a),
         "won": won,
         "lost": lost,
@@ -92,12 +92,30 @@ def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
         "significant": p < SIGNIFICANT,
         "exact_with": base["exact_match"],
         "exact_without": off["exact_match"],
-        "passes_per_token_with": round(base["nfe_per_token"], 3),
-        "passes_per_token_without": round(off["nfe_per_token"], 3),
         "p50_ms_with": round(base["ms_p50"], 1),
         "p50_ms_without": round(off["ms_p50"], 1),
     }
+
+
+def _verdict(row: dict, won: int, lost: int) -> dict:
+    """`row` with what the table says of the stage: a significant split either way."""
+    verdict = ("pays" if won > lost else "loses") if row["significant"] else "neither"
+    return row | {"verdict": verdict}
+
+
+def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
+    """A stage's row for one shape: `base` (all stages on) against `off` (this one off),
+    both eval_shapes rows of the engine's length on the same holes. For multi-line holes
+    (`multi_line`), where exact match is flat near 0, the holes it brings closer to the
+    truth and further from it (difflib's similarity) decide instead, by the same test."""
+    row = _split(base, off, lambda r: r["exact"], "holes")
+    row |= {
+        "passes_per_token_with": round(base["nfe_per_token"], 3),
+        "passes_per_token_without": round(off["nfe_per_token"], 3),
+    }
+    won, lost = row["won"], row["lost"]
     if multi_line:
+        a, b = base["records"], off["records"]
         near = [(_similarity(x), _similarity(y)) for x, y in zip(a, b, strict=True)]
         closer = sum(x > y + 1e-9 for x, y in near)
         further = sum(y > x + 1e-9 for x, y in near)
@@ -111,101 +129,70 @@ def paired(base: dict, off: dict, *, multi_line: bool = False) -> dict:
             "significant": p_near < SIGNIFICANT,
         }
         won, lost = closer, further
-    # what the table says of the stage on this shape: a significant split either way
-    row["verdict"] = ("pays" if won > lost else "loses") if row["significant"] else "neither"
-    return row
+    return _verdict(row, won, lost)
 
 
 def run_path(runs: Path, args: argparse.Namespace, stage: str | None) -> Path:
     return runs / f"{args.split}_n{args.n}_{stage or 'all_on'}.json"
 
 
-def ensure_run(runs: Path, args: argparse.Namespace, stage: str | None) -> dict:
-    """The eval_shapes results of one run (all stages on, or `stage` off): read from
-    --runs when a run of the same fill code (`fill_code`) is there, else run now."""
-    path = run_path(runs, args, stage)
+def _cached(path: Path, run: Callable[[], None], covers: Callable[[dict], bool]) -> dict:
+    """The results at `path` where they were made with this fill code (`fill_code`) and
+    `covers` them, else those of `run()` (which writes `path`), stamped with it."""
     code = fill_code()
     if path.is_file():
         done = json.loads(path.read_text())
-        if done.get("fill_code") == code and set(args.shapes) <= set(done["shapes"]):
+        if done.get("fill_code") == code and covers(done):
             return done
-    argv = [
-        "--split",
-        args.split,
-        "--n",
-        str(args.n),
-        "--shapes",
-        ",".join(args.shapes),
-        "--lengths-only",
-        "engine",
-        "--corpus",
-        str(args.corpus),
-        "--out",
-        str(path),
-    ]
-    if args.model is not None:
-        argv += ["--model", str(args.model)]
-    if stage is not None:
-        argv += STAGES[stage]
-    print(f"-- {stage or 'all stages on'}", file=sys.stderr, flush=True)
-    eval_shapes.main(argv)
+    run()
     done = json.loads(path.read_text())
     done["fill_code"] = code
     path.write_text(json.dumps(done, indent=1) + "\n")
     return done
 
 
+def _common(args: argparse.Namespace, path: Path) -> list[str]:
+    """The arguments every run takes: the split, n, corpus, out and model."""
+    argv = ["--split", args.split, "--n", str(args.n), "--corpus", str(args.corpus)]
+    argv += ["--out", str(path)]
+    return argv + (["--model", str(args.model)] if args.model is not None else [])
+
+
+def ensure_run(runs: Path, args: argparse.Namespace, stage: str | None) -> dict:
+    """The eval_shapes results of one run (all stages on, or `stage` off): read from
+    --runs when a run of the same fill code (`fill_code`) is there, else run now."""
+    path = run_path(runs, args, stage)
+    argv = _common(args, path) + ["--shapes", ",".join(args.shapes), "--lengths-only", "engine"]
+
+    def run() -> None:
+        print(f"-- {stage or 'all stages on'}", file=sys.stderr, flush=True)
+        eval_shapes.main(argv + (STAGES[stage] if stage is not None else []))
+
+    return _cached(path, run, lambda done: set(args.shapes) <= set(done["shapes"]))
+
+
 def completion_paired(base: dict, off: dict) -> dict:
     """A completion stage's row for one case: `base` (all stages on) against `off`, both
     eval_completion cases on the same requests; right is the offer equal to the truth."""
-    a, b = base["records"], off["records"]
-    if [r["truth"] for r in a] != [r["truth"] for r in b]:
-        raise ValueError("the two runs hold different requests")
-
-    def right(r: dict) -> bool:
-        return r["offer"].strip() == r["truth"].strip()
-
-    won = sum(right(x) and not right(y) for x, y in zip(a, b, strict=True))
-    lost = sum(right(y) and not right(x) for x, y in zip(a, b, strict=True))
-    p = sign_test(won, lost)
-    verdict = ("pays" if won > lost else "loses") if p < SIGNIFICANT else "neither"
-    return {
-        "n": len(a),
-        "won": won,
-        "lost": lost,
-        "p": round(p, 4),
-        "significant": p < SIGNIFICANT,
-        "exact_with": base["exact_match"],
-        "exact_without": off["exact_match"],
+    row = _split(base, off, lambda r: r["offer"].strip() == r["truth"].strip(), "requests")
+    row |= {
         "passes_per_request_with": round(base["nfe_per_request"], 3),
         "passes_per_request_without": round(off["nfe_per_request"], 3),
-        "p50_ms_with": round(base["ms_p50"], 1),
-        "p50_ms_without": round(off["ms_p50"], 1),
-        "verdict": verdict,
     }
+    return _verdict(row, row["won"], row["lost"])
 
 
 def ensure_completion_run(runs: Path, args: argparse.Namespace, stage: str | None) -> dict:
     """The eval_completion results (mid-line and mid-word) of one run, all stages on or
     `stage` off, cached in --runs by fill code as `ensure_run`'s."""
     path = runs / f"{args.split}_n{args.n}_completion_{stage or 'all_on'}.json"
-    code = fill_code()
-    if path.is_file():
-        done = json.loads(path.read_text())
-        if done.get("fill_code") == code:
-            return done
-    argv = ["--split", args.split, "--n", str(args.n), "--cases", ",".join(COMPLETION_CASES)]
-    argv += ["--corpus", str(args.corpus), "--out", str(path)]
-    if args.model is not None:
-        argv += ["--model", str(args.model)]
-    if stage is not None:
-        argv += COMPLETION_STAGES[stage]
-    print(f"-- completion, {stage or 'all stages on'}", file=sys.stderr, flush=True)
-    eval_completion.main(argv)
-    done = json.loads(path.read_text())
-    done["fill_code"] = code
-    path.write_text(json.dumps(done, indent=1) + "\n")
-    return done
+    argv = _common(args, path) + ["--cases", ",".join(COMPLETION_CASES)]
+
+    def run() -> None:
+        print(f"-- completion, {stage or 'all stages on'}", file=sys.stderr, flush=True)
+        eval_completion.main(argv + (COMPLETION_STAGES[stage] if stage is not None else []))
+
+    return _cached(path, run, lambda done: True)
 
 
 def table(base: dict, runs: dict[str, dict], shapes: list[str]) -> dict[str, dict]:
