@@ -53,6 +53,7 @@ from diffusion_infill.infill.core.jedi_known import (
     untrusted_base,
     untrusted_callee,
     why_unknown,
+    word_start,
 )
 from diffusion_infill.infill.core.jedi_scripts import (
     MAX_DEPTH,
@@ -250,9 +251,7 @@ def names_at(
 
     def ask() -> NamesAt:
         script = script_for(text, path, root, environment)
-        j = offset
-        while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
-            j -= 1
+        j = word_start(text, offset)
         k = j
         while k > 0 and text[k - 1] in " \t":
             k -= 1

@@ -23,16 +23,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
+from diffusion_infill.infill.core.jedi_known import word_start
 from diffusion_infill.infill.core.limits import token_texts
 from diffusion_infill.infill.core.spans import Span
 from diffusion_infill.model.denoiser import Denoiser
 
 MAX_HEAD_TOKENS = 4  # a word's head is at most this many of its tokens
 LINE_TAIL = 80  # characters of the line before a span read for its head
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
 
 
 def word_heads(
@@ -58,7 +55,7 @@ def word_heads(
 def _head(text: str, at: int, denoiser: Denoiser) -> str:
     """The longest run of the line's last word tokens before `at` that another token
     starts with ("" for none)."""
-    if at == 0 or not _is_word(text[at - 1]):
+    if word_start(text, at) == at:  # not right after a word character
         return ""
     # the line's last characters are enough for its last tokens (a minified line is long)
     line = text[max(text.rfind("\n", 0, at) + 1, at - LINE_TAIL) : at]
@@ -75,7 +72,7 @@ def _head(text: str, at: int, denoiser: Denoiser) -> str:
 
 def _word_piece(piece: str) -> bool:
     core = piece[1:] if piece.startswith(" ") else piece
-    return bool(core) and all(_is_word(ch) for ch in core)
+    return bool(core) and word_start(core, len(core)) == 0
 
 
 @lru_cache(maxsize=4096)
