@@ -145,14 +145,16 @@ class PreparedFill:
         for i, (span, ids) in enumerate(zip(self.given, chosen, strict=True)):
             confidence, runner_ups = rated[i].confidence, rated[i].runner_ups
             kept = self.text[span.start : span.end]
-            text, tokens = self._write(i, ids) if ids is not None else ("", 0)
-            given = given_text(text, self.heads[i])
             if ids is None:
                 fills.append(SpanFill(span, kept, 0, why[i]))
-            elif floor is not None and confidence is not None and confidence < floor:
+                continue
+            if floor is not None and confidence is not None and confidence < floor:
                 low = f"its confidence {confidence:.2f} is below the minimum {floor:g}"
                 fills.append(SpanFill(span, kept, 0, low, confidence, runner_ups))
-            elif given is None:
+                continue
+            text, tokens = self._write(i, ids)
+            given = given_text(text, self.heads[i])
+            if given is None:
                 other = f"its fill does not continue the word before it ({self.heads[i]!r})"
                 fills.append(SpanFill(span, kept, 0, other, confidence, runner_ups))
             else:
