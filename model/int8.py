@@ -5,18 +5,18 @@ Each quantised linear layer keeps its weights as int8 codes per output channel w
 -64..63 (7 bits) with an fp32 scale per channel, and at every call quantises its input to
 8 bits with a scale per row (per token): the rows of a layer's input differ in size from
 token to token (a masked slot's against the code's) as much as its channels do. The
-integer product runs on oneDNN's int8 kernels through one of two torch operations, the
-faster on the CPU at hand (`cpu_vnni`, model/cpu.py; timings: docs/log/architecture.md, "int8
-without torch.ao"): on a CPU with VNNI, `onednn.qlinear_pointwise` on weights packed once
-at load (unsigned 8-bit inputs: the rows' codes shifted by 128), where `torch._int_mm`
-repacks them at every call; without VNNI (AVX2), `torch._int_mm` (int8 x int8, int32
-sums). The sums are rescaled by both scales and the bias added in fp32. The layers of `KEEP_FP32`,
-whose inputs 8 bits cannot hold, and the rest of the model (embeddings, norms, attention)
-stay fp32.
+integer product runs on oneDNN's int8 kernels, `onednn.qlinear_pointwise` on weights
+packed once at load (unsigned 8-bit inputs: the rows' codes shifted by 128), on every CPU:
+`torch._int_mm`, the other operation that reaches int8 kernels without torch.ao, ran 40x
+slower than fp32 on a CPU without VNNI (a Zen 3; docs/log/architecture.md, "int8 on a Zen
+3"), where the prepacked kernel runs 0.8x fp32's time. The sums are rescaled by both
+scales and the bias added in fp32. The layers of `KEEP_FP32`, whose inputs 8 bits cannot
+hold, and the rest of the model (embeddings, norms, attention) stay fp32.
 
 Why 7-bit weights: a CPU without VNNI (AVX2, a Zen 3) multiplies 8-bit inputs by 8-bit
 weights in pairs summed in int16 (vpmaddubsw), which saturates beyond 32,767: 255 x 128 x 2
-can, 255 x 64 x 2 cannot (tests/test_precision.py checks that both kernels stay exact).
+can, 255 x 64 x 2 cannot (tests/test_precision.py checks that the kernel stays exact,
+with oneDNN held to AVX2 too).
 Why these layers, and the held-out figures: docs/log/architecture.md, "int8 on the CPU".
 """
 
@@ -27,8 +27,6 @@ import fnmatch
 from collections.abc import Collection
 
 import torch
-
-from diffusion_infill.model.cpu import cpu_vnni
 
 # Linear layers int8 leaves in fp32 by default (name patterns): those whose 8-bit inputs
 # cost most, measured by how far the model's token distributions move from fp32's
@@ -44,13 +42,10 @@ class Int8Linear(torch.nn.Module):
     """A linear layer computed in int8: `linear`'s weights as int8 codes per output channel
     within -`weight_range`..`weight_range` - 1 (scale: the channel's largest |weight| over
     `weight_range` - 0.5), its input quantised per row at every call, the output rescaled
-    and the bias added in fp32. `packed`: the prepacked oneDNN kernel (default: where the
-    CPU has VNNI), else `torch._int_mm`. Inputs of any leading shape, as nn.Linear's; the
-    output is fp32."""
+    and the bias added in fp32, on oneDNN's kernel with the weights prepacked. Inputs of
+    any leading shape, as nn.Linear's; the output is fp32."""
 
-    def __init__(
-        self, linear: torch.nn.Linear, weight_range: int = WEIGHT_RANGE, packed: bool | None = None
-    ) -> None:
+    def __init__(self, linear: torch.nn.Linear, weight_range: int = WEIGHT_RANGE) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         w = linear.weight.detach().float()
@@ -61,22 +56,18 @@ class Int8Linear(torch.nn.Module):
         self.register_buffer("weight_scale", scale)
         bias = linear.bias
         self.register_buffer("bias", None if bias is None else bias.detach().float().clone())
-        self.packed: torch.Tensor | None = None  # oneDNN's layout of `weight`, made once
-        if cpu_vnni() if packed is None else packed:
-            self.packed = torch.ops.onednn.qlinear_prepack(self.weight, None)
-            self.zero_points = torch.zeros(self.out_features, dtype=torch.int64)
+        # oneDNN's layout of `weight`, made once
+        self.packed = torch.ops.onednn.qlinear_prepack(self.weight, None)
+        self.zero_points = torch.zeros(self.out_features, dtype=torch.int64)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features).float()
         scale = rows.abs().amax(-1, keepdim=True).clamp_(min=1e-12).div_(INPUT_LEVELS)
         codes = rows.div(scale).round_().to(torch.int8)  # each row's own scale
-        if self.packed is not None:  # unsigned codes: the same bits, shifted by 128
-            y = torch.ops.onednn.qlinear_pointwise(
-                *(codes.view(torch.uint8).add_(128), 1.0, 128, self.packed, self.weight_scale),
-                *(self.zero_points, None, 1.0, 0, torch.float32, "none", [], ""),
-            )
-        else:
-            y = torch._int_mm(codes, self.weight.t()).mul(self.weight_scale)
+        y = torch.ops.onednn.qlinear_pointwise(  # unsigned codes: the same bits, shifted by 128
+            *(codes.view(torch.uint8).add_(128), 1.0, 128, self.packed, self.weight_scale),
+            *(self.zero_points, None, 1.0, 0, torch.float32, "none", [], ""),
+        )
         y.mul_(scale)
         if self.bias is not None:
             y.add_(self.bias)
@@ -88,14 +79,11 @@ class Int8Linear(torch.nn.Module):
         memo[id(self)] = twin
         state = {k: v for k, v in self.__dict__.items() if k != "packed"}
         twin.__dict__.update(copy.deepcopy(state, memo))
-        twin.packed = None
-        if self.packed is not None:
-            twin.packed = torch.ops.onednn.qlinear_prepack(twin.weight, None)
+        twin.packed = torch.ops.onednn.qlinear_prepack(twin.weight, None)
         return twin
 
     def extra_repr(self) -> str:
-        kernel = "onednn prepacked" if self.packed is not None else "_int_mm"
-        return f"in_features={self.in_features}, out_features={self.out_features}, {kernel}"
+        return f"in_features={self.in_features}, out_features={self.out_features}, onednn prepacked"
 
 
 def quantise_int8(

@@ -2,17 +2,17 @@
 
 A CPU without bf16 instructions (no AMX, no AVX-512 BF16: an AMD EPYC Zen 3, say) emulates
 bf16 and ran autocast ~3x *slower* than fp32 in inference and ~40x slower in training
-(docs/TRAINING.md); a CPU with AMX runs it ~2x faster. So the choice is made per machine:
-from the CPU's flags where they settle it (no bf16 instructions: int8), else by timing
-fp32, bf16 and int8 on a matrix product of the shape this project's models multiply:
-int8 linear layers where they are the fastest (a CPU with VNNI and AVX-512 BF16 but no
-AMX, 0.6x bf16's time) or bf16 is no faster than fp32, else bf16; int8 answers at the
-same held-out quality as fp32 (docs/ARCHITECTURE.md, "int8 on the CPU").
+(docs/TRAINING.md); a CPU with AMX runs it ~2x faster. So the choice is made per machine,
+by timing fp32, bf16 and int8 on a matrix product of the shape this project's models
+multiply (bf16 left out where the CPU's flags name no bf16 instructions): int8 linear
+layers where they are the fastest (a CPU with VNNI and AVX-512 BF16 but no AMX, 0.6x
+bf16's time; a Zen 3 without bf16, 0.8x fp32's) or bf16 is no faster than fp32, else bf16;
+int8 answers at the same held-out quality as fp32 (docs/ARCHITECTURE.md, "int8 on the CPU").
 `INFILL_DTYPE=fp32|bf16|int8` (or an explicit request) overrides.
 
 int8 (inference on the CPU only; model/int8.py): the linear layers' weights int8 per
 output channel (within -64..63), their inputs quantised to 8 bits per row (token) at each
-call, torch's integer matrix product; the two layers whose inputs do not survive 8 bits
+call, oneDNN's integer matrix product; the two layers whose inputs do not survive 8 bits
 (`KEEP_FP32`) and the rest of the model stay fp32."""
 
 from __future__ import annotations
@@ -80,35 +80,35 @@ def _time_matmul(layer: torch.nn.Module, x: torch.Tensor, dtype: torch.dtype) ->
         return time.perf_counter() - t0
 
 
-def _best_times(rounds: int = 12) -> tuple[float, float, float]:
+def _best_times(rounds: int = 12, bf16: bool = True) -> tuple[float, float, float]:
     """Best fp32, bf16 and int8 seconds of a (256 x 256) @ (256 x 1024) linear layer, the
     three timed in turn (fp32, bf16, int8, fp32, ...) so that a load that comes or goes
     while timing falls on all alike, on one thread: with two threads and the other core
     busy (a training run, a test suite), both dtypes waited on the busy core, 12 and 27 ms
     per call instead of 0.7 and 0.4, and bf16 looked slower on a CPU where it is 1.6x
-    faster."""
+    faster. Without `bf16`, bf16 is not timed (its time: infinity)."""
     x = torch.randn(256, 256)
     layer = torch.nn.Linear(256, 1024)
     quantised = quantise_int8(torch.nn.Sequential(layer), keep_fp32=())
-    fp32 = bf16 = int8 = float("inf")
+    fp32 = int8 = float("inf")
+    bf16_time = float("inf")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the kernels' ratio, without threads waiting on a busy core
     try:
         for _ in range(rounds):
             fp32 = min(fp32, _time_matmul(layer, x, torch.float32))
-            bf16 = min(bf16, _time_matmul(layer, x, torch.bfloat16))
+            if bf16:
+                bf16_time = min(bf16_time, _time_matmul(layer, x, torch.bfloat16))
             int8 = min(int8, _time_matmul(quantised, x, torch.int8))
     finally:
         torch.set_num_threads(threads)
-    return fp32, bf16, int8
+    return fp32, bf16_time, int8
 
 
 @functools.cache
 def _fastest_on_cpu() -> Precision:
     if _flags_rule_out_bf16():
-        return Precision(
-            torch.float32, "CPU has no bf16 instructions: int8 linear layers", int8=True
-        )
+        return _int8_or_fp32()
     fp32, bf16, int8 = _best_times()
     if int8 < 0.9 * min(bf16, fp32):  # VNNI without AMX: int8 beats bf16 (a Zen 4, say)
         return Precision(
@@ -124,10 +124,24 @@ def _fastest_on_cpu() -> Precision:
         )
     return Precision(
         torch.float32,
-        f"bf16 timed no faster ({bf16 * 1e6:.0f} vs "
-        f"{fp32 * 1e6:.0f} us per matmul): int8 linear layers",
-        int8=True,
+        f"bf16 timed no faster ({bf16 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul), int8 "
+        f"{int8 * 1e6:.0f}: " + ("int8 linear layers" if int8 < fp32 else "fp32"),
+        int8=int8 < fp32,
     )
+
+
+def _int8_or_fp32() -> Precision:
+    """On a CPU without bf16 instructions (bf16 emulated, not timed): int8 linear layers
+    where they time faster than fp32, as they do with oneDNN's int8 kernels (AVX2: 0.8x on
+    a Zen 3), else fp32, so that a slow int8 kernel (torch._int_mm ran 40x slower than fp32
+    there, docs/log/architecture.md "int8 on a Zen 3") never becomes the default."""
+    fp32, _, int8 = _best_times(bf16=False)
+    times = f"{int8 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul in fp32"
+    if int8 < fp32:
+        return Precision(
+            torch.float32, f"CPU has no bf16 instructions; int8 timed faster ({times})", int8=True
+        )
+    return Precision(torch.float32, f"CPU has no bf16 instructions; int8 timed slower ({times})")
 
 
 def pick_precision(device: torch.device | str = "cpu", requested: str | None = None) -> Precision:
