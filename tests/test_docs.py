@@ -17,7 +17,7 @@ def _commands() -> list[str]:
 def test_readme_has_exactly_two_setup_commands() -> None:
     main_job, tests = _commands()
     assert "infill fill examples/holes.py" in main_job
-    assert tests.endswith("python -m pytest -q")
+    assert tests.endswith("python -m pytest -q -n 2 --dist worksteal")
 
 
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
