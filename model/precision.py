@@ -107,8 +107,9 @@ def _best_times(rounds: int = 12, bf16: bool = True) -> tuple[float, float, floa
 
 @functools.cache
 def _fastest_on_cpu() -> Precision:
-    if _flags_rule_out_bf16():
-        return _int8_or_fp32()
+    if _flags_rule_out_bf16():  # bf16 emulated: not timed
+        fp32, _, int8 = _best_times(bf16=False)
+        return _int8_or_fp32(fp32, int8, "CPU has no bf16 instructions")
     fp32, bf16, int8 = _best_times()
     if int8 < 0.9 * min(bf16, fp32):  # VNNI without AMX: int8 beats bf16 (a Zen 4, say)
         return Precision(
@@ -122,26 +123,19 @@ def _fastest_on_cpu() -> Precision:
             torch.bfloat16,
             f"bf16 timed faster ({bf16 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul)",
         )
-    return Precision(
-        torch.float32,
-        f"bf16 timed no faster ({bf16 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul), int8 "
-        f"{int8 * 1e6:.0f}: " + ("int8 linear layers" if int8 < fp32 else "fp32"),
-        int8=int8 < fp32,
-    )
+    why = f"bf16 timed no faster ({bf16 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul)"
+    return _int8_or_fp32(fp32, int8, why)
 
 
-def _int8_or_fp32() -> Precision:
-    """On a CPU without bf16 instructions (bf16 emulated, not timed): int8 linear layers
-    where they time faster than fp32, as they do with oneDNN's int8 kernels (AVX2: 0.8x on
-    a Zen 3), else fp32, so that a slow int8 kernel (torch._int_mm ran 40x slower than fp32
-    there, docs/log/architecture.md "int8 on a Zen 3") never becomes the default."""
-    fp32, _, int8 = _best_times(bf16=False)
+def _int8_or_fp32(fp32: float, int8: float, why: str) -> Precision:
+    """Where bf16 is out (`why`): int8 linear layers where they timed faster than fp32, as
+    they do with oneDNN's int8 kernels (AVX2: 0.8x on a Zen 3), else fp32, so that a slow
+    int8 kernel (torch._int_mm ran 40x slower than fp32 there, docs/log/architecture.md
+    "int8 on a Zen 3") never becomes the default."""
     times = f"{int8 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul in fp32"
     if int8 < fp32:
-        return Precision(
-            torch.float32, f"CPU has no bf16 instructions; int8 timed faster ({times})", int8=True
-        )
-    return Precision(torch.float32, f"CPU has no bf16 instructions; int8 timed slower ({times})")
+        return Precision(torch.float32, f"{why}; int8 timed faster ({times})", int8=True)
+    return Precision(torch.float32, f"{why}; int8 timed slower ({times})")
 
 
 def pick_precision(device: torch.device | str = "cpu", requested: str | None = None) -> Precision:

@@ -237,7 +237,7 @@ def test_int8_keeps_weights_per_channel_in_7_bits_and_inputs_in_8() -> None:
     assert worst(ours(x)) < 0.03 and worst(ours(x)) < 0.1 * worst(coarse)
 
 
-def _int8_kernels_are_exact(weight_range: int = 64) -> bool:
+def _int8_kernel_is_exact(weight_range: int = 64) -> bool:
     """Whether the int8 kernel (oneDNN's, on prepacked weights) sums exactly
     with inputs at the edges of 8 bits and weights at the edges of `weight_range`: a row of
     the largest inputs against a channel of the largest weights, where a kernel without
@@ -259,17 +259,17 @@ def _int8_kernels_are_exact(weight_range: int = 64) -> bool:
     return True
 
 
-def test_the_int8_kernels_stay_exact_with_7_bit_weights() -> None:
-    assert _int8_kernels_are_exact()
+def test_the_int8_kernel_stays_exact_with_7_bit_weights() -> None:
+    assert _int8_kernel_is_exact()
 
 
 @pytest.mark.slow
-def test_the_int8_kernels_stay_exact_without_vnni() -> None:
+def test_the_int8_kernel_stays_exact_without_vnni() -> None:
     """The same with oneDNN held to AVX2 (no VNNI: the kernels of a CPU without bf16, where
     `auto` picks int8), in a process of its own (the cap is read when torch starts)."""
     code = (
         "import sys; sys.path.insert(0, 'tests'); import test_precision as t; "
-        "assert t._int8_kernels_are_exact()"
+        "assert t._int8_kernel_is_exact()"
     )
     env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
     done = subprocess.run(
