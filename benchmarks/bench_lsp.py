@@ -65,6 +65,7 @@ from benchmarks.lsp_bench_client import Bench, capabilities, exact_offers
 from benchmarks.repo_set import DATA, PACKAGES, SPLITS, repo_holes
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.docstring import missing_docstrings
+from diffusion_infill.model.training.provenance import host
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus_v2"
@@ -145,7 +146,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "model": str(args.model or args.worker or "shipped"),
         "worker": info if isinstance(info, dict) else None,
         "requests": args.requests,
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "machine": {
+            "cpu": host(),  # the worker's CPU where it runs here (not with --worker)
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "settings": args.setting,
         "repo_set": args.repo_set,
         "vs_settings": args.vs or None,

@@ -14,6 +14,7 @@ from diffusion_infill.model.training.provenance import (
     commit,
     cpu,
     fill_code,
+    instructions,
     model_name,
     write_report,
 )
@@ -35,8 +36,13 @@ RESULTS = REPORTS  # benchmarks/results/
 
 
 def machine() -> str:
-    """The machine line of a study's results: the platform and the dtype asked for."""
-    return f"{platform.platform()}, {os.environ.get('INFILL_DTYPE', 'auto')}"
+    """The machine line of a study's results: the platform, the CPU and its instructions,
+    and the dtype asked for."""
+    isa = instructions()
+    return (
+        f"{platform.platform()}, {cpu()}{f' ({isa})' if isa else ''}, "
+        f"{os.environ.get('INFILL_DTYPE', 'auto')}"
+    )
 
 
 def run_command() -> str | None:

@@ -123,6 +123,37 @@ def test_kernels_held_to_avx2_are_recorded(tmp_path, monkeypatch):
     assert machine.endswith("ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2")
 
 
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        ({"sse4_2", "avx", "avx2", "fma"}, "AVX2"),  # a Zen 3: neither bf16 nor VNNI
+        ({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}, "AVX-512 BF16 VNNI"),
+        (
+            {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_int8"},
+            "AVX-512 BF16 AMX VNNI",
+        ),
+        ({"avx2", "avx_vnni"}, "AVX2 VNNI"),
+        ({"sse4_2"}, "SSE"),
+        (set(), ""),  # no /proc/cpuinfo: nothing said rather than something wrong
+    ],
+)
+def test_a_results_file_names_the_instructions_its_cpu_computes_with(flags, named):
+    # two CPUs called "AMD EPYC" (a Zen 3 with AVX2 alone, a Zen 4 with AVX-512 BF16)
+    # time int8 and bf16 nothing alike: the machine line tells them apart
+    from diffusion_infill.model.training.provenance import instructions
+
+    assert instructions(frozenset(flags)) == named
+
+
+def test_the_machine_line_holds_this_cpus_instructions(tmp_path):
+    from diffusion_infill.model.training.provenance import instructions
+
+    machine = json.loads(write_results("probe", None, {}, tmp_path / "p.json").read_text())
+    assert (
+        machine["machine"].split(",")[0].endswith(f"({instructions()})" if instructions() else "")
+    )
+
+
 def test_the_table_turns_off_every_switchable_stage_of_the_pipeline():
     # a stage added to the fill's pipeline with a switch gets its row in the table
     from diffusion_infill.infill.core.pipeline import STAGES

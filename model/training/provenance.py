@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from diffusion_infill.model.cpu import cpu_flags
+
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (model/training/ is two below)
 REPORTS = ROOT / "benchmarks" / "results"  # the results files and the fits' reports
 # the variables that hold the kernels below what the CPU has (MKL, ATen, oneDNN, fbgemm)
@@ -85,12 +87,34 @@ def cpu() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def instructions(flags: frozenset[str] | None = None) -> str:
+    """What the CPU computes a model with, from its feature `flags` (default: this CPU's):
+    its widest vector instructions ("AVX-512", "AVX2", "SSE"), then "BF16" and "AMX"
+    where it has bf16 instructions and AMX tiles, "VNNI" where it has int8 dot products,
+    e.g. "AVX2" for a Zen 3 and "AVX-512 BF16 AMX VNNI" for a Sapphire Rapids; "" where
+    the flags are unknown (no /proc/cpuinfo)."""
+    flags = cpu_flags() if flags is None else flags
+    if not flags:
+        return ""
+    words = ["AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"]
+    if flags & {"avx512_bf16", "amx_bf16"}:
+        words.append("BF16")
+    if "amx_tile" in flags:
+        words.append("AMX")
+    if flags & {"avx512_vnni", "avx_vnni", "amx_int8"}:
+        words.append("VNNI")
+    return " ".join(words)
+
+
 def host() -> str:
-    """The machine line of a report: its CPU, cores, the dtype and threads asked for, and
-    the kernels' instruction sets where they are held below the CPU's (`ISA_CAPS`)."""
+    """The machine line of a report: its CPU and the instructions it computes with
+    (`instructions`), cores, the dtype and threads asked for, and the kernels' instruction
+    sets where they are held below the CPU's (`ISA_CAPS`)."""
     capped = "".join(f", {k}={os.environ[k]}" for k in ISA_CAPS if k in os.environ)
+    isa = instructions()
     return (
-        f"{cpu()}, {os.cpu_count()} cores, INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
+        f"{cpu()}{f' ({isa})' if isa else ''}, {os.cpu_count()} cores, "
+        f"INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
         f", INFILL_THREADS={os.environ.get('INFILL_THREADS', 'auto')}{capped}"
     )
 
