@@ -33,12 +33,8 @@ from diffusion_infill.model.hf_loading import (
     set_threads,
     special_ids,
 )
-from diffusion_infill.model.precision import (
-    Precision,
-    cpu_bf16,
-    pick_precision,
-    quantise_int8,
-)
+from diffusion_infill.model.int8 import quantise_int8
+from diffusion_infill.model.precision import Precision, cpu_bf16, pick_precision
 
 log = logging.getLogger(__name__)
 

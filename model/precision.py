@@ -68,6 +68,22 @@ def _flags_rule_out_bf16() -> bool:
     return bool(flags) and not flags & BF16_FLAGS
 
 
+@functools.cache
+def int8_unavailable() -> str | None:
+    """Why this torch cannot compute int8 layers on this machine, None where it can: one
+    quantised layer is built and run. oneDNN's int8 kernels are not in every torch build
+    (some ARM machines' wheels, builds without oneDNN), and where they are missing `auto`
+    must still pick a dtype that runs."""
+    try:
+        layer = quantise_int8(torch.nn.Sequential(torch.nn.Linear(64, 64)), keep_fp32=())
+        with torch.no_grad():
+            layer(torch.randn(2, 64))
+    except Exception as exc:  # the op missing (AttributeError), not built (RuntimeError), ...
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return None
+
+
 def _time_matmul(layer: torch.nn.Module, x: torch.Tensor, dtype: torch.dtype) -> float:
     """Seconds for one call of `layer` on `x` computed in `dtype` (bf16: autocast; int8:
     `layer` is quantised already)."""
@@ -86,10 +102,13 @@ def _best_times(rounds: int = 12, bf16: bool = True) -> tuple[float, float, floa
     while timing falls on all alike, on one thread: with two threads and the other core
     busy (a training run, a test suite), both dtypes waited on the busy core, 12 and 27 ms
     per call instead of 0.7 and 0.4, and bf16 looked slower on a CPU where it is 1.6x
-    faster. Without `bf16`, bf16 is not timed (its time: infinity)."""
+    faster. Without `bf16`, bf16 is not timed (its time: infinity); nor is int8 where this
+    torch has no int8 kernels (`int8_unavailable`)."""
     x = torch.randn(256, 256)
     layer = torch.nn.Linear(256, 1024)
-    quantised = quantise_int8(torch.nn.Sequential(layer), keep_fp32=())
+    quantised = None  # no int8 kernels here: int8 is not timed (its time: infinity)
+    if int8_unavailable() is None:
+        quantised = quantise_int8(torch.nn.Sequential(layer), keep_fp32=())
     fp32 = int8 = float("inf")
     bf16_time = float("inf")
     threads = torch.get_num_threads()
@@ -99,7 +118,8 @@ def _best_times(rounds: int = 12, bf16: bool = True) -> tuple[float, float, floa
             fp32 = min(fp32, _time_matmul(layer, x, torch.float32))
             if bf16:
                 bf16_time = min(bf16_time, _time_matmul(layer, x, torch.bfloat16))
-            int8 = min(int8, _time_matmul(quantised, x, torch.int8))
+            if quantised is not None:
+                int8 = min(int8, _time_matmul(quantised, x, torch.int8))
     finally:
         torch.set_num_threads(threads)
     return fp32, bf16_time, int8
@@ -132,6 +152,8 @@ def _int8_or_fp32(fp32: float, int8: float, why: str) -> Precision:
     they do with oneDNN's int8 kernels (AVX2: 0.8x on a Zen 3), else fp32, so that a slow
     int8 kernel (torch._int_mm ran 40x slower than fp32 there, docs/log/architecture.md
     "int8 on a Zen 3") never becomes the default."""
+    if (missing := int8_unavailable()) is not None:
+        return Precision(torch.float32, f"{why}; no int8 kernels in this torch ({missing})")
     times = f"{int8 * 1e6:.0f} vs {fp32 * 1e6:.0f} us per matmul in fp32"
     if int8 < fp32:
         return Precision(torch.float32, f"{why}; int8 timed faster ({times})", int8=True)
@@ -149,6 +171,11 @@ def pick_precision(device: torch.device | str = "cpu", requested: str | None = N
         if wish == "int8" and device.type != "cpu":
             raise ValueError(
                 f"{source}={wish}: int8 weights are for the CPU; use fp32 or bf16 on {device.type}"
+            )
+        if wish == "int8" and (missing := int8_unavailable()) is not None:
+            raise ValueError(
+                f"{source}={wish}: this torch has no int8 kernels on this machine ({missing}); "
+                "use fp32 or bf16"
             )
         return Precision(NAMES[wish], f"{source}={wish}", int8=wish == "int8")
     if device.type == "cuda":

@@ -141,6 +141,60 @@ def test_a_load_rising_while_timing_does_not_decide_the_dtype(monkeypatch) -> No
     assert threads_while_timing == {1} and torch.get_num_threads() == threads
 
 
+@pytest.fixture
+def no_int8_kernels(monkeypatch):
+    """A torch whose int8 kernels are missing (some ARM wheels, builds without oneDNN):
+    building a quantised layer raises, as prepacking does there."""
+
+    def missing(*args, **kwargs):
+        raise RuntimeError("Didn't find engine for operation onednn::qlinear_prepack\nmore")
+
+    monkeypatch.setattr(precision, "quantise_int8", missing)
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    precision.int8_unavailable.cache_clear()
+    precision._fastest_on_cpu.cache_clear()
+    yield
+    precision.int8_unavailable.cache_clear()
+    precision._fastest_on_cpu.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("flags", "times", "name"),
+    [
+        ({"avx2"}, {torch.float32: 1.0}, "fp32"),  # no bf16 instructions: fp32, not a crash
+        ({"avx512_bf16"}, {torch.float32: 1.0, torch.bfloat16: 0.5}, "bf16"),
+        ({"avx512_bf16"}, {torch.float32: 1.0, torch.bfloat16: 1.0}, "fp32"),
+        (set(), {torch.float32: 1.0, torch.bfloat16: 2.0}, "fp32"),  # flags unknown (macOS)
+    ],
+)
+def test_a_torch_without_int8_kernels_computes_in_what_it_has(
+    no_int8_kernels, monkeypatch, flags, times, name
+) -> None:
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(precision, "_time_matmul", lambda layer, x, dtype: times[dtype])
+    chosen = precision.pick_precision("cpu")
+    assert chosen.name == name and not chosen.int8
+    if name == "fp32":
+        assert "no int8 kernels in this torch (RuntimeError: Didn't find engine" in chosen.reason
+
+
+def test_int8_asked_of_a_torch_without_int8_kernels_is_a_clear_error(
+    no_int8_kernels, tiny_model_dir: Path, monkeypatch
+) -> None:
+    with pytest.raises(ValueError, match="this torch has no int8 kernels on this machine"):
+        precision.pick_precision("cpu", "int8")
+    monkeypatch.setenv("INFILL_DTYPE", "int8")
+    with pytest.raises(ModelLoadError, match="INFILL_DTYPE=int8: this torch has no int8"):
+        load_denoiser(tiny_model_dir)
+    assert load_denoiser(tiny_model_dir, dtype="fp32").precision.name == "fp32"
+
+
+def test_this_torch_has_int8_kernels() -> None:
+    # the build the README installs (torch 2.13 for the CPU, x86) computes int8 layers
+    precision.int8_unavailable.cache_clear()
+    assert precision.int8_unavailable() is None
+
+
 def test_request_and_environment_override(monkeypatch) -> None:
     monkeypatch.setenv("INFILL_DTYPE", "bf16")
     assert precision.pick_precision("cpu").dtype == torch.bfloat16
