@@ -71,9 +71,9 @@ def _flags_rule_out_bf16() -> bool:
 @functools.cache
 def int8_unavailable() -> str | None:
     """Why this torch cannot compute int8 layers on this machine, None where it can: one
-    quantised layer is built and run. oneDNN's int8 kernels are not in every torch build
-    (some ARM machines' wheels, builds without oneDNN), and where they are missing `auto`
-    must still pick a dtype that runs."""
+    quantised layer is built and run. oneDNN's int8 kernels need not be in a torch build
+    (one built without oneDNN, or for another CPU architecture), and where they are missing
+    `auto` must still pick a dtype that runs."""
     try:
         layer = quantise_int8(torch.nn.Sequential(torch.nn.Linear(64, 64)), keep_fp32=())
         with torch.no_grad():

@@ -143,7 +143,7 @@ def test_a_load_rising_while_timing_does_not_decide_the_dtype(monkeypatch) -> No
 
 @pytest.fixture
 def no_int8_kernels(monkeypatch):
-    """A torch whose int8 kernels are missing (some ARM wheels, builds without oneDNN):
+    """A torch whose int8 kernels are missing (a build without oneDNN, another architecture):
     building a quantised layer raises, as prepacking does there."""
 
     def missing(*args, **kwargs):
