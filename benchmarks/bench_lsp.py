@@ -65,7 +65,7 @@ from benchmarks.lsp_bench_client import Bench, capabilities, exact_offers
 from benchmarks.repo_set import DATA, PACKAGES, SPLITS, repo_holes
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.docstring import missing_docstrings
-from diffusion_infill.model.training.provenance import host
+from diffusion_infill.model.training.provenance import described_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus_v2"
@@ -147,7 +147,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "worker": info if isinstance(info, dict) else None,
         "requests": args.requests,
         "machine": {
-            "cpu": host(),  # the worker's CPU where it runs here (not with --worker)
+            "cpu": described_cpu(),  # the worker's where it runs here (not with --worker)
             "python": platform.python_version(),
             "platform": platform.platform(),
         },

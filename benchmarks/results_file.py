@@ -13,8 +13,8 @@ from diffusion_infill.model.training.provenance import (
     REPORTS,
     commit,
     cpu,
+    described_cpu,
     fill_code,
-    instructions,
     model_name,
     write_report,
 )
@@ -38,11 +38,7 @@ RESULTS = REPORTS  # benchmarks/results/
 def machine() -> str:
     """The machine line of a study's results: the platform, the CPU and its instructions,
     and the dtype asked for."""
-    isa = instructions()
-    return (
-        f"{platform.platform()}, {cpu()}{f' ({isa})' if isa else ''}, "
-        f"{os.environ.get('INFILL_DTYPE', 'auto')}"
-    )
+    return f"{platform.platform()}, {described_cpu()}, {os.environ.get('INFILL_DTYPE', 'auto')}"
 
 
 def run_command() -> str | None:

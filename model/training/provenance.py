@@ -106,14 +106,20 @@ def instructions(flags: frozenset[str] | None = None) -> str:
     return " ".join(words)
 
 
+def described_cpu() -> str:
+    """The CPU's model name and, where known, the instructions it computes with:
+    "AMD EPYC (AVX2)"."""
+    isa = instructions()
+    return f"{cpu()} ({isa})" if isa else cpu()
+
+
 def host() -> str:
     """The machine line of a report: its CPU and the instructions it computes with
-    (`instructions`), cores, the dtype and threads asked for, and the kernels' instruction
+    (`described_cpu`), cores, the dtype and threads asked for, and the kernels' instruction
     sets where they are held below the CPU's (`ISA_CAPS`)."""
     capped = "".join(f", {k}={os.environ[k]}" for k in ISA_CAPS if k in os.environ)
-    isa = instructions()
     return (
-        f"{cpu()}{f' ({isa})' if isa else ''}, {os.cpu_count()} cores, "
+        f"{described_cpu()}, {os.cpu_count()} cores, "
         f"INFILL_DTYPE={os.environ.get('INFILL_DTYPE', 'auto')}"
         f", INFILL_THREADS={os.environ.get('INFILL_THREADS', 'auto')}{capped}"
     )
