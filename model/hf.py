@@ -22,6 +22,7 @@ import torch
 from tokenizers import Tokenizer
 
 from diffusion_infill.model import cache_batch
+from diffusion_infill.model.bf16 import bf16_linear_weights
 from diffusion_infill.model.cache import COPY_MARGIN, CachedModernBert, ContextCache
 from diffusion_infill.model.calibration import Calibration, load_calibration
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError, SpecialIds
@@ -126,6 +127,8 @@ class HFDenoiser:
             raise ModelLoadError(str(exc)) from exc
         if precision.int8:
             model = quantise_int8(model)
+        elif precision.dtype == torch.bfloat16:
+            model = bf16_linear_weights(model)  # cast once, not at every pass
         set_threads(os.environ.get("INFILL_THREADS"))
         log.info(
             "model %s on %s in %s (%s), %d CPU threads",

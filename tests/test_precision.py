@@ -18,6 +18,7 @@ import torch
 
 from diffusion_infill.model import int8, precision
 from diffusion_infill.model.denoiser import CacheHint, ModelLoadError
+from diffusion_infill.model.hf import HFDenoiser
 from diffusion_infill.model.loading import load_denoiser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -458,3 +459,57 @@ def test_training_never_runs_int8(monkeypatch) -> None:
         assert precision.pick_training_precision("cpu", "bf16").name == "bf16"  # asked for
     finally:
         precision._fastest_on_cpu.cache_clear()
+
+
+def test_a_bf16_denoiser_stores_its_linear_weights_in_bf16_and_answers_as_before(
+    tiny_model_dir: Path, monkeypatch
+) -> None:
+    """bf16 inference casts the linear layers' weights once at load (model/bf16.py), not
+    at every pass under autocast: the same logits, full and cached, as autocast over the
+    fp32 weights gave; the embeddings (tied to the decoder) and norms stay fp32."""
+    monkeypatch.delenv("INFILL_DTYPE", raising=False)
+    fp32 = load_denoiser(tiny_model_dir, dtype="fp32")
+    before = HFDenoiser(  # bf16 autocast over the fp32 weights: each pass casts them
+        fp32.model,
+        fp32.tokenizer,
+        fp32.special,
+        fp32.max_length,
+        "before",
+        device=fp32.device,
+        precision=precision.Precision(torch.bfloat16, "autocast over fp32 weights"),
+    )
+    den = load_denoiser(tiny_model_dir, dtype="bf16")
+    linears = [m for m in den.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(m.weight.dtype == torch.bfloat16 for m in linears)
+    others = [
+        p
+        for m in den.model.modules()
+        if not isinstance(m, torch.nn.Linear)
+        for p in m.parameters(recurse=False)
+    ]
+    assert others and all(p.dtype == torch.float32 for p in others)
+    canvas = den.encode("def add(a, b):\n    return a + b\n")
+    canvas[5:8] = [den.special.mask] * 3
+    pos = list(range(len(canvas)))
+    np.testing.assert_array_equal(den.logits([canvas], [pos])[0], before.logits([canvas], [pos])[0])
+    hint = CacheHint(key="k", active=(5, 6, 7), refresh=True)
+    for d in (den, before):
+        d.logits([canvas], [pos], [hint])
+    part = [
+        d.logits([canvas], [[5, 6, 7]], [replace(hint, refresh=False)])[0] for d in (den, before)
+    ]
+    np.testing.assert_array_equal(*part)
+
+
+def test_the_probe_times_bf16_on_weights_stored_in_bf16(monkeypatch) -> None:
+    """bf16 is timed as it runs (weights cast once), not with a cast at every call."""
+    seen: dict[torch.dtype, torch.dtype] = {}
+
+    def timed(layer, x, dtype: torch.dtype) -> float:
+        if isinstance(layer, torch.nn.Linear):
+            seen[dtype] = layer.weight.dtype
+        return 1.0
+
+    monkeypatch.setattr(precision, "_time_matmul", timed)
+    precision._best_times(rounds=1)
+    assert seen == {torch.float32: torch.float32, torch.bfloat16: torch.bfloat16}
