@@ -3,6 +3,7 @@
     python -m benchmarks.eval_completion [--model DIR] [--n 100] [--setting KEY=JSON ...]
                                          [--cases mid-line,...] [--alternatives K]
                                          [--temperature 0.7] [--no-word-starts]
+                                         [--no-statement-ends]
 
 Lines of the test packages (never trained on), in 3,000-character documents as
 `benchmarks/bench_lsp.py` opens them, completed with the server's completion options
@@ -46,6 +47,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -99,13 +101,13 @@ def offer(
     settings: Settings,
     alternatives: int = 0,
     temperature: float = 0.7,
-    word_starts: bool = True,
+    off: Collection[str] = (),
 ) -> tuple[str, int, list[str], str]:
     """The text the server would offer at `at` ("" for none), the passes it took, the
     distinct other offers of `alternatives` more decodes at `temperature` (seeds 0..k-1):
     what a list of inline suggestions to cycle through could hold, and the text it would
-    offer without the copies (the model's fill and runner-ups alone). `word_starts`: the
-    engine's stage of that name (infill/core/word_starts.py) on or off."""
+    offer without the copies (the model's fill and runner-ups alone). `off`: the engine's
+    stages turned off, by their `SamplerOptions` switch (`word_starts`, `statement_ends`)."""
     line_end = text.find("\n", at)
     ask = completion_ask(
         text, at, (text.rfind("\n", 0, at) + 1, len(text) if line_end < 0 else line_end), settings
@@ -113,7 +115,7 @@ def offer(
     if ask is None:
         return "", 0, [], ""
     offers, nfe, alone = [], 0, ""
-    asked = replace(ask.options, word_starts=word_starts)
+    asked = replace(ask.options, **dict.fromkeys(off, False))
     for k in range(alternatives + 1):
         options = (
             asked if k == 0 else replace(asked, temperature=temperature, seed=k - 1, carry_key="")
@@ -220,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         "split": args.split,
         "settings": overrides,
         "word_starts": not args.no_word_starts,
+        "statement_ends": not args.no_statement_ends,
         "cases": {},
     }
     for case in (c for c in CASES if c in cases):
@@ -252,7 +255,7 @@ def _case(
     for text, at, truth in tqdm(requests(examples, case), desc=case, file=sys.stderr, leave=False):
         t = time.perf_counter()
         got, passes, more, own = offer(
-            den, text, at, settings, args.alternatives, args.temperature, not args.no_word_starts
+            den, text, at, settings, args.alternatives, args.temperature, _off(args)
         )
         ms.append((time.perf_counter() - t) * 1000)
         offers.append(got)
@@ -269,6 +272,12 @@ def _case(
         for t, o, m, a in zip(truths, offers, alone, others, strict=True)
     ]
     return r
+
+
+def _off(args: argparse.Namespace) -> list[str]:
+    """The engine's stages the command turns off, by their `SamplerOptions` switch."""
+    flags = {"word_starts": args.no_word_starts, "statement_ends": args.no_statement_ends}
+    return [switch for switch, off in flags.items() if off]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -304,6 +313,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the engine's word_starts stage off (a completion inside a word continues the "
         "word's last token as it stands)",
+    )
+    parser.add_argument(
+        "--no-statement-ends",
+        action="store_true",
+        help="the engine's statement_ends stage off (a completion at a line's end is not cut "
+        "where its statement ends)",
     )
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     return parser

@@ -13,9 +13,11 @@ Block holes, where exact match stays near 0, are judged by the holes the stage b
 closer to the truth and further from it (difflib's similarity, a refused fill 0). A stage
 whose removal loses nothing significant does not pay for itself.
 
-A stage that acts only where a user types (`COMPLETION_STAGES`: a completion inside a
-word) is judged instead on inline completions (`benchmarks.eval_completion`, its mid-line
-and mid-word cases, --n lines of --split), paired the same way.
+A stage that acts where a user types (`COMPLETION_STAGES`: a completion inside a word,
+one at a line's end) is judged on inline completions (`benchmarks.eval_completion`, its
+mid-line and mid-word cases, --n lines of --split), paired the same way: instead of the
+holes where it never acts on them (`word_starts`: the holes are selections), beside them
+where it acts on both (`statement_ends`).
 
 Each run's eval_shapes file lands in --runs (default benchmarks/results/leave_one_out/),
 named by split, n and stage; a run whose file is there already, made with the same fill
@@ -49,7 +51,10 @@ STAGES = {  # the stages whose gain was least sure when kept first
 }
 # stage -> the eval_completion arguments that turn it off: stages that act where a user
 # types, never on the held-out holes above (selections of whole nodes and lines)
-COMPLETION_STAGES = {"word_starts": ["--no-word-starts"]}
+COMPLETION_STAGES = {  # stages that act where a user types, judged on completions too
+    "word_starts": ["--no-word-starts"],
+    "statement_ends": ["--no-statement-ends"],
+}
 COMPLETION_CASES = ("mid-line", "mid-word")
 SHAPES = ("cursor", "whole-line", "part-of-line", "block")
 MULTI_LINE = ("block",)  # judged by similarity: exact match is flat near 0
@@ -239,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--stages",
         default="all",
-        help=f"all, or of: {', '.join([*STAGES, *COMPLETION_STAGES])}",
+        help=f"all, or of: {', '.join(dict.fromkeys([*STAGES, *COMPLETION_STAGES]))}",
     )
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--model", type=Path, default=None)
@@ -249,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     args.shapes = args.shapes.split(",")
     if set(args.shapes) - set(SHAPES):
         parser.error(f"shapes are of: {', '.join(SHAPES)}")
-    every = [*STAGES, *COMPLETION_STAGES]
+    every = list(dict.fromkeys([*STAGES, *COMPLETION_STAGES]))
     stages = every if args.stages == "all" else args.stages.split(",")
     if set(stages) - set(every):
         parser.error(f"unknown stage(s): {', '.join(sorted(set(stages) - set(every)))}")
@@ -270,7 +275,8 @@ def main(argv: list[str] | None = None) -> None:
         typed = ensure_completion_run(args.runs, args, None)["cases"]
         for stage in (s for s in stages if s in COMPLETION_STAGES):
             off = ensure_completion_run(args.runs, args, stage)["cases"]
-            rows[stage] = {c: completion_paired(typed[c], off[c]) for c in COMPLETION_CASES}
+            cases = {c: completion_paired(typed[c], off[c]) for c in COMPLETION_CASES}
+            rows[stage] = rows.get(stage, {}) | cases  # beside its shapes' rows, if any
     print_table(rows)
     results = {
         "command": "python -m benchmarks.leave_one_out " + " ".join(argv or sys.argv[1:]),

@@ -152,3 +152,31 @@ def test_bad_settings_are_clear_errors(run_benchmark, modules_corpus: Path) -> N
     assert done.returncode == 2 and "--n must be at least 1" in done.stderr
     done = run("--cases", "mid-line,sideways")
     assert done.returncode == 2 and "--cases: unknown case(s) sideways" in done.stderr
+
+
+def test_stages_turned_off_reach_the_engine_s_options(monkeypatch) -> None:
+    """`offer(..., off=...)` (the command's `--no-word-starts`, `--no-statement-ends`)
+    asks the engine with those `SamplerOptions` switches off, and only those."""
+    from types import SimpleNamespace
+
+    from benchmarks import eval_completion
+    from diffusion_infill.lsp.settings import Settings
+
+    asked = []
+
+    def fill_spans(text, spans, denoiser, options):  # noqa: ANN001, ANN202
+        asked.append(options)
+        return SimpleNamespace(fills=[], stats=SimpleNamespace(nfe=1))
+
+    monkeypatch.setattr(eval_completion.infill, "fill_spans", fill_spans)
+    doc = "def f(a):\n    total = \n    return total\n"
+    at = doc.index("= ") + 2
+    for off in ((), ("statement_ends",), ("word_starts", "statement_ends")):
+        eval_completion.offer(None, doc, at, Settings(), off=off)
+    assert [(o.word_starts, o.statement_ends) for o in asked] == [
+        (True, True),
+        (True, False),
+        (False, False),
+    ]
+    args = eval_completion._parser().parse_args(["--no-statement-ends"])
+    assert eval_completion._off(args) == ["statement_ends"]

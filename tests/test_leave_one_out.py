@@ -198,3 +198,26 @@ def test_a_benchmark_run_as_a_module_records_its_command(tmp_path, monkeypatch):
 def test_a_test_calling_a_benchmark_s_main_records_no_command(tmp_path):
     path = write_results("probe", None, {"figure": 1}, tmp_path / "probe.json")
     assert "command" not in json.loads(path.read_text())  # pytest is no benchmark
+
+
+def test_a_stage_acting_on_holes_and_where_a_user_types_keeps_both_rows(tmp_path, monkeypatch):
+    """`statement_ends` acts on holes and on completions at a line's end: its row holds
+    the shapes' verdicts and the completion cases' side by side."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "valid.jsonl").write_text("")
+    shapes = {"shapes": {"cursor": {"engine_length": _row([True, False, True])}}}
+    records = [{"truth": "a", "offer": "a"}, {"truth": "b", "offer": "c"}]
+    case = {"records": records, "exact_match": 0.5, "nfe_per_request": 3.0, "ms_p50": 9.0}
+    monkeypatch.setattr(loo, "ensure_run", lambda runs, args, stage: shapes)
+    monkeypatch.setattr(
+        loo,
+        "ensure_completion_run",
+        lambda runs, args, stage: {"cases": dict.fromkeys(loo.COMPLETION_CASES, case)},
+    )
+    out = tmp_path / "table.json"
+    loo.main(["--stages", "statement_ends", "--shapes", "cursor", "--corpus", str(corpus),
+              "--runs", str(tmp_path / "runs"), "--out", str(out)])  # fmt: skip
+    row = json.loads(out.read_text())["stages"]["statement_ends"]
+    assert set(row) == {"cursor", *loo.COMPLETION_CASES}
+    assert "statement_ends" in loo.STAGES and "statement_ends" in loo.COMPLETION_STAGES
