@@ -30,8 +30,8 @@ def bf16_linear_weights(model: torch.nn.Module) -> torch.nn.Module:
             continue
         for name in ("weight", "bias"):
             param = getattr(module, name)
-            if param is None or param.dtype == torch.bfloat16:
-                continue
+            if param is None or not param.dtype.is_floating_point or param.dtype == torch.bfloat16:
+                continue  # nothing to cast: absent, quantised codes, or bf16 already
             cast = param.detach().to(torch.bfloat16).clone()  # a copy: a tied weight untied
             setattr(module, name, torch.nn.Parameter(cast, requires_grad=False))
     return model

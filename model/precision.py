@@ -5,8 +5,9 @@ bf16 and ran autocast ~3x *slower* than fp32 in inference and ~40x slower in tra
 (docs/TRAINING.md); a CPU with AMX runs it ~2x faster. So the choice is made per machine,
 by timing fp32, bf16 and int8 on a matrix product of the shape this project's models
 multiply (bf16 left out where the CPU's flags name no bf16 instructions): int8 linear
-layers where they are the fastest (a CPU with VNNI and AVX-512 BF16 but no AMX, 0.6x
-bf16's time; a Zen 3 without bf16, 0.8x fp32's) or bf16 is no faster than fp32, else bf16;
+layers where they are the fastest (a CPU with VNNI and AVX-512 BF16 but no AMX: 0.6x
+bf16's time, when bf16 still cast its weights at every pass; a Zen 3 without bf16, 0.8x
+fp32's) or bf16 is no faster than fp32, else bf16;
 int8 answers at the same held-out quality as fp32 (docs/ARCHITECTURE.md, "int8 on the CPU").
 `INFILL_DTYPE=fp32|bf16|int8` (or an explicit request) overrides.
 
