@@ -11,8 +11,9 @@ stored in bf16, autocast has nothing to cast and computes exactly what it comput
 fills. On a 2-core Xeon with AMX, a line's completion took 73 instead of 111 ms p50
 (docs/log/architecture.md, "bf16 weights cast once").
 
-Only `nn.Linear` weights and biases change; embeddings, norms and the rest keep fp32, as
-autocast computes them in fp32 anyway. A weight shared with another module (the decoder's,
+Only `nn.Linear` weights and biases change; embeddings, norms and the rest keep their
+fp32 weights and compute as before (tests/test_precision.py compares the logits bit for
+bit). A weight shared with another module (the decoder's,
 tied to the token embeddings) is cast for the linear layer alone: the embedding keeps its
 fp32 table.
 """
