@@ -46,7 +46,8 @@ from tqdm import tqdm
 from transformers import ModernBertForMaskedLM
 
 from benchmarks.results_file import RESULTS, cpu, write_results
-from diffusion_infill.model.precision import cpu_flags, pick_training_precision
+from diffusion_infill.model.cpu import BF16_FLAGS, cpu_flags
+from diffusion_infill.model.precision import pick_training_precision
 from diffusion_infill.model.training.config import PRESETS, Preset, modernbert_config
 from diffusion_infill.model.training.noising import (
     Batch,
@@ -328,7 +329,7 @@ def _machine() -> dict:
     return {
         "cpu": cpu(),
         "threads": torch.get_num_threads(),
-        "bf16_flags": sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"}),
+        "bf16_flags": sorted(cpu_flags() & BF16_FLAGS),
         "torch": torch.__version__,
     }
 

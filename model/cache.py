@@ -65,11 +65,22 @@ def common_ends(old: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
     return prefix, suffix
 
 
-def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """RoPE on x (..., d) with cos/sin that broadcast to it ((n, d) for x (heads, n, d))."""
+def signed_pair(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE's cos and sin (..., d) as one tensor (..., 2, d), the sin's first half negated:
+    what `rope` reads."""
+    half = sin.shape[-1] // 2
+    return torch.stack((cos, torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)), dim=-2)
+
+
+def rope(x: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
+    """RoPE on x (..., d) in fp32, back to x's dtype: x * cos + rotate_half(x) * sin, with
+    cos and sin from `rotation` (..., 2, d) (`signed_pair`), which broadcasts to x once its
+    pair axis is dropped (x (heads, n, d): rotation (n, 2, d)). rotate_half's negation is
+    in the sin's sign: the same numbers as with the negation in x, in fewer operations."""
+    cos, signed_sin = rotation.unbind(dim=-2)
     half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+    wide = x.float()
+    return (wide * cos + wide.roll(half, dims=-1) * signed_sin).to(x.dtype)
 
 
 class CachedModernBert:
@@ -85,6 +96,7 @@ class CachedModernBert:
         self.half_window = cfg.local_attention // 2
         self.layer_types = list(cfg.layer_types)
         self.margin = CARRY_MARGIN
+        self._rotations: dict[tuple[str, torch.dtype, torch.device], torch.Tensor] = {}
 
     def _cos_sin(
         self, positions: torch.Tensor, layer_type: str, dtype: torch.dtype
@@ -93,6 +105,21 @@ class CachedModernBert:
             torch.empty(0, dtype=dtype, device=positions.device), positions[None, :], layer_type
         )
         return cos[0].float(), sin[0].float()  # (n, d)
+
+    def rotation(
+        self, layer_type: str, dtype: torch.dtype, length: int, device: torch.device
+    ) -> torch.Tensor:
+        """RoPE's cos and sin of positions 0 .. length - 1, as `_cos_sin` gives them at
+        `dtype`, (positions, 2, d) in fp32 (`signed_pair`).
+        Computed once per layer type and dtype (grown when a longer canvas comes): a pass
+        looks its positions up instead of computing them in every layer."""
+        key = (layer_type, dtype, device)
+        table = self._rotations.get(key)
+        if table is None or table.shape[0] < length:
+            size = max(128, 1 << max(0, length - 1).bit_length())
+            cos, sin = self._cos_sin(torch.arange(size, device=device), layer_type, dtype)
+            table = self._rotations[key] = signed_pair(cos, sin)
+        return table
 
     def _layers(
         self,
@@ -111,14 +138,18 @@ class CachedModernBert:
         n = hidden.shape[0]
         total = cache.ids.shape[0] if cache is not None else n
         key_pos = torch.arange(total, device=hidden.device)
+        rows: dict[str, torch.Tensor] = {}  # each layer type's cos/sin at `positions`
         for li, layer in enumerate(self.body.layers):
             layer_type = self.layer_types[li]
             attn = layer.attn
             x = layer.attn_norm(hidden)
             qkv = attn.Wqkv(x).view(n, 3, self.heads, self.head_dim)  # (n, 3, h, d)
-            q, k, v = (t.transpose(0, 1) for t in qkv.unbind(dim=1))  # (h, n, d) each
-            cos, sin = self._cos_sin(positions, layer_type, q.dtype)
-            q, k = rope(q, cos, sin), rope(k, cos, sin)
+            if layer_type not in rows:
+                table = self.rotation(layer_type, qkv.dtype, total, hidden.device)
+                rows[layer_type] = table[positions][:, None, None]  # (n, 1, 1, 2, d)
+            qk = rope(qkv[:, :2], rows[layer_type])  # (n, 2, h, d)
+            q, k = (t.transpose(0, 1) for t in qk.unbind(dim=1))  # (h, n, d) each
+            v = qkv[:, 2].transpose(0, 1)
             if cache is not None:
                 keys, values = cache.layers[li].keys, cache.layers[li].values
                 if not update:
@@ -189,7 +220,7 @@ class CachedModernBert:
                     cos, sin = self._cos_sin(
                         torch.tensor([shift], device=ids.device), self.layer_types[li], moved.dtype
                     )
-                    moved = rope(moved, cos, sin)
+                    moved = rope(moved, signed_pair(cos, sin))
                 keys[:, total - suffix :] = moved
                 values[:, total - suffix :] = kv.values[:, kv.values.shape[1] - suffix :]
             layers.append(LayerKV(keys, values))

@@ -60,18 +60,24 @@ def _padded_kv(caches: Sequence[ContextCache], li: int) -> tuple[torch.Tensor, t
 
 
 def _qkv(
-    cached: CachedModernBert, li: int, hidden: torch.Tensor, positions: torch.Tensor
+    cached: CachedModernBert,
+    li: int,
+    hidden: torch.Tensor,
+    positions: torch.Tensor,
+    rows: dict[str, torch.Tensor],
+    length: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Layer `li`'s queries and keys (RoPE applied) and values, (B, n, heads, head_dim)."""
+    """Layer `li`'s queries and keys (RoPE applied) and values, (B, n, heads, head_dim).
+    `rows`: each layer type's cos/sin at `positions` (filled on first use), of canvases of
+    at most `length` tokens."""
     b, n, _ = hidden.shape
-    layer = cached.body.layers[li]
+    layer, kind = cached.body.layers[li], cached.layer_types[li]
     qkv = layer.attn.Wqkv(layer.attn_norm(hidden)).view(b, n, 3, cached.heads, cached.head_dim)
-    q, k, v = qkv.unbind(dim=2)
-    cos, sin = cached.body.rotary_emb(
-        torch.empty(0, dtype=q.dtype, device=hidden.device), positions, cached.layer_types[li]
-    )
-    cos, sin = cos.float()[:, :, None], sin.float()[:, :, None]  # (B, n, 1, d)
-    return rope(q, cos, sin), rope(k, cos, sin), v
+    if kind not in rows:
+        table = cached.rotation(kind, qkv.dtype, length, hidden.device)
+        rows[kind] = table[positions][:, :, None, None]  # (B, n, 1, 1, 2, d)
+    q, k = rope(qkv[:, :, :2], rows[kind]).unbind(dim=2)
+    return q, k, qkv[:, :, 2]
 
 
 def _rows(x: torch.Tensor, picked: torch.Tensor) -> torch.Tensor:
@@ -107,9 +113,10 @@ def many(
     tokens = pad_sequence([t[a] for t, a in zip(ids, actives, strict=True)], batch_first=True)
     hidden = cached.body.embeddings(input_ids=tokens)  # (B, n, H)
     masks: dict[str, torch.Tensor | None] = {}
+    rotations: dict[str, torch.Tensor] = {}
     store: list[tuple[torch.Tensor, torch.Tensor]] = []
     for li, layer in enumerate(cached.body.layers):
-        q, k, v = _qkv(cached, li, hidden, positions)
+        q, k, v = _qkv(cached, li, hidden, positions, rotations, max(t.shape[0] for t in ids))
         if caches is None:
             keys, values = k, v
             store.append((k, v))

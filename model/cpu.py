@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})  # bf16 instructions (AVX-512 BF16, AMX)
+
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     """The CPU's feature flags (empty where /proc/cpuinfo is not readable)."""

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 import torch
 
 from diffusion_infill.model.bf16 import bf16_linear_weights
-from diffusion_infill.model.cpu import cpu_flags
+from diffusion_infill.model.cpu import BF16_FLAGS, cpu_flags
 from diffusion_infill.model.int8 import quantise_int8
 
-BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 NAMES = {
     "fp32": torch.float32,
     "float32": torch.float32,

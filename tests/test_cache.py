@@ -28,6 +28,24 @@ def test_full_pass_matches_the_library_forward() -> None:
     torch.testing.assert_close(hidden, ref, atol=1e-5, rtol=1e-4)
 
 
+def test_one_cached_model_serves_longer_canvases_after_shorter_ones() -> None:
+    """RoPE's cos/sin are looked up in a table kept per layer type, grown when a longer
+    canvas comes: every pass agrees with the library's, before and after it grew."""
+    model = _model()
+    model.config.max_position_embeddings = 400  # RoPE has no limit of its own
+    cached = CachedModernBert(model)
+    for n in (40, 300, 40, 129):
+        ids = torch.randint(4, 300, (n,))
+        with torch.no_grad():
+            ref = model.model(input_ids=ids[None]).last_hidden_state[0]
+        hidden, cache = cached.full(ids)
+        torch.testing.assert_close(hidden, ref, atol=1e-5, rtol=1e-4)
+        active = torch.tensor([0, n // 2, n - 1])
+        torch.testing.assert_close(
+            cached.partial(ids, active, cache), hidden[active], atol=1e-5, rtol=1e-4
+        )
+
+
 def test_partial_pass_on_an_unchanged_canvas_is_exact() -> None:
     model = _model()
     ids = torch.randint(4, 300, (90,))

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from diffusion_infill.model.cpu import cpu_flags
+from diffusion_infill.model.cpu import BF16_FLAGS, cpu_flags
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (model/training/ is two below)
 REPORTS = ROOT / "benchmarks" / "results"  # the results files and the fits' reports
@@ -97,7 +97,7 @@ def instructions(flags: frozenset[str] | None = None) -> str:
     if not flags:
         return ""
     words = ["AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"]
-    if flags & {"avx512_bf16", "amx_bf16"}:
+    if flags & BF16_FLAGS:
         words.append("BF16")
     if "amx_tile" in flags:
         words.append("AMX")
