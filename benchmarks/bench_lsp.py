@@ -31,6 +31,10 @@ corpus) and times, from request sent to response received:
 packages of that split (benchmarks/repo_set.py) instead, each opened as its file, the
 packages the server's workspace folders: repository context as a user's workspace gives it.
 
+`--busy N` runs N CPU-bound processes beside the server while the cases are timed (as a
+build or a test run beside the editor would): what a user waits for on a machine that is
+not idle (the worker's passes then run on fewer threads: model/threads.py).
+
 `--vs KEY=JSON` compares two configurations of the inline cases in one run of the server: each
 line's cases run with and without those settings in turn (the order alternating; the
 server told by `workspace/didChangeConfiguration`), so that a machine whose speed drifts
@@ -46,13 +50,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import platform
 import statistics
+import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +130,23 @@ CASES = [
 ]
 
 
+# a process that holds a core until it is stopped
+BUSY = "while True:\n    pass\n"
+
+
+@contextlib.contextmanager
+def busy_processes(n: int) -> Iterator[list[subprocess.Popen]]:
+    """`n` CPU-bound processes running until the block ends (stopped and reaped then)."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(n)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
+
+
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     docs = documents(args.requests, args.seed)
     folders: list[Path] = []
@@ -133,7 +157,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     inline = INLINE + [c + VS for c in INLINE] if args.vs else INLINE
     cases = inline + CASES[len(INLINE) :]
     try:
-        await _run_cases(b, docs, args)
+        with busy_processes(args.busy):
+            await _run_cases(b, docs, args)
         info = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="infill.workerInfo")
         )
@@ -153,6 +178,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         },
         "settings": args.setting,
         "repo_set": args.repo_set,
+        "busy_processes": args.busy,
         "vs_settings": args.vs or None,
         "cases": found,
         "completion quality": {c: b.completion_quality(c) for c in inline},
@@ -367,6 +393,13 @@ def main(argv: list[str] | None = None) -> None:
         "each package a workspace folder (repository context as a user gets it)",
     )
     p.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N CPU-bound processes running beside the server while it is timed",
+    )
+    p.add_argument(
         "--only-completion",
         action="store_true",
         help="time inline completion only (faster, for tuning its settings)",
@@ -388,6 +421,8 @@ def main(argv: list[str] | None = None) -> None:
         "alternating, so that the machine's drift falls on both alike",
     )
     args = p.parse_args(argv)
+    if args.busy < 0:
+        p.error(f"--busy must be 0 or more, not {args.busy}")
     args.setting = dict(parse_setting(kv) for kv in args.setting)
     args.vs = dict(parse_setting(kv) for kv in args.vs)
     logging.basicConfig(level=logging.ERROR)

@@ -36,6 +36,7 @@ from diffusion_infill.model.hf_loading import (
 )
 from diffusion_infill.model.int8 import quantise_int8
 from diffusion_infill.model.precision import Precision, cpu_bf16, pick_precision
+from diffusion_infill.model.threads import ThreadGovernor
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,12 @@ class HFDenoiser:
             else None
         )
         self._caches: OrderedDict[Hashable, ContextCache] = OrderedDict()
+        # On a CPU, fewer threads while another process holds a core (model/threads.py).
+        self.threads = (
+            ThreadGovernor(torch.get_num_threads(), torch.set_num_threads)
+            if device.type == "cpu"
+            else None
+        )
         # Dream-family models keep their autoregressive parent's shift: the logits at
         # position i predict token i + 1.
         self._shifted = getattr(model.config, "model_type", "").lower() == "dream"
@@ -161,6 +168,16 @@ class HFDenoiser:
         canvases: Sequence[Sequence[int]],
         positions: Sequence[Sequence[int]],
         hints: Sequence[CacheHint | None] | None = None,
+    ) -> list[np.ndarray]:
+        if self.threads is None:
+            return self._logits(canvases, positions, hints)
+        return self.threads.run(lambda: self._logits(canvases, positions, hints))
+
+    def _logits(
+        self,
+        canvases: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        hints: Sequence[CacheHint | None] | None,
     ) -> list[np.ndarray]:
         if self._cached is None or hints is None or all(h is None for h in hints):
             return self._batched(canvases, positions)

@@ -117,8 +117,8 @@ def special_ids(tokenizer: Tokenizer, config: Any, path: Path) -> SpecialIds:
 
 def set_threads(value: str | None) -> None:
     """$INFILL_THREADS: the CPU threads torch computes with (default: torch's, one per
-    core). One thread is faster when other CPU-bound work shares the cores (a 256-token
-    pass took 55 ms with 1 thread and 384 ms with 2 beside two busy processes)."""
+    core), at most: while another process holds a core, the denoiser's passes run on fewer
+    (model/threads.py)."""
     if not value:
         return
     try:

@@ -9,7 +9,7 @@ import pytest
 from lsp_fake_worker import fake_worker
 from lsprotocol import types
 
-from benchmarks.bench_lsp import CASES, INLINE, VS, Bench, main
+from benchmarks.bench_lsp import CASES, INLINE, VS, Bench, busy_processes, main
 
 
 def _bench(tmp_path, *argv: str) -> dict:
@@ -113,3 +113,19 @@ def test_lines_of_the_repository_set_are_completed_in_their_files(tmp_path, monk
     monkeypatch.setattr(bench_lsp, "DATA", tmp_path / "none")
     with pytest.raises(SystemExit, match="lacks the packages"):  # before any server starts
         main(["--repo-set", "test", "--only-completion"])
+
+
+def test_busy_processes_run_while_the_cases_are_timed_and_are_stopped_after(tmp_path) -> None:
+    with busy_processes(2) as procs:
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+    assert all(p.returncode is not None for p in procs)
+    got = _bench(
+        tmp_path, "--only-completion", "--requests", "1", "--keystrokes", "1", "--busy", "1"
+    )
+    assert got["busy_processes"] == 1 and got["cases"][INLINE[0]]["n"] == 1
+
+
+def test_a_negative_count_of_busy_processes_is_refused(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--busy", "-1"])
+    assert "--busy must be 0 or more, not -1" in capsys.readouterr().err
