@@ -50,16 +50,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
-import math
 import platform
-import statistics
-import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +62,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from benchmarks.busy import busy_processes
 from benchmarks.heldout import bug_examples, infill_examples, load_test_files, mid_line_cut
-from benchmarks.lsp_bench_client import Bench, capabilities, exact_offers
+from benchmarks.lsp_bench_client import Bench, capabilities, exact_offers, summary
 from benchmarks.repo_set import DATA, PACKAGES, SPLITS, repo_holes
 from benchmarks.results_file import write_results
 from diffusion_infill.lsp.docstring import missing_docstrings
@@ -77,25 +73,6 @@ from diffusion_infill.model.training.provenance import described_cpu
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus_v2"
 WINDOW_CHARS = 3000  # characters of each test document
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
-
-
-def summary(ms: list[float], errors: int) -> dict[str, Any]:
-    if not ms:
-        return {"n": 0, "errors": errors}
-    return {
-        "n": len(ms),
-        "errors": errors,
-        "p50_ms": round(percentile(ms, 50), 1),
-        "p95_ms": round(percentile(ms, 95), 1),
-        "mean_ms": round(statistics.fmean(ms), 1),
-        "ms": [round(m, 1) for m in ms],
-    }
 
 
 def documents(n: int, seed: int) -> dict[str, list[Any]]:
@@ -128,23 +105,6 @@ CASES = [
     "insert docstring",
     "fix selection",
 ]
-
-
-# a process that holds a core until it is stopped
-BUSY = "while True:\n    pass\n"
-
-
-@contextlib.contextmanager
-def busy_processes(n: int) -> Iterator[list[subprocess.Popen]]:
-    """`n` CPU-bound processes running until the block ends (stopped and reaped then)."""
-    procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(n)]
-    try:
-        yield procs
-    finally:
-        for proc in procs:
-            proc.kill()
-        for proc in procs:
-            proc.wait()
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:

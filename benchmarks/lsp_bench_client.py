@@ -1,10 +1,13 @@
 """The language-server client of benchmarks.bench_lsp: it opens documents, lists and
 resolves code actions, asks inline completions (typing a line key by key, too), and keeps
 each case's times, errors and offered completions; `capabilities` are those of an editor
-that resolves code actions and shows inline completions."""
+that resolves code actions and shows inline completions; `summary`, a case's times as
+the results file keeps them."""
 
 from __future__ import annotations
 
+import math
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -15,6 +18,25 @@ from pygls.lsp.client import LanguageClient
 
 from benchmarks.heldout import first_line
 from diffusion_infill.lsp.positions import Lines
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def summary(ms: list[float], errors: int) -> dict[str, Any]:
+    if not ms:
+        return {"n": 0, "errors": errors}
+    return {
+        "n": len(ms),
+        "errors": errors,
+        "p50_ms": round(percentile(ms, 50), 1),
+        "p95_ms": round(percentile(ms, 95), 1),
+        "mean_ms": round(statistics.fmean(ms), 1),
+        "ms": [round(m, 1) for m in ms],
+    }
 
 
 def capabilities() -> types.ClientCapabilities:

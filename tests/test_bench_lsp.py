@@ -9,7 +9,8 @@ import pytest
 from lsp_fake_worker import fake_worker
 from lsprotocol import types
 
-from benchmarks.bench_lsp import CASES, INLINE, VS, Bench, busy_processes, main
+from benchmarks.bench_lsp import CASES, INLINE, VS, Bench, main
+from benchmarks.busy import busy_processes
 
 
 def _bench(tmp_path, *argv: str) -> dict:
