@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from diffusion_infill.model.openmp import SPINCOUNT, settle_spin
+from diffusion_infill.model.openmp import SERVING_SPINCOUNT, SPINCOUNT, serving_spin, settle_spin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,3 +80,64 @@ def test_settle_spin_only_fills_a_gap() -> None:
     env = {"OMP_WAIT_POLICY": "ACTIVE"}
     settle_spin(env)
     assert env == {"OMP_WAIT_POLICY": "ACTIVE"}
+
+
+def test_a_spin_of_its_own_is_replaced_and_a_users_kept() -> None:
+    env = {"GOMP_SPINCOUNT": SPINCOUNT}  # what a parent process that loaded torch set
+    settle_spin(env, SERVING_SPINCOUNT)
+    assert env == {"GOMP_SPINCOUNT": SERVING_SPINCOUNT}
+    settle_spin(env)
+    assert env == {"GOMP_SPINCOUNT": SPINCOUNT}
+    env = {"GOMP_SPINCOUNT": "50"}
+    settle_spin(env, SERVING_SPINCOUNT)
+    assert env == {"GOMP_SPINCOUNT": "50"}
+
+
+def test_the_serving_spin_comes_too_late_once_torch_is_loaded(monkeypatch) -> None:
+    env = {"GOMP_SPINCOUNT": SPINCOUNT}
+    monkeypatch.setitem(sys.modules, "torch", sys.modules.get("torch") or object())
+    serving_spin(env)
+    assert env == {"GOMP_SPINCOUNT": SPINCOUNT}
+
+
+# Prints the spin settings at the moment `torch` is first imported, then runs CODE.
+RUN_PROBE = """
+import importlib.abc, json, os, sys
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" and not getattr(self, "seen", False):
+            self.seen = True
+            print(json.dumps(os.environ.get("GOMP_SPINCOUNT")), flush=True)
+        return None
+sys.meta_path.insert(0, Watch())
+exec(sys.argv[1])
+"""
+
+
+def _spin_when_it_runs(code: str, tmp_path: Path) -> str | None:
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE, code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**base, "GOMP_SPINCOUNT": SPINCOUNT},  # as a test or a training run leaves it
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    return json.loads(out.stdout.splitlines()[0])
+
+
+@pytest.mark.slow
+def test_the_command_and_the_worker_spin_longer(tiny_model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f(x):\n    return <mask>\n")
+    command = (
+        "from diffusion_infill.infill.cli import run; "
+        f"sys.argv = ['infill', 'fill', '--model', {str(tiny_model_dir)!r}, 'a.py']; run()"
+    )
+    assert _spin_when_it_runs(command, tmp_path) == SERVING_SPINCOUNT
+    worker = (
+        "from diffusion_infill.infill.serve.worker import main; "
+        f"main(['--socket', 'w.sock', '--model', {str(tiny_model_dir)!r}, '--exit-with-stdin'])"
+    )
+    assert _spin_when_it_runs(worker, tmp_path) == SERVING_SPINCOUNT

@@ -52,6 +52,7 @@ from diffusion_infill.infill.cli.runs import (
     EXIT_SIGTERM,
     EXIT_USAGE,
 )
+from diffusion_infill.model.openmp import serving_spin
 
 COMMANDS = {"fill": cmd_fill, "fix": cmd_fix}
 
@@ -106,6 +107,7 @@ def run() -> NoReturn:
     Freeing a loaded model and its thread pools at exit took 0.3-0.4 s of a 1.6 s fill of
     examples/holes.py; once `main` has returned, its files are written and closed and a
     worker it spawned is stopped, so there is nothing left to clean up."""
+    serving_spin()  # before torch loads: this process's passes are governed
     code = main()
     try:
         sys.stdout.flush()

@@ -61,6 +61,7 @@ from diffusion_infill.infill.serve.sockets import (
 from diffusion_infill.infill.serve.worker_parser import build_parser
 from diffusion_infill.model.denoiser import Denoiser, ModelLoadError
 from diffusion_infill.model.loading import load_denoiser
+from diffusion_infill.model.openmp import serving_spin
 
 log = logging.getLogger("infill.serve.worker")
 
@@ -348,6 +349,7 @@ def serve_until_stopped(
 
 
 def main(argv: list[str] | None = None) -> int:
+    serving_spin()  # before torch loads: this process's passes are governed
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,
