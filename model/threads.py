@@ -40,7 +40,10 @@ MISSING_THREAD = 0.5  # threads' worth of CPU time missing from a pass, at least
 CROWDED_IN_A_ROW = 2  # crowded passes before a thread is dropped
 SHORTEST_SECONDS = 0.002  # passes shorter than this are not read
 PROBE_SECONDS = 1.0  # after a thread is dropped, the first try of one more
-PROBE_MOST_SECONDS = 32.0  # the longest wait between tries while they fail
+# the longest wait between tries while they fail: a failed try costs one pass on a taken
+# core (tens of ms) this often, and after the other process ends the threads come back
+# within it (a burst of work in the language server must not leave one thread for long)
+PROBE_MOST_SECONDS = 8.0
 
 
 @dataclass(frozen=True)
