@@ -121,6 +121,7 @@ class ThreadGovernor:
             else:
                 self.probe_wait = PROBE_SECONDS
                 self.next_probe = None if self.threads >= self.most else self.clock()
+                log.info("%d CPU threads: the cores are free again", self.threads)
             return
         self.crowded_in_a_row = self.crowded_in_a_row + 1 if crowded else 0
         if self.crowded_in_a_row >= CROWDED_IN_A_ROW:

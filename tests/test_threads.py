@@ -3,6 +3,7 @@ core, tried again later, never below one nor above what was asked for."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,8 @@ def test_passes_that_do_not_show_a_core_taken_keep_the_threads(reading: Reading)
     assert (g.threads, applied) == (2, [])
 
 
-def test_a_thread_is_tried_again_later_and_kept_where_the_pass_is_calm() -> None:
+def test_a_thread_is_tried_again_later_and_kept_where_the_pass_is_calm(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="diffusion_infill.model.threads")
     g, applied, clock = governor()
     g.observe(CROWDED)
     g.observe(CROWDED)
@@ -69,6 +71,9 @@ def test_a_thread_is_tried_again_later_and_kept_where_the_pass_is_calm() -> None
     clock.now += 100
     g._before()
     assert (g.threads, applied) == (2, [1, 2])  # all it was given: nothing more to try
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].startswith("1 CPU threads: another process holds a core (1.00 threads'")
+    assert said[1:] == ["2 CPU threads: the cores are free again"]
 
 
 def test_a_crowded_try_goes_back_and_the_next_waits_twice_as_long() -> None:
