@@ -31,18 +31,24 @@ print(json.dumps(seen))
 """
 
 
-def _spin_when_torch_loads(module: str, **env: str) -> dict[str, str | None]:
+def _probe(script: str, arg: str, cwd: Path, **env: str) -> list[str]:
+    """The lines a probe script prints, run with `arg` in a fresh interpreter whose
+    environment has no spin setting but `env`'s."""
     base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, module],
-        cwd=ROOT,
-        check=True,
+        [sys.executable, "-c", script, arg],
+        cwd=cwd,
         capture_output=True,
         text=True,
         env={**base, **env},
+        stdin=subprocess.DEVNULL,
         timeout=120,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return out.stdout.strip().splitlines()
+
+
+def _spin_when_torch_loads(module: str, **env: str) -> dict[str, str | None]:
+    return json.loads(_probe(PROBE, module, ROOT, **env)[-1])
 
 
 @pytest.mark.slow
@@ -115,17 +121,8 @@ exec(sys.argv[1])
 
 
 def _spin_when_it_runs(code: str, tmp_path: Path) -> str | None:
-    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
-    out = subprocess.run(
-        [sys.executable, "-c", RUN_PROBE, code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**base, "GOMP_SPINCOUNT": SPINCOUNT},  # as a test or a training run leaves it
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    return json.loads(out.stdout.splitlines()[0])
+    # GOMP_SPINCOUNT as a test or a training run leaves it to the processes it starts
+    return json.loads(_probe(RUN_PROBE, code, tmp_path, GOMP_SPINCOUNT=SPINCOUNT)[0])
 
 
 @pytest.mark.slow
