@@ -56,7 +56,7 @@ def write_results(
 ) -> Path:
     """Write `results` as JSON (default path from kind and model), print the path. Unless
     `results` says, the file records the command that ran it (a benchmark run as a module:
-    `run_command`), the commit that made it, the fill code's hash and the machine: its CPU,
+    `run_command`), the commit it started from, the fill code's hash and the machine: its CPU,
     cores, the dtype and threads asked for, and the kernels' instruction sets where they
     were held below the CPU's (provenance.py `ISA_CAPS`: "AVX2 kernels" on a faster CPU)."""
     results = dict(results)

@@ -115,6 +115,20 @@ def test_every_results_file_records_its_commit_and_machine(tmp_path):
     assert "ONEDNN_MAX_CPU_ISA" not in written["machine"]
 
 
+def test_a_results_file_records_the_code_that_ran_not_the_code_at_its_end(tmp_path, monkeypatch):
+    """A long run during which a commit is made keeps the commit it started from; where
+    the fill code's files changed while it ran, the file says so instead of hashing them."""
+    from diffusion_infill.model.training import provenance
+
+    monkeypatch.setattr(provenance, "commit", lambda: "f" * 40)  # HEAD moved meanwhile
+    written = json.loads(write_results("probe", None, {}, tmp_path / "a.json").read_text())
+    assert written["commit"] == provenance.STARTED_AT != "f" * 40
+    assert written["fill_code"] == provenance.fill_code()
+    monkeypatch.setattr(provenance, "fill_code_state", lambda: (("model/hf.py", 1, 2),))
+    written = json.loads(write_results("probe", None, {}, tmp_path / "b.json").read_text())
+    assert written["fill_code"] == provenance.CHANGED_WHILE_RUNNING
+
+
 def test_kernels_held_to_avx2_are_recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")

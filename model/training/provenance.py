@@ -42,19 +42,35 @@ def model_name(model: Path | None) -> str:
     return path.parent.name if path.name == "export" else path.name
 
 
+def _fill_code_files(also: tuple[str, ...] = ()) -> list[Path]:
+    """The files `fill_code` hashes, in its order."""
+    out = []
+    for top in (*FILL_CODE, *also):
+        found = [ROOT / top] if (ROOT / top).is_file() else sorted((ROOT / top).rglob("*"))
+        for path in found:
+            rel = path.relative_to(ROOT).as_posix()
+            if path.is_file() and "training" not in rel and "__pycache__" not in rel:
+                out.append(path)
+    return out
+
+
 def fill_code(also: tuple[str, ...] = ()) -> str:
     """A hash of the files that decide a fill (the engine, the model's code and weights;
     not the training code), and of the files `also` names (relative to the checkout):
     runs with the same hash are runs of the same fills."""
     digest = hashlib.sha256()
-    for top in (*FILL_CODE, *also):
-        found = [ROOT / top] if (ROOT / top).is_file() else sorted((ROOT / top).rglob("*"))
-        for path in found:
-            rel = path.relative_to(ROOT).as_posix()
-            if not path.is_file() or "training" in rel or "__pycache__" in rel:
-                continue
-            digest.update(rel.encode() + b"\0" + path.read_bytes())
+    for path in _fill_code_files(also):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def fill_code_state() -> tuple[tuple[str, int, int], ...]:
+    """The fill code's files by name, size and modification time: what `fill_code` would
+    read, without reading it (a few ms), to tell whether it changed since."""
+    return tuple(
+        (path.relative_to(ROOT).as_posix(), (st := path.stat()).st_size, st.st_mtime_ns)
+        for path in _fill_code_files()
+    )
 
 
 def commit() -> str:
@@ -130,12 +146,24 @@ def command(module: str, argv: list[str] | None) -> str:
     return shlex.join(["python", "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
+# The code this process runs: the checkout's commit and the state of the fill code's files
+# when this module was first imported, before a benchmark or a fit did anything. A commit
+# made while a long run goes on is not the code that ran, so `write_report` stamps these.
+STARTED_AT = commit()
+STARTED_FILES = fill_code_state()
+CHANGED_WHILE_RUNNING = "changed while it ran"
+
+
 def write_report(results: dict[str, Any], path: Path) -> Path:
     """Write `results` as JSON to `path` and print the path. Unless `results` says, the
-    file records the commit that made it, the fill code's hash and the machine (`host`)."""
+    file records the commit that made it (`STARTED_AT`: the commit when the run started),
+    the fill code's hash (`CHANGED_WHILE_RUNNING` where its files changed since the start)
+    and the machine (`host`)."""
     results = dict(results)
-    results.setdefault("commit", commit())
-    results.setdefault("fill_code", fill_code())
+    results.setdefault("commit", STARTED_AT)
+    if "fill_code" not in results:
+        same = fill_code_state() == STARTED_FILES
+        results["fill_code"] = fill_code() if same else CHANGED_WHILE_RUNNING
     results.setdefault("machine", host())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1) + "\n")
