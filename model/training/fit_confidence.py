@@ -34,7 +34,7 @@ from diffusion_infill.model.training.logistic import fit, log_loss, predict, rel
 from diffusion_infill.model.training.provenance import (
     REPORTS,
     command,
-    commit,
+    fill_code,
     model_name,
     write_report,
 )
@@ -107,7 +107,6 @@ def _table(train: list, valid: list) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
-    stamp = commit()  # the checkout as it was before this fit writes what it ships
     for path in (args.train, args.valid):
         if not path.is_file():
             parser.error(f"{path} not found: python -m benchmarks.confidence_rows ... --out {path}")
@@ -145,7 +144,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {save_calibration(calibration, model)}")
     results = {
         "command": command("diffusion_infill.model.training.fit_confidence", argv),
-        "commit": stamp,
         "model": str(model),
         "train_rows": len(train),
         "valid_rows": len(valid),
@@ -155,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         "table": table,
         "valid_reliability": bins,
         "weights": dict(zip(names, (float(v) for v in w), strict=True)),
+        "fill_code": fill_code(),  # with what it wrote: the fill code it leaves
     }
     write_report(results, args.out or REPORTS / f"fit_confidence_{model_name(args.model)}.json")
 

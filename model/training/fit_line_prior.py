@@ -42,7 +42,12 @@ from diffusion_infill.infill.core.line_prior import (
     line_features,
     vocabulary_tokens,
 )
-from diffusion_infill.model.training.provenance import REPORTS, command, commit, write_report
+from diffusion_infill.model.training.provenance import (
+    REPORTS,
+    command,
+    fill_code,
+    write_report,
+)
 
 PAIRS = Path("data/fix_pairs_16_releases.jsonl")
 PENALTIES = (1e-3, 3e-3, 1e-2)
@@ -126,7 +131,6 @@ def cross_validate(data: list[Example], penalty: float, seed: int) -> dict[str, 
 def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
-    stamp = commit()  # the checkout as it was before this fit writes what it ships
     if args.min_count < 1:
         parser.error(f"--min-count must be at least 1, got {args.min_count}")
     for path in (args.pairs, *([args.valid] if args.valid else [])):
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         args.save.write_text(json.dumps(prior.to_json()) + "\n")
         print(f"wrote {args.save}", file=sys.stderr)
     found["seconds"] = round(time.perf_counter() - t0, 1)
-    found["commit"] = stamp
+    found["fill_code"] = fill_code()  # with what it wrote: the fill code it leaves
     write_report(found, args.out or REPORTS / f"line_prior_{args.pairs.stem}.json")
 
 
