@@ -114,9 +114,10 @@ def many(
     hidden = cached.body.embeddings(input_ids=tokens)  # (B, n, H)
     masks: dict[str, torch.Tensor | None] = {}
     rotations: dict[str, torch.Tensor] = {}
+    longest = max(t.shape[0] for t in ids)
     store: list[tuple[torch.Tensor, torch.Tensor]] = []
     for li, layer in enumerate(cached.body.layers):
-        q, k, v = _qkv(cached, li, hidden, positions, rotations, max(t.shape[0] for t in ids))
+        q, k, v = _qkv(cached, li, hidden, positions, rotations, longest)
         if caches is None:
             keys, values = k, v
             store.append((k, v))

@@ -31,6 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+try:
+    import resource  # Unix: involuntary context switches
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -58,9 +63,7 @@ class Reading:
 def read_process() -> tuple[float, float, int] | None:
     """(wall clock, process CPU time, involuntary switches) now; None where the platform
     counts no involuntary switches."""
-    try:
-        import resource  # noqa: PLC0415 - not on every platform
-    except ImportError:
+    if resource is None:
         return None
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return time.perf_counter(), time.process_time(), usage.ru_nivcsw

@@ -65,11 +65,11 @@ def test_a_thread_is_tried_again_later_and_kept_where_the_pass_is_calm(caplog) -
     g.run(lambda: None)
     assert g.threads == 1  # not yet
     clock.now += threads.PROBE_SECONDS / 2
-    g._before()
+    g.run(lambda: None)
     assert (g.threads, applied) == (2, [1, 2])
     g.observe(CALM)
     clock.now += 100
-    g._before()
+    g.run(lambda: None)
     assert (g.threads, applied) == (2, [1, 2])  # all it was given: nothing more to try
     said = [r.getMessage() for r in caplog.records]
     assert said[0].startswith("1 CPU threads: another process holds a core (1.00 threads'")
@@ -85,7 +85,7 @@ def test_a_crowded_try_goes_back_and_the_next_waits_twice_as_long() -> None:
         start = clock.now
         while g.threads == 1:
             clock.now += 0.25
-            g._before()
+            g.run(lambda: None)
         waits.append(clock.now - start)
         g.observe(CROWDED)  # the try: one crowded pass sends it back
         assert g.threads == 1
@@ -99,7 +99,7 @@ def test_a_short_pass_on_a_tried_thread_leaves_the_judgement_to_the_next() -> No
     g.observe(CROWDED)
     g.observe(CROWDED)
     clock.now += threads.PROBE_SECONDS
-    g._before()
+    g.run(lambda: None)
     g.observe(Reading(wall=0.001, cpu=0.001, switches=9))
     assert g.probing and g.threads == 2
     g.observe(CROWDED)
