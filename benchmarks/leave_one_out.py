@@ -55,6 +55,7 @@ COMPLETION_STAGES = {  # stages that act where a user types, judged on completio
     "word_starts": ["--no-word-starts"],
     "statement_ends": ["--no-statement-ends"],
 }
+EVERY_STAGE = list(dict.fromkeys([*STAGES, *COMPLETION_STAGES]))  # once each, in order
 COMPLETION_CASES = ("mid-line", "mid-word")
 SHAPES = ("cursor", "whole-line", "part-of-line", "block")
 MULTI_LINE = ("block",)  # judged by similarity: exact match is flat near 0
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--stages",
         default="all",
-        help=f"all, or of: {', '.join(dict.fromkeys([*STAGES, *COMPLETION_STAGES]))}",
+        help=f"all, or of: {', '.join(EVERY_STAGE)}",
     )
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus_v2"))
     parser.add_argument("--model", type=Path, default=None)
@@ -254,10 +255,9 @@ def main(argv: list[str] | None = None) -> None:
     args.shapes = args.shapes.split(",")
     if set(args.shapes) - set(SHAPES):
         parser.error(f"shapes are of: {', '.join(SHAPES)}")
-    every = list(dict.fromkeys([*STAGES, *COMPLETION_STAGES]))
-    stages = every if args.stages == "all" else args.stages.split(",")
-    if set(stages) - set(every):
-        parser.error(f"unknown stage(s): {', '.join(sorted(set(stages) - set(every)))}")
+    stages = EVERY_STAGE if args.stages == "all" else args.stages.split(",")
+    if set(stages) - set(EVERY_STAGE):
+        parser.error(f"unknown stage(s): {', '.join(sorted(set(stages) - set(EVERY_STAGE)))}")
     if args.n < 1:
         parser.error("--n must be >= 1")
     if not (args.corpus / f"{args.split}.jsonl").is_file():
